@@ -1,0 +1,41 @@
+// cpu_features: what the host CPU can run, read once from CPUID (and the OS's XSAVE state).
+// Thread-safety: detect() is computed once, then immutable.
+#pragma once
+
+#include <string>
+
+namespace fw::cpu {
+
+struct cpu_features {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512vnni = false;
+  bool avx512bf16 = false;
+  bool amx_int8 = false;
+  bool amx_bf16 = false;
+
+  bool has_avx2() const { return avx2 && fma && f16c; }
+  bool has_avx512() const { return has_avx2() && avx512f && avx512bw && avx512vl; }
+  bool has_avx512_vnni() const { return has_avx512() && avx512vnni; }
+
+  /// e.g. "avx2 fma f16c avx512f avx512bw avx512vl avx512vnni amx-int8"
+  std::string describe() const;
+};
+
+/// The host's features (cached after the first call).
+const cpu_features& host_features();
+
+/// SIMD level a kernel family may use. Ordered: a higher level implies the lower ones.
+enum class simd_level { scalar = 0, avx2 = 1, avx512 = 2 };
+
+const char* to_string(simd_level level);
+
+/// The best level this host supports, lowered by FW_SIMD=scalar|avx2|avx512 when set (for tests
+/// and for users who need to rule a path out).
+simd_level best_simd_level();
+
+}  // namespace fw::cpu

@@ -1,0 +1,39 @@
+#include "kernels/cpu/matmul.hpp"
+
+#include <algorithm>
+
+namespace fw::cpu {
+
+void matmul(const weight_view& w, const dot_kernel& kernel, const float* x, int64_t ldx, int64_t m,
+            float* y, int64_t ldy, thread_pool& pool, matmul_scratch& scratch) {
+  const void* act = x;
+  size_t act_stride = static_cast<size_t>(ldx) * sizeof(float);
+  if (kernel.act == act_format::q8x) {
+    act_stride = static_cast<size_t>(w.k / 32) * sizeof(block_q8x);
+    scratch.act.resize(act_stride * m);
+    uint8_t* q = scratch.act.data();
+    auto quant = kernel.quantize;
+    pool.parallel_for(m, 8, [&](int64_t b, int64_t e, int) {
+      for (int64_t r = b; r < e; ++r)
+        quant(x + r * ldx, reinterpret_cast<block_q8x*>(q + r * act_stride), w.k);
+    });
+    act = q;
+  }
+  const auto* a = static_cast<const uint8_t*>(act);
+  const auto dot = kernel.dot;
+  // Blocks of output rows; within a block, each weight row serves every activation row.
+  const int64_t grain = std::max<int64_t>(4, 64 / std::max<int64_t>(1, m));
+  pool.parallel_for(w.n, grain, [&](int64_t b, int64_t e, int) {
+    constexpr int64_t tile = 16;
+    for (int64_t n0 = b; n0 < e; n0 += tile) {
+      const int64_t n1 = std::min(e, n0 + tile);
+      for (int64_t r = 0; r < m; ++r) {
+        const void* xr = a + r * act_stride;
+        float* yr = y + r * ldy;
+        for (int64_t n = n0; n < n1; ++n) yr[n] = dot(w.k, w.data + n * w.row_bytes, xr);
+      }
+    }
+  });
+}
+
+}  // namespace fw::cpu

@@ -1,0 +1,34 @@
+// matmul: y[m][n] = sum_k x[m][k] * w[n][k] for a weight matrix stored row-major in any supported
+// GGUF type (rows of k elements, as ggml stores them: ne[0] = k, ne[1] = n). Activations are
+// quantized once per call when the weight kernel wants 8-bit input. Work is split over output
+// rows on the thread pool; every weight row is read once per call and reused for all m rows.
+// Thread-safety: call from one thread; uses the pool.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/thread_pool.hpp"
+#include "kernels/cpu/vec_dot.hpp"
+
+namespace fw::cpu {
+
+/// A non-owning view of one weight matrix.
+struct weight_view {
+  ggml_type type = ggml_type::f32;
+  const uint8_t* data = nullptr;
+  int64_t k = 0;         ///< input features (row length)
+  int64_t n = 0;         ///< output features (rows)
+  size_t row_bytes = 0;  ///< bytes per row
+};
+
+/// Scratch memory reused across calls (activation quantization).
+struct matmul_scratch {
+  std::vector<uint8_t> act;
+};
+
+/// y (m rows, stride ldy) = x (m rows of w.k floats, stride ldx) times w^T.
+void matmul(const weight_view& w, const dot_kernel& kernel, const float* x, int64_t ldx, int64_t m,
+            float* y, int64_t ldy, thread_pool& pool, matmul_scratch& scratch);
+
+}  // namespace fw::cpu

@@ -1,0 +1,78 @@
+#include "kernels/cpu/thread_pool.hpp"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace fw::cpu {
+namespace {
+constexpr int spin_iterations = 200000;  // ~ a few hundred microseconds before sleeping
+}
+
+thread_pool::thread_pool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  workers_.reserve(n_threads_ - 1);
+  for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+}
+
+thread_pool::~thread_pool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void thread_pool::work(int thread) {
+  for (;;) {
+    const int64_t t = next_task_.fetch_add(1, std::memory_order_relaxed);
+    if (t >= n_tasks_) break;
+    fn_(ctx_, t, thread);
+  }
+}
+
+void thread_pool::run(int64_t n_tasks, task_fn fn, void* ctx) {
+  if (n_tasks <= 0) return;
+  if (n_threads_ == 1 || n_tasks == 1) {
+    for (int64_t t = 0; t < n_tasks; ++t) fn(ctx, t, 0);
+    return;
+  }
+  n_tasks_ = n_tasks;
+  fn_ = fn;
+  ctx_ = ctx;
+  next_task_.store(0, std::memory_order_relaxed);
+  active_.store(n_threads_ - 1, std::memory_order_relaxed);
+  {
+    // The release of the new generation publishes the job fields above.
+    std::lock_guard<std::mutex> lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
+  work(0);
+  while (active_.load(std::memory_order_acquire) != 0) _mm_pause();
+}
+
+void thread_pool::worker_loop(int thread) {
+  uint64_t seen = 0;
+  for (;;) {
+    uint64_t g = generation_.load(std::memory_order_acquire);
+    for (int i = 0; g == seen && i < spin_iterations; ++i) {
+      _mm_pause();
+      g = generation_.load(std::memory_order_acquire);
+    }
+    if (g == seen) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      sleepers_.fetch_sub(1);
+      g = generation_.load(std::memory_order_acquire);
+    }
+    seen = g;
+    if (stop_.load()) return;
+    work(thread);
+    active_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace fw::cpu

@@ -1,0 +1,71 @@
+// thread_pool: a persistent set of worker threads for kernels (no thread creation per op).
+// The calling thread takes part in every job, so a pool of n threads starts n - 1 workers.
+// Workers spin briefly between jobs (decode issues hundreds of small jobs per token) and then
+// sleep on a condition variable. Thread-safety: one job at a time; run() must not be called
+// concurrently or re-entrantly from a job.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fw::cpu {
+
+class thread_pool {
+ public:
+  /// A job: called as fn(ctx, task, thread) for each task in [0, n_tasks).
+  using task_fn = void (*)(void* ctx, int64_t task, int thread);
+
+  explicit thread_pool(int n_threads);
+  ~thread_pool();
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  /// Runs fn for every task; tasks are handed out dynamically. Returns when all are done.
+  void run(int64_t n_tasks, task_fn fn, void* ctx);
+
+  /// Convenience: f(task, thread) for every task.
+  template <class F>
+  void for_each(int64_t n_tasks, F&& f) {
+    run(n_tasks, [](void* c, int64_t t, int th) { (*static_cast<F*>(c))(t, th); }, &f);
+  }
+
+  /// Splits [0, n) into contiguous ranges, at least `grain` long, one or more per thread:
+  /// f(begin, end, thread).
+  template <class F>
+  void parallel_for(int64_t n, int64_t grain, F&& f) {
+    if (n <= 0) return;
+    int64_t chunks = std::min<int64_t>(n_threads_ * 4, (n + grain - 1) / grain);
+    if (chunks < 1) chunks = 1;
+    if (n_threads_ == 1 || chunks == 1) { f(int64_t{0}, n, 0); return; }
+    const int64_t step = (n + chunks - 1) / chunks;
+    for_each(chunks, [&](int64_t c, int th) {
+      const int64_t b = c * step, e = std::min(n, b + step);
+      if (b < e) f(b, e, th);
+    });
+  }
+
+ private:
+  void worker_loop(int thread);
+  void work(int thread);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int64_t> next_task_{0};
+  std::atomic<int> active_{0};
+  std::atomic<bool> stop_{false};
+  int64_t n_tasks_ = 0;
+  task_fn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<int> sleepers_{0};
+};
+
+}  // namespace fw::cpu

@@ -1,0 +1,181 @@
+#include "runtime/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/quant_ref.hpp"
+
+namespace fw {
+namespace {
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+kv_layout layout_of(const model_config& c, uint32_t block_tokens) {
+  kv_layout l;
+  l.n_layer = c.n_layer;
+  l.n_head_kv = c.n_head_kv;
+  l.head_dim = c.head_dim;
+  l.block_tokens = block_tokens;
+  return l;
+}
+
+}  // namespace
+
+cpu_backend::cpu_backend(const model_config& config, const llama_weights& weights,
+                         cpu_backend_options opts)
+    : cfg_(config),
+      w_(weights),
+      threads_(resolve_threads(opts.threads)),
+      pool_(0, layout_of(config, opts.kv_block_tokens),
+            (opts.kv_tokens + opts.kv_block_tokens - 1) / opts.kv_block_tokens) {
+  const auto level = cpu::best_simd_level();
+  for (ggml_type t : weights.matrix_types()) kernels_.emplace(t, cpu::select_dot_kernel(t, level));
+  attn_dot_ = cpu::select_dot_kernel(ggml_type::f32, level);
+  scores_.resize(threads_.size());
+}
+
+std::vector<kernel_report> cpu_backend::kernel_paths() const {
+  const auto best = cpu::best_simd_level();
+  const auto host = cpu::host_features().has_avx512_vnni() ? cpu::simd_level::avx512
+                    : cpu::host_features().has_avx2()      ? cpu::simd_level::avx2
+                                                           : cpu::simd_level::scalar;
+  std::vector<kernel_report> out;
+  for (const auto& [type, k] : kernels_) {
+    kernel_report r;
+    r.weight_type = std::string(type_traits(type).name);
+    r.path = std::string(cpu::to_string(k.level)) +
+             (k.act == cpu::act_format::q8x ? " (int8 activations)" : " (f32 activations)");
+    r.fallback = k.level < host;
+    if (k.level == cpu::simd_level::scalar)
+      r.note = "scalar fallback: expect a large slowdown";
+    else if (k.level < host)
+      r.note = std::string("host supports ") + cpu::to_string(host) + " but this type uses " +
+               cpu::to_string(k.level) + (best < host ? " (limited by FW_SIMD)" : "");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t m, float* y) {
+  cpu::matmul(w, kernel_for(w.type), x, w.k, m, y, w.n, threads_, mm_scratch_);
+}
+
+void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
+  const int64_t rows = static_cast<int64_t>(b.rows());
+  const int hd = static_cast<int>(cfg_.head_dim);
+  const int n_head = static_cast<int>(cfg_.n_head);
+  const uint32_t bt = pool_.layout().block_tokens;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const auto dot = attn_dot_.dot;
+  threads_.for_each(rows * n_head, [&](int64_t task, int thread) {
+    const int64_t r = task / n_head;
+    const int h = static_cast<int>(task % n_head);
+    const uint32_t kvh = static_cast<uint32_t>(h) / cfg_.n_gqa();
+    const kv_handle& kv = *b.kv[b.seq[r]];
+    const int64_t n_ctx = b.positions[r] + 1;
+    auto& sc = scores_[thread];
+    if (static_cast<int64_t>(sc.size()) < n_ctx) sc.resize(n_ctx);
+    const float* q = q_.data() + r * cfg_.n_embd + h * hd;
+    for (int64_t t = 0; t < n_ctx; ++t) {
+      const float* kt = pool_.k(kv.blocks[t / bt], layer, kvh) + (t % bt) * hd;
+      sc[t] = dot(hd, kt, q) * scale;
+    }
+    cpu::softmax(sc.data(), n_ctx);
+    float* out = att_.data() + r * cfg_.n_embd + h * hd;
+    std::fill(out, out + hd, 0.f);
+    for (int64_t t = 0; t < n_ctx; ++t) {
+      const float* vt = pool_.v(kv.blocks[t / bt], layer, kvh) + (t % bt) * hd;
+      const float p = sc[t];
+      for (int i = 0; i < hd; ++i) out[i] += p * vt[i];
+    }
+  });
+}
+
+expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& logits) {
+  const int64_t m = static_cast<int64_t>(b.rows());
+  if (m == 0) {
+    logits.clear();
+    return {};
+  }
+  const int64_t e = cfg_.n_embd, kvd = cfg_.kv_dim(), ff = cfg_.n_ff;
+  // Validate rows and make room in every sequence's KV handle before computing anything.
+  std::vector<int32_t> end_pos(b.kv.size(), 0);
+  for (int64_t r = 0; r < m; ++r) {
+    if (b.tokens[r] < 0 || static_cast<uint32_t>(b.tokens[r]) >= cfg_.n_vocab)
+      return make_error(errc::invalid_argument, "token id " + std::to_string(b.tokens[r]) + " is outside the vocabulary");
+    if (b.seq[r] >= b.kv.size()) return make_error(errc::internal, "batch row names a missing sequence");
+    end_pos[b.seq[r]] = std::max(end_pos[b.seq[r]], b.positions[r] + 1);
+  }
+  for (size_t s = 0; s < b.kv.size(); ++s) {
+    if (!pool_.reserve(*b.kv[s], static_cast<uint32_t>(end_pos[s])))
+      return make_error(errc::out_of_memory, "KV cache pool exhausted (" + std::to_string(pool_.free_blocks()) + " free blocks)");
+  }
+
+  x_.resize(m * e);
+  xn_.resize(m * e);
+  q_.resize(m * e);
+  k_.resize(m * kvd);
+  v_.resize(m * kvd);
+  att_.resize(m * e);
+  gate_.resize(m * ff);
+  up_.resize(m * ff);
+  tmp_.resize(m * e);
+
+  for (int64_t r = 0; r < m; ++r) {
+    const auto& te = w_.tok_embd;
+    dequantize_row_ref(te.type, te.data + b.tokens[r] * te.row_bytes, x_.data() + r * e, e);
+  }
+
+  const uint32_t bt = pool_.layout().block_tokens;
+  for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+    const auto& L = w_.layers[il];
+    for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.attn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
+    mm(L.wq, xn_.data(), m, q_.data());
+    mm(L.wk, xn_.data(), m, k_.data());
+    mm(L.wv, xn_.data(), m, v_.data());
+    for (int64_t r = 0; r < m; ++r) {
+      const int pos = b.positions[r];
+      cpu::rope_norm(q_.data() + r * e, cfg_.n_head, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
+      cpu::rope_norm(k_.data() + r * kvd, cfg_.n_head_kv, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
+      const kv_handle& kv = *b.kv[b.seq[r]];
+      const uint32_t blk = kv.blocks[pos / bt];
+      const uint32_t off = (pos % bt) * cfg_.head_dim;
+      for (uint32_t h = 0; h < cfg_.n_head_kv; ++h) {
+        std::memcpy(pool_.k(blk, il, h) + off, k_.data() + r * kvd + h * cfg_.head_dim, cfg_.head_dim * sizeof(float));
+        std::memcpy(pool_.v(blk, il, h) + off, v_.data() + r * kvd + h * cfg_.head_dim, cfg_.head_dim * sizeof(float));
+      }
+    }
+    attention(b, il);
+    mm(L.wo, att_.data(), m, tmp_.data());
+    cpu::add_inplace(x_.data(), tmp_.data(), m * e);
+    for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.ffn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
+    mm(L.w_gate, xn_.data(), m, gate_.data());
+    mm(L.w_up, xn_.data(), m, up_.data());
+    cpu::silu_mul(gate_.data(), up_.data(), m * ff);
+    mm(L.w_down, gate_.data(), m, tmp_.data());
+    cpu::add_inplace(x_.data(), tmp_.data(), m * e);
+  }
+
+  for (size_t s = 0; s < b.kv.size(); ++s)
+    if (b.kv[s]->n_tokens < static_cast<uint32_t>(end_pos[s])) (void)pool_.set_length(*b.kv[s], end_pos[s]);
+
+  // Final norm and output head, only for the rows that want logits.
+  int64_t n_out = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    if (!b.want_logits[r]) continue;
+    cpu::rms_norm(x_.data() + r * e, w_.output_norm, xn_.data() + n_out * e, e, cfg_.rms_eps);
+    ++n_out;
+  }
+  logits.resize(n_out * cfg_.n_vocab);
+  if (n_out > 0) mm(w_.output, xn_.data(), n_out, logits.data());
+  return {};
+}
+
+}  // namespace fw

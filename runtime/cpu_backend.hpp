@@ -1,0 +1,51 @@
+// cpu_backend: the Llama forward pass on the host CPU. Owns a persistent kernel thread pool, the
+// KV block pool and scratch buffers; reads weights in place from the mapped GGUF file.
+// Thread-safety: one forward() at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "kernels/cpu/matmul.hpp"
+#include "kernels/cpu/thread_pool.hpp"
+#include "runtime/backend.hpp"
+#include "runtime/llama_weights.hpp"
+#include "runtime/model_config.hpp"
+
+namespace fw {
+
+struct cpu_backend_options {
+  int threads = 0;                ///< 0 = hardware concurrency
+  uint32_t kv_tokens = 8192;      ///< KV pool capacity in tokens (all sequences together)
+  uint32_t kv_block_tokens = 16;  ///< tokens per KV block
+};
+
+class cpu_backend final : public backend {
+ public:
+  cpu_backend(const model_config& config, const llama_weights& weights, cpu_backend_options opts);
+
+  std::string name() const override { return "cpu"; }
+  kv_block_pool& kv_pool() override { return pool_; }
+  expected<void> forward(const forward_batch& batch, std::vector<float>& logits) override;
+  std::vector<kernel_report> kernel_paths() const override;
+
+  int threads() const { return threads_.size(); }
+
+ private:
+  const cpu::dot_kernel& kernel_for(ggml_type t) const { return kernels_.at(t); }
+  void mm(const cpu::weight_view& w, const float* x, int64_t m, float* y);
+  void attention(const forward_batch& batch, uint32_t layer);
+
+  const model_config& cfg_;
+  const llama_weights& w_;
+  cpu::thread_pool threads_;
+  kv_block_pool pool_;
+  std::map<ggml_type, cpu::dot_kernel> kernels_;
+  cpu::dot_kernel attn_dot_;
+  cpu::matmul_scratch mm_scratch_;
+  // Activations, [rows][dim].
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
+  std::vector<std::vector<float>> scores_;  ///< per thread
+};
+
+}  // namespace fw

@@ -1,0 +1,119 @@
+#include "runtime/generator.hpp"
+
+#include <chrono>
+
+#include "runtime/sampler.hpp"
+#include "runtime/stop_matcher.hpp"
+#include "runtime/utf8_stream.hpp"
+
+namespace fw {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double ms_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+// Releases a sequence's KV blocks on every exit path.
+class handle_guard {
+ public:
+  handle_guard(kv_block_pool& pool, kv_handle& h) : pool_(pool), h_(h) {}
+  ~handle_guard() { (void)pool_.release(h_); }
+  handle_guard(const handle_guard&) = delete;
+  handle_guard& operator=(const handle_guard&) = delete;
+
+ private:
+  kv_block_pool& pool_;
+  kv_handle& h_;
+};
+
+}  // namespace
+
+double generation_result::decode_tok_s() const {
+  // The first token comes from the prefill; decode covers the rest.
+  return decode_ms > 0 && tokens.size() > 1 ? (tokens.size() - 1) * 1000.0 / decode_ms : 0;
+}
+
+expected<generation_result> generator::run(std::span<const int32_t> prompt,
+                                           const sampling_params& params,
+                                           const text_callback& on_text) {
+  if (auto ok = params.validate(); !ok) return ok.err();
+  if (prompt.empty()) return make_error(errc::invalid_argument, "the prompt is empty");
+  const uint32_t n_ctx = opts_.n_ctx;
+  if (prompt.size() >= n_ctx)
+    return make_error(errc::context_overflow, "prompt of " + std::to_string(prompt.size()) +
+                      " tokens does not fit the context window of " + std::to_string(n_ctx) + " tokens");
+  uint32_t budget = n_ctx - static_cast<uint32_t>(prompt.size());
+  if (params.max_tokens >= 0) {
+    if (static_cast<uint32_t>(params.max_tokens) > budget)
+      return make_error(errc::context_overflow, "prompt (" + std::to_string(prompt.size()) + " tokens) + max_tokens (" +
+                        std::to_string(params.max_tokens) + ") exceeds the context window of " + std::to_string(n_ctx) + " tokens");
+    budget = static_cast<uint32_t>(params.max_tokens);
+  }
+
+  const tokenizer& vocab = model_.vocab();
+  auto smp = sampler::make(params, static_cast<int32_t>(model_.config().n_vocab));
+  if (!smp) return smp.err();
+
+  generation_result res;
+  res.prompt_tokens.assign(prompt.begin(), prompt.end());
+  kv_block_pool& pool = backend_.kv_pool();
+  auto alloc = pool.allocate(0);
+  if (!alloc) return make_error(errc::out_of_memory, "KV cache pool exhausted");
+  kv_handle kv = std::move(*alloc);
+  handle_guard guard(pool, kv);
+
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  std::vector<float> logits;
+  forward_batch batch;
+  const auto t0 = clock_type::now();
+  for (size_t start = 0; start < prompt.size(); start += opts_.prefill_chunk) {
+    const size_t n = std::min<size_t>(opts_.prefill_chunk, prompt.size() - start);
+    batch.clear();
+    batch.add_sequence(&kv, prompt.data() + start, n, static_cast<int32_t>(start), false);
+    if (auto r = backend_.forward(batch, logits); !r) return r.err();
+  }
+  res.prefill_ms = ms_since(t0);
+  if (opts_.keep_first_logits) res.first_logits = logits;
+
+  stop_matcher stops(params.stop);
+  utf8_stream utf8;
+  bool cancelled = false;
+  auto emit = [&](const std::string& piece) {
+    if (piece.empty()) return;
+    res.text += piece;
+    if (on_text && !on_text(piece)) cancelled = true;
+  };
+
+  const auto t1 = clock_type::now();
+  res.finish_reason = "length";
+  for (uint32_t i = 0; i < budget; ++i) {
+    const int32_t tok = smp->sample(logits, history);
+    if (i == 0) res.ttft_ms = ms_since(t0);
+    if (vocab.is_eog(tok) && !params.ignore_eos) {
+      res.finish_reason = "stop";
+      break;
+    }
+    res.tokens.push_back(tok);
+    history.push_back(tok);
+    auto fed = stops.feed(utf8.push(vocab.token_to_piece(tok)));
+    emit(fed.emit);
+    if (fed.stopped) {
+      res.finish_reason = "stop";
+      break;
+    }
+    if (cancelled) {
+      res.finish_reason = "cancelled";
+      break;
+    }
+    if (i + 1 == budget) break;
+    batch.clear();
+    batch.add_sequence(&kv, &tok, 1, static_cast<int32_t>(history.size() - 1), false);
+    if (auto r = backend_.forward(batch, logits); !r) return r.err();
+  }
+  if (!stops.stopped()) emit(stops.feed(utf8.flush()).emit + stops.flush());
+  res.decode_ms = ms_since(t1) - (res.ttft_ms - res.prefill_ms);
+  return res;
+}
+
+}  // namespace fw

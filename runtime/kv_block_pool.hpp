@@ -1,0 +1,151 @@
+// kv_block_pool: one device's KV cache memory (host memory here), cut into fixed-size blocks and
+// lent out to sequences through kv_handle values.
+//
+// Memory layout (float32): block after block; inside block b the K tiles of every (layer, kv head)
+// then the V tiles, each tile [block_tokens][head_dim] with a token's head_dim floats contiguous:
+//   k(b, l, h) = data + b * block_floats + (l * n_head_kv + h) * tile_floats
+//   v(b, l, h) = k(b, l, h) + n_layer * n_head_kv * tile_floats
+// so attention streams whole tiles, and a block is one contiguous range for copies and transfer.
+//
+// Ownership: the pool owns the memory and the book of which allocation (epoch) owns each block.
+// A handle's owner (one actor at a time) owns the contents of its blocks. Every allocation gets a
+// fresh epoch, and each block records the epoch it was lent to, so a stale copy of a handle
+// (released already, or from before reset()) is detected and answered with an error value instead
+// of corrupting the free list. Running out of blocks is a value (nullopt / false), never a throw.
+//
+// Thread-safety: allocate, reserve, truncate, release, reset, owns and the counters lock an
+// internal mutex and may be called from any thread. set_length and the data accessors take no
+// lock: only the handle's owner calls them, for its own blocks. The pool must outlive its handles'
+// use; it is neither copyable nor movable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "runtime/expected.hpp"
+#include "runtime/kv_handle.hpp"
+
+namespace fw {
+
+class kv_block_pool {
+ public:
+  /// Allocates (and zeroes) n_blocks blocks of layout. Precondition: layout dimensions are > 0
+  /// (asserted); throws std::bad_alloc like any allocation - create() turns both into errors.
+  kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_blocks);
+
+  /// Checks the layout and size, then constructs; errc::invalid_argument for a zero dimension,
+  /// errc::out_of_memory when the memory cannot be had.
+  [[nodiscard]] static expected<std::unique_ptr<kv_block_pool>> create(uint32_t pool_id,
+                                                                       kv_layout layout,
+                                                                       uint32_t n_blocks);
+
+  kv_block_pool(const kv_block_pool&) = delete;
+  kv_block_pool& operator=(const kv_block_pool&) = delete;
+  ~kv_block_pool();
+
+  /// Whole blocks of layout that fit in bytes (e.g. a device's kv_pool_mib).
+  [[nodiscard]] static uint32_t blocks_for_bytes(kv_layout layout, size_t bytes);
+
+  // -- allocation (thread-safe) --
+
+  /// A handle with room for n_tokens tokens (ceil(n_tokens / block_tokens) blocks) and length 0;
+  /// nullopt when too few blocks are free. n_tokens = 0 gives a valid handle holding no blocks.
+  [[nodiscard]] std::optional<kv_handle> allocate(uint32_t n_tokens);
+
+  /// Grows h's capacity to hold n_tokens, keeping its length. A default-constructed handle
+  /// (epoch 0) is allocated afresh. false, with h unchanged, when blocks run out or h is not a live
+  /// handle of this pool.
+  [[nodiscard]] bool reserve(kv_handle& h, uint32_t n_tokens);
+
+  /// Speculative rollback: sets the length to n_tokens (<= current length) and frees the blocks
+  /// past it, reserved capacity included. Error (h unchanged) for a stale handle or a longer n.
+  expected<void> truncate(kv_handle& h, uint32_t n_tokens);
+
+  /// Frees all of h's blocks; h becomes empty (n_tokens 0, no blocks). Releasing an empty handle
+  /// is a no-op. Error (nothing freed, h unchanged) for a stale handle: double release, release
+  /// after reset(), another pool's handle, or blocks that the allocation does not own.
+  expected<void> release(kv_handle& h);
+
+  /// Frees every block and invalidates every handle handed out so far.
+  void reset();
+
+  /// Pool id matches, the epoch is live, and every block is currently lent to that epoch.
+  [[nodiscard]] bool owns(const kv_handle& h) const;
+
+  [[nodiscard]] uint32_t free_blocks() const;
+  [[nodiscard]] uint32_t used_blocks() const;
+  [[nodiscard]] uint32_t total_blocks() const { return n_blocks_; }
+  /// used / total in [0, 1] (0 for an empty pool).
+  [[nodiscard]] double usage() const;
+
+  // -- owner-side operations (no lock: the handle's owner only) --
+
+  /// Sets the number of valid tokens (after writing them). Error when n exceeds capacity(h) or h
+  /// belongs to another pool.
+  expected<void> set_length(kv_handle& h, uint32_t n_tokens) const;
+
+  /// Tokens h can hold without growing: blocks * block_tokens.
+  [[nodiscard]] uint32_t capacity(const kv_handle& h) const;
+
+  /// Copies from's tokens (owned by src, which may be this pool; layouts must match per token,
+  /// block_tokens may differ) into to, growing to as needed; to's length becomes from's.
+  /// to may be default-constructed. Errors: mismatched layout or stale handle (invalid_argument),
+  /// too few free blocks (out_of_memory, to unchanged).
+  expected<void> copy_tokens(const kv_block_pool& src, const kv_handle& from, kv_handle& to);
+
+  // -- memory (no lock) --
+
+  /// The K / V tile [block_tokens][head_dim] of (block, layer, kv head).
+  [[nodiscard]] float* k(uint32_t block, uint32_t layer, uint32_t head);
+  [[nodiscard]] const float* k(uint32_t block, uint32_t layer, uint32_t head) const;
+  [[nodiscard]] float* v(uint32_t block, uint32_t layer, uint32_t head);
+  [[nodiscard]] const float* v(uint32_t block, uint32_t layer, uint32_t head) const;
+
+  /// The head_dim floats of token position pos (< capacity(h)) of handle h.
+  [[nodiscard]] float* k_row(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head);
+  [[nodiscard]] const float* k_row(const kv_handle& h, uint32_t pos, uint32_t layer,
+                                   uint32_t head) const;
+  [[nodiscard]] float* v_row(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head);
+  [[nodiscard]] const float* v_row(const kv_handle& h, uint32_t pos, uint32_t layer,
+                                   uint32_t head) const;
+
+  /// All floats of one block (layout.block_floats()), e.g. for a codec or a device copy.
+  [[nodiscard]] std::span<float> block_data(uint32_t block);
+  [[nodiscard]] std::span<const float> block_data(uint32_t block) const;
+
+  [[nodiscard]] uint32_t pool_id() const { return pool_id_; }
+  [[nodiscard]] const kv_layout& layout() const { return layout_; }
+
+ private:
+  struct aligned_free {
+    void operator()(float* p) const;
+  };
+
+  // Grows h to n_tokens of capacity; caller holds mutex_.
+  expected<void> grow_locked(kv_handle& h, uint32_t n_tokens);
+  // Error unless h is a live handle of this pool; caller holds mutex_.
+  expected<void> check_owned_locked(const kv_handle& h) const;
+  bool epoch_live_locked(uint32_t epoch) const;
+  uint32_t next_epoch_locked();
+  size_t block_offset(uint32_t block) const;
+
+  const uint32_t pool_id_;
+  const kv_layout layout_;
+  const uint32_t n_blocks_;
+  const size_t tile_floats_;
+  const size_t v_offset_;  // floats from a block's K tiles to its V tiles
+  std::unique_ptr<float[], aligned_free> data_;
+
+  mutable std::mutex mutex_;
+  std::vector<uint32_t> owner_;      // GUARDED_BY(mutex_): epoch lent each block, 0 when free
+  std::vector<uint32_t> free_;       // GUARDED_BY(mutex_): free block ids, next one at the back
+  uint32_t next_epoch_ = 1;          // GUARDED_BY(mutex_)
+  uint32_t first_live_epoch_ = 1;    // GUARDED_BY(mutex_): epochs before it died in reset()
+};
+
+}  // namespace fw

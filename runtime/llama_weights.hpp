@@ -1,0 +1,45 @@
+// llama_weights: views of a Llama model's tensors inside a mapped GGUF file, each checked for
+// presence, shape and a supported type. Matrices stay in the mapping (never copied); norm
+// vectors are converted to f32 copies when stored in another type. The gguf_file must outlive
+// the views. Thread-safety: immutable after construction.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kernels/cpu/matmul.hpp"
+#include "runtime/expected.hpp"
+#include "runtime/gguf_file.hpp"
+#include "runtime/model_config.hpp"
+
+namespace fw {
+
+struct llama_layer_weights {
+  const float* attn_norm = nullptr;
+  cpu::weight_view wq, wk, wv, wo;
+  const float* ffn_norm = nullptr;
+  cpu::weight_view w_gate, w_up, w_down;
+};
+
+class llama_weights {
+ public:
+  static expected<llama_weights> from_gguf(std::shared_ptr<const gguf_file> file,
+                                           const model_config& config);
+
+  cpu::weight_view tok_embd;  ///< [n_vocab rows of n_embd]
+  cpu::weight_view output;    ///< the output head (tok_embd when tied)
+  bool tied_output = false;
+  const float* output_norm = nullptr;
+  std::vector<llama_layer_weights> layers;
+
+  /// Every distinct matrix type used, for kernel selection and reports.
+  std::vector<ggml_type> matrix_types() const;
+  /// Bytes of all matrices (what a decode step streams).
+  uint64_t matrix_bytes() const;
+
+ private:
+  std::shared_ptr<const gguf_file> file_;
+  std::vector<std::unique_ptr<std::vector<float>>> converted_;  ///< f32 copies of norm vectors
+};
+
+}  // namespace fw

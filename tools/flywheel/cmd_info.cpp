@@ -1,0 +1,47 @@
+#include <cstdio>
+
+#include "kernels/cpu/cpu_features.hpp"
+#include "tools/flywheel/arg_parser.hpp"
+#include "tools/flywheel/commands.hpp"
+#include "tools/flywheel/model_session.hpp"
+
+namespace fw::cli {
+
+int cmd_info(int argc, char** argv) {
+  arg_parser args("info");
+  model_session::declare_flags(args);
+  if (auto ok = args.parse(argc, argv); !ok) {
+    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
+    return 2;
+  }
+  if (args.on("help")) {
+    std::fputs(args.usage().c_str(), stdout);
+    return 0;
+  }
+  auto s = model_session::open(args, false);
+  if (!s) {
+    std::fprintf(stderr, "info: %s\n", s.err().what().c_str());
+    return 1;
+  }
+  const auto& c = s->m->config();
+  std::printf("model:        %s\n", s->m->file().path().c_str());
+  std::printf("name:         %s\n", c.name.c_str());
+  std::printf("architecture: %s, %u layers, width %u, ffn %u, heads %u/%u (q/kv), head dim %u\n",
+              c.architecture.c_str(), c.n_layer, c.n_embd, c.n_ff, c.n_head, c.n_head_kv, c.head_dim);
+  std::printf("vocabulary:   %u tokens; context %u (training), %u (this run)\n", c.n_vocab, c.n_ctx_train, s->n_ctx);
+  std::printf("rope:         base %.0f, scale %.3f; rms eps %g\n", c.rope_freq_base, c.rope_freq_scale, c.rms_eps);
+  std::printf("weights:      %.1f MiB of matrices, output head %s\n", s->m->weights().matrix_bytes() / 1048576.0,
+              s->m->weights().tied_output ? "tied to the embedding" : "separate");
+  std::printf("cpu:          %s; %d threads\n", cpu::host_features().describe().c_str(), s->backend->threads());
+  std::printf("kernels:\n");
+  int fallbacks = 0;
+  for (const auto& k : s->backend->kernel_paths()) {
+    std::printf("  %-5s -> %s%s%s\n", k.weight_type.c_str(), k.path.c_str(), k.fallback ? "  WARNING: " : "",
+                k.fallback ? k.note.c_str() : "");
+    fallbacks += k.fallback;
+  }
+  if (fallbacks) std::printf("%d weight type(s) run on a fallback path\n", fallbacks);
+  return 0;
+}
+
+}  // namespace fw::cli

@@ -1,0 +1,41 @@
+#include <cstdio>
+#include <string>
+
+#include "runtime/model.hpp"
+#include "tools/flywheel/arg_parser.hpp"
+#include "tools/flywheel/commands.hpp"
+
+namespace fw::cli {
+
+int cmd_tokenize(int argc, char** argv) {
+  arg_parser args("tokenize");
+  args.option("model", "GGUF model file", default_model_path)
+      .option("text", "text to tokenize")
+      .flag("no-special", "treat special-token text (<|im_start|>) as plain text")
+      .flag("add-bos", "prepend BOS when the model asks for it");
+  if (auto ok = args.parse(argc, argv); !ok) {
+    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
+    return 2;
+  }
+  if (args.on("help")) {
+    std::fputs(args.usage().c_str(), stdout);
+    return 0;
+  }
+  if (!args.has("text")) {
+    std::fprintf(stderr, "tokenize: --text is required\n");
+    return 2;
+  }
+  auto m = model::load(args.str("model"));
+  if (!m) {
+    std::fprintf(stderr, "tokenize: %s\n", m.err().what().c_str());
+    return 1;
+  }
+  const auto ids = (*m)->vocab().encode(args.str("text"), args.on("add-bos"), !args.on("no-special"));
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) out += (i ? ", " : "") + std::to_string(ids[i]);
+  out += "]\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace fw::cli

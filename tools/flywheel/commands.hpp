@@ -1,0 +1,13 @@
+// The flywheel subcommands. Each takes the arguments after its name and returns an exit code.
+#pragma once
+
+namespace fw::cli {
+
+int cmd_generate(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
+int cmd_info(int argc, char** argv);
+
+/// The model used when --model is not given.
+inline constexpr const char* default_model_path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+}  // namespace fw::cli

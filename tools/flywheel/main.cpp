@@ -1,0 +1,39 @@
+// flywheel: one executable, vLLM-style subcommands.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tools/flywheel/commands.hpp"
+
+namespace {
+
+struct command {
+  const char* name;
+  int (*run)(int, char**);
+  const char* help;
+};
+
+constexpr command commands[] = {
+    {"generate", fw::cli::cmd_generate, "generate text from a prompt (or a chat turn with --chat)"},
+    {"tokenize", fw::cli::cmd_tokenize, "print the token ids of a text as a JSON array"},
+    {"info", fw::cli::cmd_info, "show a model's metadata and the kernel path of each weight type"},
+};
+
+void print_usage() {
+  std::fprintf(stderr, "usage: flywheel COMMAND [flags]   (flywheel COMMAND --help for flags)\n\ncommands:\n");
+  for (const auto& c : commands) std::fprintf(stderr, "  %-10s %s\n", c.name, c.help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    print_usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (const auto& c : commands)
+    if (std::strcmp(argv[1], c.name) == 0) return c.run(argc - 2, argv + 2);
+  std::fprintf(stderr, "flywheel: unknown command '%s'\n", argv[1]);
+  print_usage();
+  return 2;
+}

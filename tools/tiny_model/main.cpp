@@ -1,0 +1,80 @@
+// flywheel-tiny-model: writes a deterministic random-weight Llama GGUF for tests.
+//   flywheel-tiny-model --out FILE [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--layers N]
+//                       [--embd N] [--seed S] [--untied]
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "tools/tiny_model/tiny_model.hpp"
+
+namespace {
+
+int usage(const char* msg) {
+  if (msg) std::fprintf(stderr, "flywheel-tiny-model: %s\n", msg);
+  std::fprintf(stderr,
+               "usage: flywheel-tiny-model --out FILE [--type f32|f16|bf16|q8_0|q4_0|q4_1]\n"
+               "                           [--layers N] [--embd N] [--seed S] [--untied]\n");
+  return 2;
+}
+
+bool parse_uint(const char* s, uint64_t& out) {
+  if (!s || !*s) return false;
+  char* end = nullptr;
+  out = std::strtoull(s, &end, 10);
+  return *end == '\0' && s[0] != '-';
+}
+
+bool parse_type(std::string_view s, fw::ggml_type& out) {
+  for (fw::ggml_type t : {fw::ggml_type::f32, fw::ggml_type::f16, fw::ggml_type::bf16,
+                          fw::ggml_type::q8_0, fw::ggml_type::q4_0, fw::ggml_type::q4_1}) {
+    if (fw::type_traits(t).name == s) {
+      out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fw::tiny_model_spec spec;
+  std::string out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      usage(nullptr);
+      return 0;
+    }
+    if (arg == "--untied") {
+      spec.tied_output = false;
+      continue;
+    }
+    if (i + 1 >= argc) return usage(("missing value for '" + std::string(arg) + "'").c_str());
+    const char* val = argv[++i];
+    uint64_t n = 0;
+    if (arg == "--out") {
+      out = val;
+    } else if (arg == "--type") {
+      if (!parse_type(val, spec.weight_type)) return usage("unknown --type");
+    } else if (arg == "--layers") {
+      if (!parse_uint(val, n) || n == 0 || n > 1024) return usage("--layers needs 1..1024");
+      spec.n_layer = static_cast<int>(n);
+    } else if (arg == "--embd") {
+      if (!parse_uint(val, n) || n == 0 || n > 65536) return usage("--embd needs 1..65536");
+      spec.n_embd = static_cast<int>(n);
+    } else if (arg == "--seed") {
+      if (!parse_uint(val, n)) return usage("--seed needs an unsigned integer");
+      spec.seed = n;
+    } else {
+      return usage(("unknown argument '" + std::string(arg) + "'").c_str());
+    }
+  }
+  if (out.empty()) return usage("--out is required");
+  if (auto r = fw::write_tiny_model(spec, out); !r) {
+    std::fprintf(stderr, "flywheel-tiny-model: %s\n", r.err().what().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,202 @@
+#include "tools/tiny_model/tiny_model.hpp"
+
+#include <cmath>
+#include <random>
+
+#include "kernels/cpu/quant_ref.hpp"
+#include "runtime/gguf_writer.hpp"
+
+namespace fw {
+namespace {
+
+// Common English pairs; each merge's parts are byte tokens or earlier merges.
+constexpr const char* merge_list[] = {
+    "Ġ t",  "Ġ a",  "i n",   "h e",   "Ġ Ġ",  "Ġt he", "e r",  "o n",  "Ġ s",   "r e",
+    "Ġ w",  "Ġ o",  "a t",   "e n",   "i s",  "o r",   "Ġ c",  "e s",  "i t",   "Ġ b",
+    "Ġ f",  "a n",  "Ġ i",   "Ġ h",   "Ġ m",  "in g",  "Ġ p",  "o u",  "Ġa n",  "Ġan d",
+    "Ġo f", "Ġt o", "Ġi s",  "Ġi n",  "l l",  "Ġ d",   "e d",  "Ċ Ċ",  "Ġh e",  "H e",
+    "ll o", "He llo", "Ġw or", "l d", "Ġwor ld", "Ġ l", "Ġ y",  "Ġy ou", "Ġ n",
+};
+
+// GPT-2 bytes_to_unicode: printable bytes map to themselves, the rest to U+0100 + n in order.
+std::vector<uint32_t> byte_code_points() {
+  std::vector<uint32_t> cp(256, 0);
+  uint32_t n = 0;
+  for (uint32_t b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae);
+    cp[b] = printable ? b : 256 + n++;
+  }
+  return cp;
+}
+
+std::string utf8(uint32_t c) {
+  std::string s;
+  if (c < 0x80) {
+    s += static_cast<char>(c);
+  } else if (c < 0x800) {
+    s += static_cast<char>(0xc0 | (c >> 6));
+    s += static_cast<char>(0x80 | (c & 0x3f));
+  } else {
+    s += static_cast<char>(0xe0 | (c >> 12));
+    s += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+    s += static_cast<char>(0x80 | (c & 0x3f));
+  }
+  return s;
+}
+
+// Approximately standard normal values from a seeded engine. Sums of 12 uniforms use only exact
+// IEEE arithmetic, so a seed gives the same weights on every platform and standard library
+// (std::normal_distribution's algorithm is implementation-defined).
+class normal_source {
+ public:
+  explicit normal_source(uint64_t seed) : rng_(seed) {}
+  float next() {
+    double s = 0.0;
+    for (int i = 0; i < 12; ++i) s += static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+    return static_cast<float>(s - 6.0);
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+uint32_t file_type_of(ggml_type t) {  // llama_ftype numbering
+  switch (t) {
+    case ggml_type::f32: return 0;
+    case ggml_type::f16: return 1;
+    case ggml_type::q4_0: return 2;
+    case ggml_type::q4_1: return 3;
+    case ggml_type::q8_0: return 7;
+    case ggml_type::bf16: return 32;
+  }
+  return 0;
+}
+
+std::vector<uint8_t> encode(ggml_type type, const std::vector<float>& values) {
+  std::vector<uint8_t> out(row_bytes(type_traits(type), values.size()));
+  quantize_row_ref(type, values.data(), out.data(), static_cast<int64_t>(values.size()));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> tiny_model_merges() {
+  return {std::begin(merge_list), std::end(merge_list)};
+}
+
+std::vector<std::string> tiny_model_tokens() {
+  std::vector<std::string> tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  for (uint32_t cp : byte_code_points()) tokens.push_back(utf8(cp));
+  for (const auto& m : tiny_model_merges()) {
+    const auto space = m.find(' ');
+    tokens.push_back(m.substr(0, space) + m.substr(space + 1));
+  }
+  return tokens;
+}
+
+const std::string& tiny_model_chat_template() {
+  static const std::string tmpl =
+      "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+      "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}"
+      "{{ '<|im_start|>assistant\\n' }}{% endif %}";
+  return tmpl;
+}
+
+namespace {
+
+expected<gguf_writer> build(const tiny_model_spec& spec) {
+  auto bad = [](const std::string& what) { return make_error(errc::invalid_argument, "tiny model: " + what); };
+  if (spec.n_embd <= 0 || spec.n_layer <= 0 || spec.n_head <= 0 || spec.n_head_kv <= 0 ||
+      spec.n_ff <= 0 || spec.n_ctx <= 0)
+    return bad("all sizes must be positive");
+  if (spec.n_embd % spec.n_head != 0) return bad("n_embd must be a multiple of n_head");
+  if (spec.n_head % spec.n_head_kv != 0) return bad("n_head must be a multiple of n_head_kv");
+  const uint32_t block = type_traits(spec.weight_type).block_size;
+  if (spec.n_embd % block != 0 || spec.n_ff % block != 0)
+    return bad("n_embd and n_ff must be multiples of " + std::to_string(block) + " for " +
+               std::string(type_traits(spec.weight_type).name));
+
+  const std::vector<std::string> tokens = tiny_model_tokens();
+  const auto n_vocab = static_cast<uint64_t>(tokens.size());
+  const auto n_embd = static_cast<uint64_t>(spec.n_embd);
+  const auto n_ff = static_cast<uint64_t>(spec.n_ff);
+  const uint64_t head_dim = n_embd / spec.n_head;
+  const uint64_t n_kv = head_dim * spec.n_head_kv;
+
+  gguf_writer w;
+  w.add_string("general.architecture", "llama");
+  w.add_string("general.type", "model");
+  w.add_string("general.name", "flywheel tiny llama");
+  w.add_uint32("llama.block_count", static_cast<uint32_t>(spec.n_layer));
+  w.add_uint32("llama.context_length", static_cast<uint32_t>(spec.n_ctx));
+  w.add_uint32("llama.embedding_length", static_cast<uint32_t>(n_embd));
+  w.add_uint32("llama.feed_forward_length", static_cast<uint32_t>(n_ff));
+  w.add_uint32("llama.attention.head_count", static_cast<uint32_t>(spec.n_head));
+  w.add_uint32("llama.attention.head_count_kv", static_cast<uint32_t>(spec.n_head_kv));
+  w.add_float32("llama.rope.freq_base", spec.rope_base);
+  w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.add_uint32("general.file_type", file_type_of(spec.weight_type));
+  w.add_uint32("llama.vocab_size", static_cast<uint32_t>(n_vocab));
+  w.add_uint32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
+  w.add_bool("tokenizer.ggml.add_space_prefix", false);
+  w.add_bool("tokenizer.ggml.add_bos_token", false);
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", "smollm");
+  w.add_string_array("tokenizer.ggml.tokens", tokens);
+  std::vector<int32_t> token_type(tokens.size(), 1);
+  for (int i = 0; i < tiny_model_first_byte_id; ++i) token_type[i] = 3;
+  w.add_int32_array("tokenizer.ggml.token_type", token_type);
+  w.add_string_array("tokenizer.ggml.merges", tiny_model_merges());
+  w.add_uint32("tokenizer.ggml.bos_token_id", tiny_model_im_start_id);
+  w.add_uint32("tokenizer.ggml.eos_token_id", tiny_model_im_end_id);
+  w.add_uint32("tokenizer.ggml.unknown_token_id", tiny_model_eot_id);
+  w.add_uint32("tokenizer.ggml.padding_token_id", tiny_model_im_end_id);
+  w.add_string("tokenizer.chat_template", tiny_model_chat_template());
+  w.add_uint32("general.quantization_version", 2);
+
+  normal_source rng(spec.seed);
+  auto matrix = [&](const std::string& name, uint64_t ne0, uint64_t ne1) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(ne0));
+    std::vector<float> v(ne0 * ne1);
+    for (float& x : v) x = rng.next() * scale;
+    w.add_tensor(name, {ne0, ne1}, spec.weight_type, encode(spec.weight_type, v));
+  };
+  auto norm = [&](const std::string& name) {
+    std::vector<float> v(n_embd);
+    for (float& x : v) x = 1.0f + 0.1f * rng.next();
+    w.add_tensor(name, {n_embd}, ggml_type::f32, encode(ggml_type::f32, v));
+  };
+
+  matrix("token_embd.weight", n_embd, n_vocab);
+  for (int i = 0; i < spec.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    norm(p + "attn_norm.weight");
+    matrix(p + "attn_q.weight", n_embd, n_embd);
+    matrix(p + "attn_k.weight", n_embd, n_kv);
+    matrix(p + "attn_v.weight", n_embd, n_kv);
+    matrix(p + "attn_output.weight", n_embd, n_embd);
+    norm(p + "ffn_norm.weight");
+    matrix(p + "ffn_gate.weight", n_embd, n_ff);
+    matrix(p + "ffn_up.weight", n_embd, n_ff);
+    matrix(p + "ffn_down.weight", n_ff, n_embd);
+  }
+  norm("output_norm.weight");
+  if (!spec.tied_output) matrix("output.weight", n_embd, n_vocab);
+  return w;
+}
+
+}  // namespace
+
+expected<std::vector<uint8_t>> make_tiny_model(const tiny_model_spec& spec) {
+  auto w = build(spec);
+  if (!w) return w.err();
+  return w->bytes();
+}
+
+expected<void> write_tiny_model(const tiny_model_spec& spec, const std::string& path) {
+  auto w = build(spec);
+  if (!w) return w.err();
+  return w->write(path);
+}
+
+}  // namespace fw

@@ -1,0 +1,51 @@
+// tiny_model: deterministic random-weight Llama-architecture GGUF models for tests.
+// The files carry exactly the metadata keys and tensor names the real model (SmolLM2) uses, a
+// byte-level GPT-2 style vocabulary (3 control tokens, 256 byte tokens, a few dozen merges) and
+// the ChatML template, so every loader, tokenizer and forward-pass path can run in milliseconds.
+// The same spec always yields the same bytes. Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/expected.hpp"
+#include "runtime/ggml_type.hpp"
+
+namespace fw {
+
+/// Shape and content of a tiny model. Quantized weight types need n_embd and n_ff to be
+/// multiples of 32 (the block size).
+struct tiny_model_spec {
+  int n_embd = 64;
+  int n_layer = 2;
+  int n_head = 4;
+  int n_head_kv = 2;
+  int n_ff = 128;
+  int n_ctx = 256;
+  ggml_type weight_type = ggml_type::f32;  ///< matrices incl. token_embd; norms stay f32
+  bool tied_output = true;                 ///< no output.weight; logits reuse token_embd
+  uint64_t seed = 1;
+  float rope_base = 10000.0f;
+};
+
+/// Token ids of the tiny vocabulary's special tokens (same ids as SmolLM2).
+inline constexpr int tiny_model_eot_id = 0;        ///< "<|endoftext|>": unknown token
+inline constexpr int tiny_model_im_start_id = 1;   ///< "<|im_start|>": bos
+inline constexpr int tiny_model_im_end_id = 2;     ///< "<|im_end|>": eos and padding
+inline constexpr int tiny_model_first_byte_id = 3; ///< token of byte b is 3 + b
+
+/// The vocabulary: 3 control tokens, the 256 byte tokens in byte order (GPT-2 bytes_to_unicode
+/// spelling), then one token per merge, in merge order.
+std::vector<std::string> tiny_model_tokens();
+/// The merges ("a b", ranked by position); merge i produces token 259 + i.
+std::vector<std::string> tiny_model_merges();
+/// The ChatML chat template stored in tokenizer.chat_template.
+const std::string& tiny_model_chat_template();
+
+/// Builds the GGUF image. Fails with invalid_argument on an inconsistent spec.
+expected<std::vector<uint8_t>> make_tiny_model(const tiny_model_spec& spec);
+/// Builds the image and writes it to path.
+expected<void> write_tiny_model(const tiny_model_spec& spec, const std::string& path);
+
+}  // namespace fw
