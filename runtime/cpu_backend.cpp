@@ -99,6 +99,7 @@ void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
 }
 
 expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& logits) {
+  std::lock_guard lock(forward_mutex_);
   const int64_t m = static_cast<int64_t>(b.rows());
   if (m == 0) {
     logits.clear();

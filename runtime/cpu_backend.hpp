@@ -1,10 +1,12 @@
 // cpu_backend: the Llama forward pass on the host CPU. Owns a persistent kernel thread pool, the
 // KV block pool and scratch buffers; reads weights in place from the mapped GGUF file.
-// Thread-safety: one forward() at a time.
+// Thread-safety: forward() may be called from several threads (a prefill and a decode actor
+// sharing one device); calls are serialized by an internal mutex.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/thread_pool.hpp"
@@ -42,6 +44,7 @@ class cpu_backend final : public backend {
   kv_block_pool pool_;
   std::map<ggml_type, cpu::dot_kernel> kernels_;
   cpu::dot_kernel attn_dot_;
+  std::mutex forward_mutex_;
   cpu::matmul_scratch mm_scratch_;
   // Activations, [rows][dim].
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;

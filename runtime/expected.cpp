@@ -11,6 +11,9 @@ const char* to_string(errc code) {
     case errc::out_of_memory: return "out of memory";
     case errc::context_overflow: return "context overflow";
     case errc::cancelled: return "cancelled";
+    case errc::overloaded: return "overloaded";
+    case errc::timed_out: return "timed out";
+    case errc::worker_failed: return "worker failed";
     case errc::internal: return "internal error";
   }
   return "unknown error";

@@ -19,6 +19,9 @@ enum class errc {
   out_of_memory,     ///< a pool or allocator is exhausted
   context_overflow,  ///< prompt + generation do not fit the context window
   cancelled,         ///< the request was cancelled
+  overloaded,        ///< a queue is full; retry later
+  timed_out,         ///< a deadline passed
+  worker_failed,     ///< the actor or device running the request failed
   internal,          ///< a broken invariant; a bug
 };
 

@@ -2,9 +2,9 @@
 
 #include <chrono>
 
+#include "runtime/batch_decoder.hpp"
 #include "runtime/sampler.hpp"
-#include "runtime/stop_matcher.hpp"
-#include "runtime/utf8_stream.hpp"
+#include "runtime/sequence.hpp"
 
 namespace fw {
 namespace {
@@ -51,67 +51,51 @@ expected<generation_result> generator::run(std::span<const int32_t> prompt,
     budget = static_cast<uint32_t>(params.max_tokens);
   }
 
-  const tokenizer& vocab = model_.vocab();
   auto smp = sampler::make(params, static_cast<int32_t>(model_.config().n_vocab));
   if (!smp) return smp.err();
 
   generation_result res;
   res.prompt_tokens.assign(prompt.begin(), prompt.end());
+  sequence seq(0, res.prompt_tokens, params, static_cast<int32_t>(model_.config().n_vocab), budget);
   kv_block_pool& pool = backend_.kv_pool();
   auto alloc = pool.allocate(0);
   if (!alloc) return make_error(errc::out_of_memory, "KV cache pool exhausted");
-  kv_handle kv = std::move(*alloc);
-  handle_guard guard(pool, kv);
+  seq.kv() = std::move(*alloc);
+  handle_guard guard(pool, seq.kv());
 
-  std::vector<int32_t> history(prompt.begin(), prompt.end());
   std::vector<float> logits;
   forward_batch batch;
   const auto t0 = clock_type::now();
-  for (size_t start = 0; start < prompt.size(); start += opts_.prefill_chunk) {
-    const size_t n = std::min<size_t>(opts_.prefill_chunk, prompt.size() - start);
-    batch.clear();
-    batch.add_sequence(&kv, prompt.data() + start, n, static_cast<int32_t>(start), false);
-    if (auto r = backend_.forward(batch, logits); !r) return r.err();
-  }
+  if (auto r = prefill_tokens(backend_, seq.kv(), prompt.data(), prompt.size(), 0, opts_.prefill_chunk, logits); !r)
+    return r.err();
   res.prefill_ms = ms_since(t0);
   if (opts_.keep_first_logits) res.first_logits = logits;
-
-  stop_matcher stops(params.stop);
-  utf8_stream utf8;
-  bool cancelled = false;
-  auto emit = [&](const std::string& piece) {
-    if (piece.empty()) return;
-    res.text += piece;
-    if (on_text && !on_text(piece)) cancelled = true;
-  };
+  if (budget == 0) {
+    res.finish_reason = "length";
+    return res;
+  }
 
   const auto t1 = clock_type::now();
-  res.finish_reason = "length";
-  for (uint32_t i = 0; i < budget; ++i) {
-    const int32_t tok = smp->sample(logits, history);
-    if (i == 0) res.ttft_ms = ms_since(t0);
-    if (vocab.is_eog(tok) && !params.ignore_eos) {
-      res.finish_reason = "stop";
+  for (bool first = true;; first = false) {
+    auto out = seq.advance(logits, model_.vocab());
+    if (first) res.ttft_ms = ms_since(t0);
+    if (!out.text.empty()) {
+      res.text += out.text;
+      if (on_text && !on_text(out.text)) {
+        res.finish_reason = "cancelled";
+        break;
+      }
+    }
+    if (out.finished) {
+      res.finish_reason = out.finish_reason;
       break;
     }
-    res.tokens.push_back(tok);
-    history.push_back(tok);
-    auto fed = stops.feed(utf8.push(vocab.token_to_piece(tok)));
-    emit(fed.emit);
-    if (fed.stopped) {
-      res.finish_reason = "stop";
-      break;
-    }
-    if (cancelled) {
-      res.finish_reason = "cancelled";
-      break;
-    }
-    if (i + 1 == budget) break;
+    const int32_t tok = seq.next_input();
     batch.clear();
-    batch.add_sequence(&kv, &tok, 1, static_cast<int32_t>(history.size() - 1), false);
+    batch.add_sequence(&seq.kv(), &tok, 1, seq.next_position(), false);
     if (auto r = backend_.forward(batch, logits); !r) return r.err();
   }
-  if (!stops.stopped()) emit(stops.feed(utf8.flush()).emit + stops.flush());
+  res.tokens = seq.generated();
   res.decode_ms = ms_since(t1) - (res.ttft_ms - res.prefill_ms);
   return res;
 }

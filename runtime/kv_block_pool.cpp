@@ -203,6 +203,19 @@ expected<void> kv_block_pool::release(kv_handle& h) {
   return {};
 }
 
+uint32_t kv_block_pool::release_epoch(uint32_t epoch) {
+  if (epoch == 0) return 0;
+  std::lock_guard lock(mutex_);
+  uint32_t freed = 0;
+  for (uint32_t b = 0; b < n_blocks_; ++b) {
+    if (owner_[b] != epoch) continue;
+    owner_[b] = 0;
+    free_.push_back(b);
+    ++freed;
+  }
+  return freed;
+}
+
 void kv_block_pool::reset() {
   std::lock_guard lock(mutex_);
   std::fill(owner_.begin(), owner_.end(), 0);

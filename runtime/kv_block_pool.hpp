@@ -71,6 +71,10 @@ class kv_block_pool {
   /// after reset(), another pool's handle, or blocks that the allocation does not own.
   expected<void> release(kv_handle& h);
 
+  /// Frees every block lent to `epoch`, whoever holds the handle: the recovery path when the
+  /// owner of a handle died with it (a crashed actor). Returns the number of blocks freed.
+  uint32_t release_epoch(uint32_t epoch);
+
   /// Frees every block and invalidates every handle handed out so far.
   void reset();
 

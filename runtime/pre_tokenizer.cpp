@@ -263,14 +263,14 @@ bool collapsed_punct(const split_input& in, size_t i) {
 }  // namespace
 
 expected<pre_tokenizer> pre_tokenizer::from_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 11> gpt2_names = {
+  static constexpr std::array<std::string_view, 13> gpt2_names = {
       "gpt2", "gpt-2", "phi-2", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de", "gigachat",
-      "mpt", "olmo", "mellum"};
+      "mpt", "olmo", "mellum", "exaone4", "a.x-4.0"};
   static constexpr std::array<std::string_view, 8> smollm_names = {
       "smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"};
-  static constexpr std::array<std::string_view, 11> llama3_names = {
+  static constexpr std::array<std::string_view, 9> llama3_names = {
       "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
-      "dbrx", "smaug-bpe", "jina-v5-nano"};
+      "jina-v5-nano"};
   auto in = [&](const auto& list) {
     for (auto n : list) {
       if (n == name) return true;
@@ -280,7 +280,8 @@ expected<pre_tokenizer> pre_tokenizer::from_name(std::string_view name) {
   if (name.empty() || name == "default") return pre_tokenizer(pre_tokenizer_kind::default_bpe);
   if (in(gpt2_names)) return pre_tokenizer(pre_tokenizer_kind::gpt2);
   if (in(smollm_names)) return pre_tokenizer(pre_tokenizer_kind::smollm);
-  if (in(llama3_names)) return pre_tokenizer(pre_tokenizer_kind::llama3);
+  if (in(llama3_names)) return pre_tokenizer(pre_tokenizer_kind::llama3, true, true);
+  if (name == "dbrx" || name == "smaug-bpe") return pre_tokenizer(pre_tokenizer_kind::llama3);
   return make_error(errc::unsupported,
                     "pre-tokenizer '" + std::string(name) +
                         "' is not supported (supported: default, gpt2, smollm, llama3 families)");

@@ -33,13 +33,17 @@ class pre_tokenizer {
   /// names this build does not implement.
   static expected<pre_tokenizer> from_name(std::string_view name);
 
-  explicit pre_tokenizer(pre_tokenizer_kind kind = pre_tokenizer_kind::gpt2) : kind_(kind) {}
+  /// A splitter of the given kind; ignore_merges and default_add_bos as llama.cpp sets them for
+  /// the pre-tokenizer name (true for "llama3" and its aliases, false for "dbrx"/"smaug-bpe").
+  explicit pre_tokenizer(pre_tokenizer_kind kind = pre_tokenizer_kind::gpt2, bool ignore_merges = false,
+                         bool default_add_bos = false)
+      : kind_(kind), ignore_merges_(ignore_merges), default_add_bos_(default_add_bos) {}
 
   [[nodiscard]] pre_tokenizer_kind kind() const { return kind_; }
   /// llama.cpp's ignore_merges: a word that is itself a vocabulary entry is emitted whole.
-  [[nodiscard]] bool ignore_merges() const { return kind_ == pre_tokenizer_kind::llama3; }
+  [[nodiscard]] bool ignore_merges() const { return ignore_merges_; }
   /// llama.cpp's add_bos default for this pre-tokenizer (tokenizer.ggml.add_bos_token overrides).
-  [[nodiscard]] bool default_add_bos() const { return kind_ == pre_tokenizer_kind::llama3; }
+  [[nodiscard]] bool default_add_bos() const { return default_add_bos_; }
 
   /// Splits code points into words; returns each word's length in code points, in order. The
   /// lengths sum to cpts.size() and are all > 0.
@@ -50,6 +54,8 @@ class pre_tokenizer {
 
  private:
   pre_tokenizer_kind kind_;
+  bool ignore_merges_;
+  bool default_add_bos_;
 };
 
 }  // namespace fw

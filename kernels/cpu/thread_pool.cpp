@@ -6,7 +6,19 @@
 
 namespace fw::cpu {
 namespace {
-constexpr int spin_iterations = 200000;  // ~ a few hundred microseconds before sleeping
+// Busy-wait budget before yielding the core, and yields before sleeping. When the machine is
+// oversubscribed a waiting thread must give its core to the thread it waits for.
+constexpr int spin_iterations = 2000;
+constexpr int yield_iterations = 2000;
+
+template <class Done>
+void spin_then_yield(Done done) {
+  for (int i = 0; i < spin_iterations; ++i) {
+    if (done()) return;
+    _mm_pause();
+  }
+  while (!done()) std::this_thread::yield();
+}
 }
 
 thread_pool::thread_pool(int n_threads) : n_threads_(std::max(1, n_threads)) {
@@ -50,7 +62,7 @@ void thread_pool::run(int64_t n_tasks, task_fn fn, void* ctx) {
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
   work(0);
-  while (active_.load(std::memory_order_acquire) != 0) _mm_pause();
+  spin_then_yield([&] { return active_.load(std::memory_order_acquire) == 0; });
 }
 
 void thread_pool::worker_loop(int thread) {
@@ -59,6 +71,10 @@ void thread_pool::worker_loop(int thread) {
     uint64_t g = generation_.load(std::memory_order_acquire);
     for (int i = 0; g == seen && i < spin_iterations; ++i) {
       _mm_pause();
+      g = generation_.load(std::memory_order_acquire);
+    }
+    for (int i = 0; g == seen && i < yield_iterations; ++i) {
+      std::this_thread::yield();
       g = generation_.load(std::memory_order_acquire);
     }
     if (g == seen) {

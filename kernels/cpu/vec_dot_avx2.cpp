@@ -60,6 +60,13 @@ void quantize_q8x(const float* x, block_q8x* y, int64_t k) {
     __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, id));
     __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, id));
     __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, id));
+    // Clamp to [-127, 127] like the reference before summing: when d is an fp16 subnormal its
+    // rounding error can push x / d past 127.
+    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+    i0 = _mm256_min_epi32(_mm256_max_epi32(i0, lo), hi);
+    i1 = _mm256_min_epi32(_mm256_max_epi32(i1, lo), hi);
+    i2 = _mm256_min_epi32(_mm256_max_epi32(i2, lo), hi);
+    i3 = _mm256_min_epi32(_mm256_max_epi32(i3, lo), hi);
     y[b].d = d;
     y[b].sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
     i0 = _mm256_packs_epi32(i0, i1);

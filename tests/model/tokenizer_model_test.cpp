@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -73,7 +74,7 @@ std::string printable(std::string_view s) {
   return out;
 }
 
-TEST(TokenizerModel, LoadsSmolLM2Vocabulary) {
+TEST(tokenizer_model, loads_smollm2_vocabulary) {
   FW_REQUIRE_SMOLLM2();
   EXPECT_EQ(tok.n_vocab(), 49152);
   EXPECT_EQ(tok.bos(), 1);
@@ -87,7 +88,7 @@ TEST(TokenizerModel, LoadsSmolLM2Vocabulary) {
   EXPECT_EQ(tok.find_token("<|im_end|>"), std::optional<int32_t>(2));
 }
 
-TEST(TokenizerModel, KnownLlamaCppResults) {
+TEST(tokenizer_model, known_llama_cpp_results) {
   FW_REQUIRE_SMOLLM2();
   EXPECT_EQ(tok.encode("Hello world", false, true), (std::vector<int32_t>{19556, 905}));
   const auto chat = tok.encode("<|im_start|>user\nHi<|im_end|>", false, true);
@@ -98,7 +99,7 @@ TEST(TokenizerModel, KnownLlamaCppResults) {
   EXPECT_EQ(tok.decode(chat, false), "user\nHi");
 }
 
-TEST(TokenizerModel, RoundTripsVariedText) {
+TEST(tokenizer_model, round_trips_varied_text) {
   FW_REQUIRE_SMOLLM2();
   const std::vector<std::string> texts = {
       "",
@@ -123,7 +124,7 @@ TEST(TokenizerModel, RoundTripsVariedText) {
   }
 }
 
-TEST(TokenizerModel, ChatTemplateMatchesTransformers) {
+TEST(tokenizer_model, chat_template_matches_transformers) {
   FW_REQUIRE_SMOLLM2();
   auto ct = chat_template::from_gguf(*model_.file);
   ASSERT_TRUE(ct.has_value()) << ct.err().what();
@@ -135,7 +136,7 @@ TEST(TokenizerModel, ChatTemplateMatchesTransformers) {
   EXPECT_EQ(ids.front(), 1);
 }
 
-TEST(TokenizerModel, EncodesTenThousandCharactersQuickly) {
+TEST(tokenizer_model, encodes_ten_thousand_characters_quickly) {
   FW_REQUIRE_SMOLLM2();
   std::string text;
   while (text.size() < 10000) text += "The quick brown fox jumps over the lazy dog 12345 times; 中文 😀!\n";
@@ -147,7 +148,7 @@ TEST(TokenizerModel, EncodesTenThousandCharactersQuickly) {
   RecordProperty("encode_10k_ms", std::to_string(ms));
 }
 
-TEST(TokenizerModel, MatchesLlamaCppReference) {
+TEST(tokenizer_model, matches_llama_cpp_reference) {
   FW_REQUIRE_SMOLLM2();
   std::ifstream in(std::string(FW_SOURCE_DIR) + "/tests/data/tokenizer_reference.json");
   if (!in) GTEST_SKIP() << "tests/data/tokenizer_reference.json not present";

@@ -24,7 +24,7 @@ const std::string plain_chatml =
 const std::string smollm_system =
     "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n";
 
-TEST(ChatTemplate, SmolLM2AddsDefaultSystemPrompt) {
+TEST(chat_template, smollm2_adds_default_system_prompt) {
   auto t = chat_template::from_source(smollm2_template);
   ASSERT_TRUE(t.has_value()) << t.err().what();
   ASSERT_TRUE(t->default_system().has_value());
@@ -37,7 +37,7 @@ TEST(ChatTemplate, SmolLM2AddsDefaultSystemPrompt) {
                 "<|im_start|>user\nBye<|im_end|>\n");
 }
 
-TEST(ChatTemplate, ExplicitSystemMessageReplacesDefault) {
+TEST(chat_template, explicit_system_message_replaces_default) {
   auto t = chat_template::from_source(smollm2_template);
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->apply({{"system", "Be brief."}, {"user", "Hi"}}, true),
@@ -45,14 +45,14 @@ TEST(ChatTemplate, ExplicitSystemMessageReplacesDefault) {
             "<|im_start|>assistant\n");
 }
 
-TEST(ChatTemplate, EmptyConversationHasNoDefaultInsideLoop) {
+TEST(chat_template, empty_conversation_has_no_default_inside_loop) {
   auto t = chat_template::from_source(smollm2_template);
   ASSERT_TRUE(t.has_value());
   EXPECT_EQ(t->apply({}, true), "<|im_start|>assistant\n");
   EXPECT_EQ(t->apply({}, false), "");
 }
 
-TEST(ChatTemplate, PlainChatML) {
+TEST(chat_template, plain_chatml) {
   auto t = chat_template::from_source(plain_chatml);
   ASSERT_TRUE(t.has_value()) << t.err().what();
   EXPECT_FALSE(t->default_system().has_value());
@@ -60,7 +60,7 @@ TEST(ChatTemplate, PlainChatML) {
   EXPECT_EQ(chat_template::chatml().apply({{"user", "x"}}, false), "<|im_start|>user\nx<|im_end|>\n");
 }
 
-TEST(ChatTemplate, EscapedNewlinesInDefaultSystemLiteral) {
+TEST(chat_template, escaped_newlines_in_default_system_literal) {
   // Same as SmolLM2 but the literal spells its newlines as "\n" escapes, and an apostrophe
   // appears in plain template text.
   const std::string src =
@@ -74,7 +74,7 @@ TEST(ChatTemplate, EscapedNewlinesInDefaultSystemLiteral) {
   EXPECT_EQ(*t->default_system(), "You're Bob.");
 }
 
-TEST(ChatTemplate, DefaultOutsideLoopAppliesToEmptyConversation) {
+TEST(chat_template, default_outside_loop_applies_to_empty_conversation) {
   const std::string src =
       "{%- if messages[0]['role'] == 'system' %}{{- '<|im_start|>system\\n' + messages[0]['content'] "
       "+ '<|im_end|>\\n' }}{%- else %}{{- '<|im_start|>system\\nYou are Qwen.<|im_end|>\\n' }}"
@@ -86,7 +86,7 @@ TEST(ChatTemplate, DefaultOutsideLoopAppliesToEmptyConversation) {
   EXPECT_EQ(t->apply({}, true), "<|im_start|>system\nYou are Qwen.<|im_end|>\n<|im_start|>assistant\n");
 }
 
-TEST(ChatTemplate, RejectsNonChatML) {
+TEST(chat_template, rejects_non_chatml) {
   const std::string llama3 =
       "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
       "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' %}{% endfor %}";
@@ -97,7 +97,7 @@ TEST(ChatTemplate, RejectsNonChatML) {
   EXPECT_EQ(t.err().message.find("<|end_header_id|>"), std::string::npos);  // only ~60 chars
 }
 
-TEST(ChatTemplate, FromGguf) {
+TEST(chat_template, from_gguf) {
   gguf_writer w;
   w.add_string("tokenizer.chat_template", smollm2_template);
   auto file = gguf_file::from_bytes(w.bytes());

@@ -61,7 +61,7 @@ int32_t id_of(const tokenizer& t, std::string_view text) {
 
 // -- unicode_text --
 
-TEST(UnicodeText, DecodesValidAndReplacesEachInvalidByte) {
+TEST(unicode_text, decodes_valid_and_replaces_each_invalid_byte) {
   EXPECT_EQ(utf8_to_codepoints("a\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x98\x80"),
             (std::vector<uint32_t>{'a', 0xE9, 0x4E2D, 0x1F600}));
   // stray continuation, truncated 3-byte sequence, 0xFF: one U+FFFD per byte
@@ -71,7 +71,7 @@ TEST(UnicodeText, DecodesValidAndReplacesEachInvalidByte) {
   EXPECT_EQ(utf8_to_codepoints("\xF4\x90\x80\x80"), (std::vector<uint32_t>(4, 0xFFFD)));
 }
 
-TEST(UnicodeText, Categories) {
+TEST(unicode_text, categories) {
   EXPECT_TRUE(codepoint_category('a').is_letter());
   EXPECT_TRUE(codepoint_category(0x4E2D).is_letter());  // 中
   EXPECT_TRUE(codepoint_category('7').is_number());
@@ -89,7 +89,7 @@ TEST(UnicodeText, Categories) {
   EXPECT_FALSE(codepoint_category(0x0378).empty());
 }
 
-TEST(UnicodeText, ByteLevelMapIsABijection) {
+TEST(unicode_text, byte_level_map_is_a_bijection) {
   EXPECT_EQ(byte_to_unicode_text(' '), "Ġ");
   EXPECT_EQ(byte_to_unicode_text('\n'), "Ċ");
   EXPECT_EQ(byte_to_unicode_text('A'), "A");
@@ -101,7 +101,7 @@ TEST(UnicodeText, ByteLevelMapIsABijection) {
   EXPECT_FALSE(unicode_to_byte(0x4E2D).has_value());
 }
 
-TEST(UnicodeText, IncompleteTail) {
+TEST(unicode_text, incomplete_tail) {
   EXPECT_EQ(utf8_incomplete_tail("abc"), 0u);
   EXPECT_EQ(utf8_incomplete_tail("a\xC3"), 1u);
   EXPECT_EQ(utf8_incomplete_tail("a\xE4\xB8"), 2u);
@@ -112,14 +112,14 @@ TEST(UnicodeText, IncompleteTail) {
 
 // -- pre_tokenizer --
 
-TEST(PreTokenizer, Gpt2WordsAndSpaces) {
+TEST(pre_tokenizer, gpt2_words_and_spaces) {
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "Hello world"), (words{"Hello", " world"}));
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "Hello, world!"), (words{"Hello", ",", " world", "!"}));
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "Hi!!! ...ok"), (words{"Hi", "!!!", " ...", "ok"}));
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, " leading"), (words{" leading"}));
 }
 
-TEST(PreTokenizer, Gpt2ContractionsAreCaseSensitive) {
+TEST(pre_tokenizer, gpt2_contractions_are_case_sensitive) {
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "don't I'm we've they'll he'd it's you're"),
             (words{"don", "'t", " I", "'m", " we", "'ve", " they", "'ll", " he", "'d", " it", "'s",
                    " you", "'re"}));
@@ -127,7 +127,7 @@ TEST(PreTokenizer, Gpt2ContractionsAreCaseSensitive) {
   EXPECT_EQ(split(pre_tokenizer_kind::llama3, "WE'RE"), (words{"WE", "'RE"}));
 }
 
-TEST(PreTokenizer, WhitespaceRunLeavesLastSpaceForNextWord) {
+TEST(pre_tokenizer, whitespace_run_leaves_last_space_for_next_word) {
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "a  b"), (words{"a", " ", " b"}));
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "a    b"), (words{"a", "   ", " b"}));
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "x  "), (words{"x", "  "}));  // trailing run stays whole
@@ -138,7 +138,7 @@ TEST(PreTokenizer, WhitespaceRunLeavesLastSpaceForNextWord) {
   EXPECT_EQ(split(pre_tokenizer_kind::llama3, "a \n\n b"), (words{"a", " \n\n", " b"}));
 }
 
-TEST(PreTokenizer, SmollmSplitsDigitsIndividually) {
+TEST(pre_tokenizer, smollm_splits_digits_individually) {
   EXPECT_EQ(split(pre_tokenizer_kind::smollm, "abc 12345"), (words{"abc", " ", "1", "2", "3", "4", "5"}));
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "abc 12345"), (words{"abc", " 12345"}));
   EXPECT_EQ(split(pre_tokenizer_kind::smollm, "1,000.5"), (words{"1", ",", "0", "0", "0", ".", "5"}));
@@ -148,7 +148,7 @@ TEST(PreTokenizer, SmollmSplitsDigitsIndividually) {
   EXPECT_EQ(split(pre_tokenizer_kind::default_bpe, "12345"), (words{"123", "45"}));
 }
 
-TEST(PreTokenizer, EmojiCjkAccentsAndInvalidBytes) {
+TEST(pre_tokenizer, emoji_cjk_accents_and_invalid_bytes) {
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "I ❤️ 😀!"), (words{"I", " ❤️", " 😀!"}));
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "中文 text"), (words{"中文", " text"}));
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "café naïve"), (words{"café", " naïve"}));
@@ -157,11 +157,11 @@ TEST(PreTokenizer, EmojiCjkAccentsAndInvalidBytes) {
   EXPECT_EQ(split(pre_tokenizer_kind::gpt2, "a \xFF\xFE."), (words{"a", " \xEF\xBF\xBD\xEF\xBF\xBD."}));
 }
 
-TEST(PreTokenizer, DefaultSplitsPunctuationRuns) {
+TEST(pre_tokenizer, default_splits_punctuation_runs) {
   EXPECT_EQ(split(pre_tokenizer_kind::default_bpe, "a+=b`c"), (words{"a", "+=", "b", "`", "c"}));
 }
 
-TEST(PreTokenizer, NamesMapToKinds) {
+TEST(pre_tokenizer, names_map_to_kinds) {
   EXPECT_EQ(pre_tokenizer::from_name("smollm")->kind(), pre_tokenizer_kind::smollm);
   EXPECT_EQ(pre_tokenizer::from_name("gpt-2")->kind(), pre_tokenizer_kind::gpt2);
   EXPECT_EQ(pre_tokenizer::from_name("gpt2")->kind(), pre_tokenizer_kind::gpt2);
@@ -175,7 +175,7 @@ TEST(PreTokenizer, NamesMapToKinds) {
 
 // -- tokenizer --
 
-TEST(Tokenizer, MergesWords) {
+TEST(tokenizer, merges_words) {
   const tokenizer t = make_tiny();
   EXPECT_EQ(t.encode("Hello world", false, false),
             (std::vector<int32_t>{id_of(t, "Hello"), id_of(t, "Ġworld")}));
@@ -184,7 +184,7 @@ TEST(Tokenizer, MergesWords) {
   EXPECT_EQ(t.encode("中", false, false), (std::vector<int32_t>{id_of(t, "ä¸Ń")}));
 }
 
-TEST(Tokenizer, MergePriorityLowestRankThenLeftmost) {
+TEST(tokenizer, merge_priority_lowest_rank_then_leftmost) {
   const tokenizer t = make_tiny();
   // "b c" (rank 9) beats "a b" (rank 10)
   EXPECT_EQ(t.encode("abc", false, false), (std::vector<int32_t>{byte_id('a'), id_of(t, "bc")}));
@@ -194,24 +194,24 @@ TEST(Tokenizer, MergePriorityLowestRankThenLeftmost) {
   EXPECT_EQ(t.encode("Hello", false, false), (std::vector<int32_t>{id_of(t, "Hello")}));
 }
 
-TEST(Tokenizer, MergeResultMissingFromVocabFallsBackToBytes) {
+TEST(tokenizer, merge_result_missing_from_vocab_falls_back_to_bytes) {
   const tokenizer t = make_tiny();
   EXPECT_EQ(t.encode("xy", false, false), (std::vector<int32_t>{byte_id('x'), byte_id('y')}));
 }
 
-TEST(Tokenizer, SmollmDigitsAreSingleTokens) {
+TEST(tokenizer, smollm_digits_are_single_tokens) {
   const tokenizer t = make_tiny();
   EXPECT_EQ(t.encode(" 42", false, false), (std::vector<int32_t>{byte_id(' '), byte_id('4'), byte_id('2')}));
 }
 
-TEST(Tokenizer, InvalidBytesBecomeReplacementCharacter) {
+TEST(tokenizer, invalid_bytes_become_replacement_character) {
   const tokenizer t = make_tiny();
   EXPECT_EQ(t.encode("a\xFF", false, false),
             (std::vector<int32_t>{byte_id('a'), byte_id(0xEF), byte_id(0xBF), byte_id(0xBD)}));
   EXPECT_EQ(t.decode(t.encode("a\xFF" "b", false, false)), "a\xEF\xBF\xBD" "b");
 }
 
-TEST(Tokenizer, SpecialTokensParsedOnlyWhenAsked) {
+TEST(tokenizer, special_tokens_parsed_only_when_asked) {
   const tokenizer t = make_tiny();
   const std::string chat = "<|im_start|>user\nHi<|im_end|>";
   const auto with = t.encode(chat, false, true);
@@ -232,7 +232,7 @@ TEST(Tokenizer, SpecialTokensParsedOnlyWhenAsked) {
   EXPECT_EQ(t.encode("<|im_end|>x<|im_end|>", false, true), (std::vector<int32_t>{2, byte_id('x'), 2}));
 }
 
-TEST(Tokenizer, AddSpecialFollowsVocabulary) {
+TEST(tokenizer, add_special_follows_vocabulary) {
   const tokenizer plain = make_tiny();
   EXPECT_FALSE(plain.add_bos());  // smollm's default
   EXPECT_EQ(plain.encode("a", true, false), (std::vector<int32_t>{byte_id('a')}));
@@ -247,7 +247,7 @@ TEST(Tokenizer, AddSpecialFollowsVocabulary) {
   EXPECT_TRUE(make_tiny("llama3").add_bos());
 }
 
-TEST(Tokenizer, DecodeAndPieces) {
+TEST(tokenizer, decode_and_pieces) {
   const tokenizer t = make_tiny();
   EXPECT_EQ(t.token_to_piece(id_of(t, "Ġworld")), " world");
   EXPECT_EQ(t.token_to_piece(1), "<|im_start|>");
@@ -260,7 +260,7 @@ TEST(Tokenizer, DecodeAndPieces) {
   EXPECT_EQ(t.decode(ids, false), "Hello");
 }
 
-TEST(Tokenizer, Accessors) {
+TEST(tokenizer, accessors) {
   const tokenizer t = make_tiny();
   EXPECT_EQ(t.n_vocab(), static_cast<int32_t>(4 + 256 + tiny_merges.size() - 1));
   EXPECT_EQ(t.bos(), 1);
@@ -278,7 +278,7 @@ TEST(Tokenizer, Accessors) {
   EXPECT_EQ(t.type(byte_id('a')), token_type::normal);
 }
 
-TEST(Tokenizer, RoundTripsValidUtf8) {
+TEST(tokenizer, round_trips_valid_utf8) {
   const std::vector<std::string> pool = {
       "Hello", " world", "  ", "\t", "\n", "\r\n", "don't", "I'M", "123", "4,567", "é", "ß",
       "中文", "日本語", "한국어", "😀", "👍🏽", "\u00A0", "\u2028", "!?", "...", "<|im_start|>",
@@ -303,7 +303,7 @@ TEST(Tokenizer, RoundTripsValidUtf8) {
   }
 }
 
-TEST(Tokenizer, StreamNeverSplitsCharacters) {
+TEST(tokenizer, stream_never_splits_characters) {
   const tokenizer t = make_tiny();
   token_text_stream stream(t);
   // "é" is two byte tokens; "中" one merged token
@@ -319,7 +319,7 @@ TEST(Tokenizer, StreamNeverSplitsCharacters) {
   EXPECT_EQ(stream.push(2), "<|im_end|>");
 }
 
-TEST(Tokenizer, EncodesTenThousandCharactersQuickly) {
+TEST(tokenizer, encodes_ten_thousand_characters_quickly) {
   const tokenizer t = make_tiny();
   std::string text;
   while (text.size() < 10000) text += "Hello world, it's 2024! 中文 text\twith  spaces\n";
@@ -332,7 +332,7 @@ TEST(Tokenizer, EncodesTenThousandCharactersQuickly) {
   RecordProperty("encode_10k_ms", std::to_string(ms));
 }
 
-TEST(Tokenizer, RejectsBadVocabularies) {
+TEST(tokenizer, rejects_bad_vocabularies) {
   auto v = tiny_vocab("no-such-pre");
   auto t = tokenizer::from_vocab(v);
   ASSERT_FALSE(t.has_value());
@@ -348,7 +348,7 @@ TEST(Tokenizer, RejectsBadVocabularies) {
   EXPECT_EQ(tokenizer::from_vocab(v).err().code, errc::invalid_argument);
 }
 
-TEST(Tokenizer, FromGguf) {
+TEST(tokenizer, from_gguf) {
   const tokenizer_vocab v = tiny_vocab();
   gguf_writer w;
   w.add_string("tokenizer.ggml.model", "gpt2");

@@ -1,9 +1,13 @@
-// Every SIMD dot kernel against the scalar reference, for every weight type, with a named
-// tolerance; and the quantized kernels against a float dot of the dequantized weights.
+// Every SIMD path the host supports (AVX2, AVX-512/VNNI) against the scalar reference, for every
+// weight type, with a named tolerance; gemv against per-row dots; the activation quantizers bit for
+// bit; and the quantized reference kernels against a float dot of the dequantized weights.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/quant_ref.hpp"
@@ -43,65 +47,204 @@ row_data make_row(ggml_type t, int64_t k, uint64_t seed) {
   return r;
 }
 
-class vec_dot_test : public ::testing::TestWithParam<ggml_type> {};
+// Whether this host can run a path; the reason to skip when it cannot.
+const char* missing(simd_level level) {
+  if (level == simd_level::avx2 && !host_features().has_avx2()) return "host has no AVX2/FMA/F16C";
+  if (level == simd_level::avx512 && !host_features().has_avx512_vnni())
+    return "host has no AVX-512 F/BW/VL with VNNI";
+  return nullptr;
+}
 
-TEST_P(vec_dot_test, avx2_matches_scalar_reference) {
-  if (!host_features().has_avx2()) GTEST_SKIP() << "host has no AVX2/FMA/F16C";
-  const ggml_type t = GetParam();
-  for (int64_t k : {32, 64, 576, 1536}) {
+const void* act_of(const dot_kernel& kern, const row_data& r) {
+  return kern.act == act_format::q8x ? static_cast<const void*>(r.xq.data()) : r.x.data();
+}
+
+// Row lengths: single block, odd block counts (the pair kernels' tails), the model's widths, and
+// for float types lengths that are not a multiple of the vector width.
+std::vector<int64_t> lengths_for(ggml_type t) {
+  std::vector<int64_t> ks = {32, 64, 96, 576, 1536};
+  if (type_traits(t).block_size == 1) ks.insert(ks.end(), {1, 7, 40, 100, 250});
+  return ks;
+}
+
+class vec_dot_test : public ::testing::TestWithParam<std::tuple<ggml_type, simd_level>> {};
+
+TEST_P(vec_dot_test, simd_path_matches_scalar_reference) {
+  const auto [t, level] = GetParam();
+  if (const char* why = missing(level)) GTEST_SKIP() << why;
+  const auto ref_k = select_dot_kernel(t, simd_level::scalar);
+  const auto simd_k = select_dot_kernel(t, level);
+  ASSERT_EQ(simd_k.level, level);
+  ASSERT_EQ(simd_k.act, ref_k.act);
+  for (int64_t k : lengths_for(t)) {
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       auto r = make_row(t, k, seed * 31 + k);
-      const auto ref_k = select_dot_kernel(t, simd_level::scalar);
-      const auto simd_k = select_dot_kernel(t, simd_level::avx2);
-      ASSERT_EQ(simd_k.level, simd_level::avx2);
-      const void* x = ref_k.act == act_format::q8x ? static_cast<const void*>(r.xq.data()) : r.x.data();
-      const float a = ref_k.dot(k, r.wq.data(), x);
-      const float b = simd_k.dot(k, r.wq.data(), x);
+      const float a = ref_k.dot(k, r.wq.data(), act_of(ref_k, r));
+      const float b = simd_k.dot(k, r.wq.data(), act_of(simd_k, r));
       EXPECT_NEAR(a, b, simd_vs_ref_rel_tolerance * r.abs_sum + 1e-6) << "k=" << k << " seed=" << seed;
     }
   }
 }
 
-TEST_P(vec_dot_test, reference_matches_float_dot_of_dequantized_weights) {
+// gemv over n rows gives each row's dot bit for bit (whatever the grouping of rows), and so
+// matches the reference within the same tolerance.
+TEST_P(vec_dot_test, gemv_rows_equals_dot_per_row) {
+  const auto [t, level] = GetParam();
+  if (const char* why = missing(level)) GTEST_SKIP() << why;
+  const auto kern = select_dot_kernel(t, level);
+  ASSERT_NE(kern.gemv, nullptr);
+  for (int64_t k : {int64_t{64}, int64_t{96}, int64_t{576}}) {
+    const size_t rb = row_bytes(type_traits(t), k);
+    const size_t stride = rb + 8;  // rows need not be packed
+    for (int64_t n : {1, 3, 4, 7, 9}) {
+      std::vector<uint8_t> w(stride * n);
+      auto x = make_row(t, k, 1000 + k);
+      std::vector<row_data> rows;
+      for (int64_t i = 0; i < n; ++i) {
+        rows.push_back(make_row(t, k, 77 * i + k));
+        std::copy(rows.back().wq.begin(), rows.back().wq.end(), w.begin() + i * stride);
+      }
+      std::vector<float> out(n + 1, -1.f);
+      kern.gemv(k, w.data(), stride, n, act_of(kern, x), out.data());
+      EXPECT_EQ(out[n], -1.f) << "wrote past n rows";
+      const auto ref_k = select_dot_kernel(t, simd_level::scalar);
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(out[i], kern.dot(k, w.data() + i * stride, act_of(kern, x))) << "k=" << k << " n=" << n << " row " << i;
+        double abs_sum = 0;
+        for (int64_t j = 0; j < k; ++j) abs_sum += std::fabs(double(rows[i].w[j]) * x.x[j]);
+        EXPECT_NEAR(out[i], ref_k.dot(k, w.data() + i * stride, act_of(ref_k, x)),
+                    simd_vs_ref_rel_tolerance * abs_sum + 1e-6);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    all_types, vec_dot_test,
+    ::testing::Combine(::testing::Values(ggml_type::f32, ggml_type::f16, ggml_type::bf16, ggml_type::q4_0,
+                                         ggml_type::q4_1, ggml_type::q8_0),
+                       ::testing::Values(simd_level::scalar, simd_level::avx2, simd_level::avx512)),
+    [](const auto& info) {
+      return std::string(type_traits(std::get<0>(info.param)).name) + "_" + to_string(std::get<1>(info.param));
+    });
+
+// gemm over n_w weight rows x n_x activation rows (tile multiples and edges) gives each element's
+// dot bit for bit.
+TEST_P(vec_dot_test, gemm_rows_equals_dot_per_element) {
+  const auto [t, level] = GetParam();
+  if (const char* why = missing(level)) GTEST_SKIP() << why;
+  const auto kern = select_dot_kernel(t, level);
+  ASSERT_NE(kern.gemm, nullptr);
+  for (int64_t k : {int64_t{96}, int64_t{576}}) {
+    const size_t w_stride = row_bytes(type_traits(t), k) + 4;
+    for (auto [nw, nx] : {std::pair<int64_t, int64_t>{4, 4}, {8, 2}, {5, 7}, {9, 16}, {1, 1}, {3, 5}}) {
+      std::vector<uint8_t> w(w_stride * nw);
+      for (int64_t i = 0; i < nw; ++i) {
+        auto r = make_row(t, k, 5 * i + k);
+        std::copy(r.wq.begin(), r.wq.end(), w.begin() + i * w_stride);
+      }
+      // Activation rows in the kernel's format, padded apart.
+      const size_t x_bytes = kern.act == act_format::q8x ? k / 32 * sizeof(block_q8x) : k * sizeof(float);
+      const size_t x_stride = x_bytes + 40;
+      std::vector<uint8_t> x(x_stride * nx);
+      for (int64_t j = 0; j < nx; ++j) {
+        auto r = make_row(t, k, 900 + j);
+        const void* src = act_of(kern, r);
+        std::memcpy(x.data() + j * x_stride, src, x_bytes);
+      }
+      const int64_t ldy = nw + 3;
+      std::vector<float> y(ldy * nx, -1.f);
+      kern.gemm(k, w.data(), w_stride, nw, x.data(), x_stride, nx, y.data(), ldy);
+      for (int64_t j = 0; j < nx; ++j) {
+        for (int64_t i = 0; i < nw; ++i) {
+          ASSERT_EQ(y[j * ldy + i], kern.dot(k, w.data() + i * w_stride, x.data() + j * x_stride))
+              << "k=" << k << " " << nw << "x" << nx << " element " << i << "," << j;
+        }
+        for (int64_t i = nw; i < ldy; ++i) ASSERT_EQ(y[j * ldy + i], -1.f) << "wrote outside the block";
+      }
+    }
+  }
+}
+
+class vec_dot_ref_test : public ::testing::TestWithParam<ggml_type> {};
+
+TEST_P(vec_dot_ref_test, matches_float_dot_of_dequantized_weights) {
   const ggml_type t = GetParam();
   const int64_t k = 576;
   auto r = make_row(t, k, 7);
   double exact = 0;
   for (int64_t i = 0; i < k; ++i) exact += double(r.w[i]) * r.x[i];
   const auto kern = select_dot_kernel(t, simd_level::scalar);
-  const void* x = kern.act == act_format::q8x ? static_cast<const void*>(r.xq.data()) : r.x.data();
   const double tol = (kern.act == act_format::q8x ? int8_activation_rel_tolerance : 1e-6) * r.abs_sum;
-  EXPECT_NEAR(kern.dot(k, r.wq.data(), x), exact, tol);
+  EXPECT_NEAR(kern.dot(k, r.wq.data(), act_of(kern, r)), exact, tol);
 }
 
-INSTANTIATE_TEST_SUITE_P(all_types, vec_dot_test,
+INSTANTIATE_TEST_SUITE_P(all_types, vec_dot_ref_test,
                          ::testing::Values(ggml_type::f32, ggml_type::f16, ggml_type::bf16,
                                            ggml_type::q4_0, ggml_type::q4_1, ggml_type::q8_0),
                          [](const auto& info) { return std::string(type_traits(info.param).name); });
 
-TEST(quantize_q8x, avx2_matches_reference_bit_for_bit) {
-  if (!host_features().has_avx2()) GTEST_SKIP() << "host has no AVX2/FMA/F16C";
+// Inputs that stress the quantizer: normal data, zeros, an all-zero block, exact .5 ties, values
+// whose scale is an fp16 subnormal, and large magnitudes.
+std::vector<float> quantizer_input() {
   std::mt19937_64 rng(3);
   std::normal_distribution<float> nd(0.f, 3.f);
-  std::vector<float> x(1536);
+  std::vector<float> x(32 * 64);
   for (auto& v : x) v = nd(rng);
   x[5] = 0.f;
-  std::fill(x.begin() + 64, x.begin() + 96, 0.f);  // an all-zero block
+  std::fill(x.begin() + 64, x.begin() + 96, 0.f);  // an all-zero block (block 2)
+  for (int i = 0; i < 32; ++i) x[96 + i] = (i - 16) + 0.5f;  // ties once scaled by ~1
+  x[96] = 127.f;
+  for (int i = 0; i < 32; ++i) x[128 + i] = 1e-6f * (i - 13);  // d is an fp16 subnormal
+  for (int i = 0; i < 32; ++i) x[160 + i] = 6e4f * std::sin(float(i));
+  for (int i = 0; i < 32; ++i) x[192 + i] = -1.f;  // all equal: every q is -127
+  return x;
+}
+
+class quantize_q8x_test : public ::testing::TestWithParam<simd_level> {};
+
+TEST_P(quantize_q8x_test, matches_reference_bit_for_bit) {
+  const simd_level level = GetParam();
+  if (const char* why = missing(level)) GTEST_SKIP() << why;
+  const auto quant = select_dot_kernel(ggml_type::q8_0, level).quantize;
+  const auto x = quantizer_input();
   std::vector<block_q8x> a(x.size() / 32), b(x.size() / 32);
   ref::quantize_q8x(x.data(), a.data(), x.size());
-  avx2::quantize_q8x(x.data(), b.data(), x.size());
+  quant(x.data(), b.data(), x.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].d, b[i].d) << i;
     EXPECT_EQ(a[i].sum, b[i].sum) << i;
     for (int j = 0; j < 32; ++j) ASSERT_EQ(a[i].qs[j], b[i].qs[j]) << i << "," << j;
   }
   EXPECT_EQ(a[2].d, 0.f);
+  EXPECT_EQ(a[6].sum, -127 * 32);
 }
+
+INSTANTIATE_TEST_SUITE_P(simd_paths, quantize_q8x_test,
+                         ::testing::Values(simd_level::avx2, simd_level::avx512),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
 
 TEST(select_dot_kernel, honours_the_level_cap) {
   EXPECT_EQ(select_dot_kernel(ggml_type::q4_1, simd_level::scalar).level, simd_level::scalar);
+  if (host_features().has_avx2()) {
+    EXPECT_EQ(select_dot_kernel(ggml_type::q4_1, simd_level::avx2).level, simd_level::avx2);
+  }
+  if (host_features().has_avx512_vnni()) {
+    EXPECT_EQ(select_dot_kernel(ggml_type::q8_0, simd_level::avx512).level, simd_level::avx512);
+  }
   EXPECT_EQ(select_dot_kernel(ggml_type::q4_1, simd_level::scalar).act, act_format::q8x);
   EXPECT_EQ(select_dot_kernel(ggml_type::f16, simd_level::scalar).act, act_format::f32);
+}
+
+TEST(select_dot_kernel, never_returns_a_path_the_host_lacks) {
+  const auto k = select_dot_kernel(ggml_type::q4_0, simd_level::avx512);
+  if (!host_features().has_avx512_vnni()) {
+    EXPECT_LT(k.level, simd_level::avx512);
+  }
+  if (!host_features().has_avx2()) {
+    EXPECT_EQ(k.level, simd_level::scalar);
+  }
+  EXPECT_NE(k.gemv, nullptr);
 }
 
 }  // namespace

@@ -12,24 +12,25 @@ namespace fw::cli {
 namespace {
 
 expected<sampling_params> sampling_from(const arg_parser& a) {
-  sampling_params p;
-  auto num = [&](const char* name, auto& dst) -> expected<void> {
-    if (!a.has(name)) return {};
-    auto v = a.number(name);
-    if (!v) return v.err();
-    dst = static_cast<std::remove_reference_t<decltype(dst)>>(*v);
-    return {};
-  };
-  for (auto r : {num("temperature", p.temperature), num("top-k", p.top_k), num("top-p", p.top_p),
-                 num("min-p", p.min_p), num("repeat-penalty", p.repeat_penalty),
-                 num("max-tokens", p.max_tokens)})
-    if (!r) return r.err();
-  if (a.has("seed")) {
-    auto s = a.integer("seed");
-    if (!s) return s.err();
-    p.seed = static_cast<uint64_t>(*s);
+  // Defaults: [sampling] of --config (or the built-in defaults); flags given explicitly override
+  // them, checked like config values.
+  auto cfg = model_session::load_config(a);
+  if (!cfg) return cfg.err();
+  static const std::pair<const char*, const char*> flags[] = {
+      {"temperature", "sampling.temperature"},
+      {"top-k", "sampling.top_k"},
+      {"top-p", "sampling.top_p"},
+      {"min-p", "sampling.min_p"},
+      {"repeat-penalty", "sampling.repeat_penalty"},
+      {"max-tokens", "sampling.max_tokens"},
+      {"seed", "sampling.seed"}};
+  for (const auto& [flag, key] : flags) {
+    if (!a.has(flag)) continue;
+    if (auto ok = cfg->set(key, a.str(flag)); !ok)
+      return make_error(ok.err().code, std::string("--") + flag + ": " + ok.err().message);
   }
-  if (a.has("stop")) p.stop.push_back(a.str("stop"));
+  sampling_params p = cfg->sampling.to_params();
+  if (a.has("stop")) p.stop = {a.str("stop")};
   p.ignore_eos = a.on("ignore-eos");
   if (auto ok = p.validate(); !ok) return ok.err();
   return p;

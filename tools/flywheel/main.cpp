@@ -16,6 +16,7 @@ struct command {
 constexpr command commands[] = {
     {"generate", fw::cli::cmd_generate, "generate text from a prompt (or a chat turn with --chat)"},
     {"tokenize", fw::cli::cmd_tokenize, "print the token ids of a text as a JSON array"},
+    {"bench", fw::cli::cmd_bench, "measure prefill and decode tokens/s like llama-bench (and the decode bound)"},
     {"info", fw::cli::cmd_info, "show a model's metadata and the kernel path of each weight type"},
 };
 

@@ -1,35 +1,57 @@
 #include "tools/flywheel/model_session.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <utility>
+#include <vector>
 
 #include "tools/flywheel/commands.hpp"
 
 namespace fw::cli {
 
 void model_session::declare_flags(arg_parser& args) {
-  args.option("model", "GGUF model file", default_model_path)
-      .option("threads", "CPU threads (0 = all cores)", "0")
-      .option("ctx-size", "context window per sequence in tokens (0 = the model's training context, capped at 4096)", "0");
+  args.option("config", "TOML config file (default: none, built-in defaults; see conf/default.toml)")
+      .option("model", std::string("GGUF model file (overrides model.path; built-in: ") + default_model_path + ")")
+      .option("threads", "CPU threads, 0 = all cores (overrides compute.threads; built-in: 0)")
+      .option("ctx-size", "context window per sequence in tokens, 0 = the model's training context capped at 4096 "
+                          "(overrides model.ctx_size; built-in: 4096)");
+}
+
+expected<config> model_session::load_config(const arg_parser& args) {
+  config cfg;
+  if (args.has("config")) {
+    auto file = config::from_file(args.str("config"));
+    if (!file) return file.err();
+    cfg = std::move(*file);
+  }
+  // Flags given explicitly override the file, with the file's checks.
+  static const std::pair<const char*, const char*> overrides[] = {
+      {"model", "model.path"}, {"threads", "compute.threads"}, {"ctx-size", "model.ctx_size"}};
+  for (const auto& [flag, key] : overrides) {
+    if (!args.has(flag)) continue;
+    if (auto ok = cfg.set(key, args.str(flag)); !ok)
+      return make_error(ok.err().code, std::string("--") + flag + ": " + ok.err().message);
+  }
+  return cfg;
 }
 
 expected<model_session> model_session::open(const arg_parser& args, bool verbose) {
-  auto threads = args.integer("threads");
-  if (!threads) return threads.err();
-  auto ctx = args.integer("ctx-size");
-  if (!ctx) return ctx.err();
-  if (*threads < 0 || *threads > 1024) return make_error(errc::invalid_argument, "--threads must be in [0, 1024]");
-  if (*ctx < 0 || *ctx > (1 << 20)) return make_error(errc::invalid_argument, "--ctx-size must be in [0, 1048576]");
-  auto m = model::load(args.str("model"));
+  auto cfg = load_config(args);
+  if (!cfg) return cfg.err();
+  auto m = model::load(cfg->model.path);
   if (!m) return m.err();
   model_session s;
+  s.cfg = std::move(*cfg);
   s.m = *m;
   const uint32_t train = s.m->config().n_ctx_train;
-  s.n_ctx = *ctx > 0 ? static_cast<uint32_t>(*ctx) : std::min<uint32_t>(train, 4096);
+  const uint32_t ctx = s.cfg.model.ctx_size;
+  s.n_ctx = ctx > 0 ? ctx : std::min<uint32_t>(train, 4096);
   if (s.n_ctx > train && verbose)
-    std::fprintf(stderr, "warning: --ctx-size %u exceeds the model's training context %u\n", s.n_ctx, train);
+    std::fprintf(stderr, "warning: context size %u exceeds the model's training context %u\n", s.n_ctx, train);
   cpu_backend_options o;
-  o.threads = static_cast<int>(*threads);
-  o.kv_tokens = s.n_ctx;
+  o.threads = s.cfg.compute.threads;
+  o.kv_tokens = s.n_ctx;  // one sequence at a time here; [kv_cache] pool sizes serve the runtime
+  o.kv_block_tokens = s.cfg.kv_cache.block_tokens;
   s.backend = std::make_unique<cpu_backend>(s.m->config(), s.m->weights(), o);
   if (verbose) {
     for (const auto& k : s.backend->kernel_paths()) {

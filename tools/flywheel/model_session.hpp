@@ -1,10 +1,14 @@
-// model_session: a loaded model plus a CPU backend, built from common CLI flags
-// (--model, --threads, --ctx-size). Shared by the subcommands that run the model.
+// model_session: the effective config plus a loaded model and CPU backend, built from the common
+// CLI flags (--config, --model, --threads, --ctx-size). Shared by the subcommands that run the
+// model; they read their own sections (e.g. cfg.sampling for defaults) from cfg.
+// Flags given on the command line override the config file's values; without --config the
+// built-in defaults apply (fw::config{}).
 #pragma once
 
 #include <memory>
 #include <string>
 
+#include "runtime/config.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/model.hpp"
 #include "tools/flywheel/arg_parser.hpp"
@@ -12,13 +16,18 @@
 namespace fw::cli {
 
 struct model_session {
+  config cfg;  ///< the effective configuration (file or defaults, then flags)
   std::shared_ptr<const model> m;
   std::unique_ptr<cpu_backend> backend;
-  uint32_t n_ctx = 0;
+  uint32_t n_ctx = 0;  ///< the context window in use (cfg.model.ctx_size resolved against the model)
 
-  /// Declares --model, --threads, --ctx-size on a parser.
+  /// Declares --config, --model, --threads, --ctx-size on a parser.
   static void declare_flags(arg_parser& args);
-  /// Loads the model and builds the backend; prints the kernel report to stderr when verbose.
+  /// The config of --config FILE (or the built-in defaults) with --model, --threads and --ctx-size
+  /// applied when given; does not load the model. Errors name the flag or file:line:column.
+  static expected<config> load_config(const arg_parser& args);
+  /// load_config(), then loads the model and builds the backend; prints the kernel report to stderr
+  /// when verbose.
   static expected<model_session> open(const arg_parser& args, bool verbose);
 };
 

@@ -1,0 +1,67 @@
+// engine: the actor runtime behind one model on one device, as a C++ object. Starting it spawns
+// the front door, scheduler, supervisor and (through the supervisor) the prefill and decode
+// workers on a small CAF system; requests stream their events to a callback; shutdown fails what
+// is in flight cleanly and waits for every actor to finish. Used by the console, the server,
+// the benchmark and the integration tests.
+// Thread-safety: submit/cancel/stats may be called from any thread; callbacks run on CAF threads.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "actors/engine_context.hpp"
+#include "actors/front_door_protocol.hpp"
+#include "actors/scheduler_protocol.hpp"
+#include "runtime/expected.hpp"
+
+namespace fw::actors {
+
+using event_callback = std::function<void(const stream_event&)>;
+
+/// Everything one finished request produced (for blocking callers).
+struct completed_request {
+  stream_event final;  ///< kind done or error, with usage and timings
+  std::vector<int32_t> tokens;
+  std::string text;
+  bool ok() const { return final.kind == static_cast<uint8_t>(stream_kind::done); }
+};
+
+class engine {
+ public:
+  /// Takes shared ownership of the model and ownership of the device backend.
+  static expected<std::unique_ptr<engine>> start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
+                                                 engine_limits limits);
+  ~engine();
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  /// Starts a request; returns its id. Events (tokens..., then one final event) go to `on_event`.
+  uint64_t submit(std::vector<int32_t> prompt, const sampling_params& params, event_callback on_event);
+  /// Submits and waits for the final event.
+  completed_request run(std::vector<int32_t> prompt, const sampling_params& params);
+  void cancel(uint64_t id);
+  /// Arms a fault in a worker: its next job throws (tests of supervision).
+  void inject_fault(worker_kind kind);
+  expected<scheduler_stats> stats();
+  /// Fails in-flight requests, stops every actor and waits for them. Idempotent.
+  void shutdown();
+
+  const model& get_model() const { return *model_; }
+  backend& device() { return *device_; }
+  const engine_limits& limits() const { return ctx_.limits; }
+
+ private:
+  engine() = default;
+  struct impl;
+
+  std::shared_ptr<const model> model_;
+  std::unique_ptr<backend> device_;
+  engine_context ctx_;
+  std::unique_ptr<impl> impl_;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace fw::actors

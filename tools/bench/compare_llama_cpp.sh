@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Side-by-side CPU benchmark: flywheel vs llama.cpp on the same GGUF files, same threads, in one
+# session (runs alternate so that machine drift hits both). Never run in CI.
+#
+#   tools/bench/compare_llama_cpp.sh [--threads 1,2] [--reps 3] [--types Q4_1,Q8_0,F16]
+#                                    [--depth 0,512] [--out bench-compare.json] [--build-only]
+#
+# Builds llama.cpp's llama-bench and llama-quantize from the PyPI sdist of llama-cpp-python (the
+# version pinned in scripts/versions.sh; it vendors llama.cpp) into
+# ${FW_LLAMA_CPP_CACHE:-~/.cache/flywheel/llama.cpp-<version>}, once. The peer is built without
+# -march=native and without AMX (with Debian's gcc 12 its AMX path crashes with SIGILL), with
+# AVX2/AVX-512/VNNI/BF16 on. Q8_0 and F16 copies of the bundled Q4_1 model are made with
+# llama-quantize --allow-requantize. flywheel must already be built (FW_BUILD_DIR, default build/).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=../../scripts/versions.sh
+source "$ROOT/scripts/versions.sh"
+
+THREADS="1,2"
+REPS=3
+TYPES="Q4_1,Q8_0,F16"
+DEPTH="0,512"
+OUT="$ROOT/bench-compare.json"
+BUILD_ONLY=0
+JOBS="${FW_JOBS:-2}"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --threads) THREADS="$2"; shift 2 ;;
+    --reps) REPS="$2"; shift 2 ;;
+    --types) TYPES="$2"; shift 2 ;;
+    --depth) DEPTH="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    --build-only) BUILD_ONLY=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+
+VERSION="${FW_LLAMA_CPP_PYTHON#*==}"
+CACHE="${FW_LLAMA_CPP_CACHE:-$HOME/.cache/flywheel/llama.cpp-$VERSION}"
+BIN="$CACHE/bin"
+FLYWHEEL="${FW_BUILD_DIR:-$ROOT/build}/tools/flywheel"
+MODEL="$ROOT/models/$FW_MODEL_FILE"
+
+build_peer() {
+  if [[ -x "$BIN/llama-bench" && -x "$BIN/llama-quantize" ]]; then
+    echo "llama.cpp $VERSION: using $BIN" >&2
+    return
+  fi
+  mkdir -p "$CACHE/src"
+  if [[ ! -d "$CACHE/src/llama_cpp_python-$VERSION" ]]; then
+    python3 -m pip download "$FW_LLAMA_CPP_PYTHON" --no-binary :all: --no-deps -d "$CACHE/src"
+    tar -xzf "$CACHE/src/llama_cpp_python-$VERSION.tar.gz" -C "$CACHE/src"
+  fi
+  local src="$CACHE/src/llama_cpp_python-$VERSION/vendor/llama.cpp"
+  echo "building llama-bench and llama-quantize from $src (~12 min on 2 cores)" >&2
+  cmake -S "$src" -B "$CACHE/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON \
+    -DGGML_AVX512_BF16=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF \
+    -DGGML_AMX_BF16=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+  cmake --build "$CACHE/build" --target llama-bench llama-quantize -j "$JOBS" >&2
+  mkdir -p "$BIN"
+  cp "$CACHE/build/bin/llama-bench" "$CACHE/build/bin/llama-quantize" "$BIN/"
+}
+
+build_peer
+[[ $BUILD_ONLY == 1 ]] && exit 0
+
+[[ -x "$FLYWHEEL" ]] || { echo "flywheel not built at $FLYWHEEL" >&2; exit 1; }
+[[ -f "$MODEL" ]] || { echo "model missing: $MODEL (run scripts/setup.sh)" >&2; exit 1; }
+
+# The model files: the bundled one, and requantized copies in the cache.
+declare -A FILES
+for t in ${TYPES//,/ }; do
+  if [[ "$MODEL" == *".$t.gguf" ]]; then
+    FILES[$t]="$MODEL"
+    continue
+  fi
+  f="$CACHE/models/${FW_MODEL_FILE%.*.gguf}.$t.gguf"
+  if [[ ! -f "$f" ]]; then
+    mkdir -p "$CACHE/models"
+    "$BIN/llama-quantize" --allow-requantize "$MODEL" "$f.tmp" "$t" >/dev/null 2>&1 \
+      || { echo "llama-quantize to $t failed" >&2; exit 1; }
+    mv "$f.tmp" "$f"
+  fi
+  FILES[$t]="$f"
+done
+
+RAW="$(mktemp -d)"
+trap 'rm -rf "$RAW"' EXIT
+echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cpus" >&2
+for t in ${TYPES//,/ }; do
+  for th in ${THREADS//,/ }; do
+    echo "== $t, $th thread(s): llama.cpp" >&2
+    "$BIN/llama-bench" -m "${FILES[$t]}" -p 128,512 -n 128 -d "$DEPTH" -t "$th" -r "$REPS" -o json \
+      2>/dev/null > "$RAW/llama-$t-$th.json"
+    echo "== $t, $th thread(s): flywheel" >&2
+    "$FLYWHEEL" bench --model "${FILES[$t]}" --threads "$th" --prompt-tokens 128,512 \
+      --gen-tokens 128 --depth "$DEPTH" --reps "$REPS" --json > "$RAW/flywheel-$t-$th.json"
+  done
+done
+python3 "$ROOT/tools/bench/compare_table.py" --raw "$RAW" --types "$TYPES" --threads "$THREADS" \
+  --peer-version "$VERSION" --out "$OUT"

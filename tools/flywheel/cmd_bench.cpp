@@ -1,0 +1,353 @@
+// flywheel bench: throughput of the CPU backend measured like llama-bench, so the two can be put
+// side by side (tools/bench/compare_llama_cpp.sh).
+//   ppN        one forward of N prompt rows of one sequence (after `depth` context tokens): N / t
+//   tgN        N single-row decode steps after `depth` context tokens: N / t
+//   tgNxB      N steps of one forward over B sequences (one row each, every sequence at `depth`):
+//              B * N / t, plus the cost of a B-row step relative to a 1-row step
+// Token ids are random but valid; every test runs once untimed, then --reps timed runs (mean and
+// standard deviation of the per-run tokens/s, as llama-bench reports). The decode bound is the
+// bytes of weights one decode step reads divided by the measured read bandwidth.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/cpu_features.hpp"
+#include "kernels/cpu/stream_bench.hpp"
+#include "runtime/cpu_backend.hpp"
+#include "runtime/forward_batch.hpp"
+#include "tools/flywheel/arg_parser.hpp"
+#include "tools/flywheel/commands.hpp"
+#include "tools/flywheel/model_session.hpp"
+
+namespace fw::cli {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct bench_spec {
+  std::vector<int> prompt;
+  std::vector<int> depth;
+  int gen = 0;
+  int batch_rows = 0;
+  int reps = 0;
+};
+
+struct bench_result {
+  std::string test;  ///< "pp512", "tg128", "tg128x16"
+  int depth = 0;
+  int rows = 1;                ///< sequences per step (tgNxB)
+  std::vector<double> tok_s;   ///< one per timed run
+  double step_cost_vs_1row = 0;  ///< tgNxB only
+
+  double mean() const {
+    double s = 0;
+    for (double v : tok_s) s += v;
+    return tok_s.empty() ? 0 : s / static_cast<double>(tok_s.size());
+  }
+  double stddev() const {
+    if (tok_s.size() < 2) return 0;
+    const double m = mean();
+    double s = 0;
+    for (double v : tok_s) s += (v - m) * (v - m);
+    return std::sqrt(s / static_cast<double>(tok_s.size() - 1));
+  }
+};
+
+bench_result make_result(std::string test, int depth, int rows) {
+  bench_result r;
+  r.test = std::move(test);
+  r.depth = depth;
+  r.rows = rows;
+  return r;
+}
+
+expected<std::vector<int>> int_list(const std::string& text, const std::string& flag, int lo) {
+  std::vector<int> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t j = std::min(text.find(',', i), text.size());
+    const std::string item = text.substr(i, j - i);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < lo || v > (1 << 20))
+      return make_error(errc::invalid_argument, "--" + flag + ": '" + item + "' is not an integer >= " + std::to_string(lo));
+    out.push_back(static_cast<int>(v));
+    i = j + 1;
+  }
+  return out;
+}
+
+/// Runs the tests on one backend. Context is built once per depth (untimed) and each timed run
+/// is rolled back to it with kv_block_pool::truncate, so runs do not grow the context.
+class bench_runner {
+ public:
+  bench_runner(cpu_backend& be, const model_config& cfg) : be_(be), cfg_(cfg), rng_(1234) {}
+
+  ~bench_runner() {
+    for (auto& h : ctx_) (void)be_.kv_pool().release(h);
+  }
+
+  /// Makes `n` sequences of `depth` random tokens (the first prefilled, the others copies).
+  expected<void> make_context(int depth, int n) {
+    for (auto& h : ctx_) (void)be_.kv_pool().release(h);
+    ctx_.assign(static_cast<size_t>(n), kv_handle{});
+    constexpr int chunk = 512;
+    for (int done = 0; done < depth; done += chunk) {
+      const int len = std::min(chunk, depth - done);
+      const auto toks = random_tokens(len);
+      forward_batch b;
+      b.add_sequence(&ctx_[0], toks.data(), toks.size(), done, false);
+      if (auto ok = be_.forward(b, logits_); !ok) return ok.err();
+    }
+    depth_ = depth;
+    for (int s = 1; s < n && depth > 0; ++s) {
+      if (auto ok = be_.kv_pool().copy_tokens(be_.kv_pool(), ctx_[0], ctx_[s]); !ok) return ok.err();
+    }
+    return {};
+  }
+
+  /// Seconds for one forward of n rows of sequence 0 (logits for the last row only).
+  expected<double> prompt(int n) {
+    const auto toks = random_tokens(n);
+    forward_batch b;
+    b.add_sequence(&ctx_[0], toks.data(), toks.size(), depth_, false);
+    return timed(b, 1);
+  }
+
+  /// Seconds for `steps` decode steps over the first `seqs` sequences (one row each, logits).
+  expected<double> decode(int steps, int seqs) {
+    double total = 0;
+    forward_batch b;
+    for (int i = 0; i < steps; ++i) {
+      b.clear();
+      const auto toks = random_tokens(seqs);
+      for (int s = 0; s < seqs; ++s) b.add_sequence(&ctx_[s], &toks[s], 1, depth_ + i, true);
+      const auto t0 = clock_type::now();
+      if (auto ok = be_.forward(b, logits_); !ok) return ok.err();
+      total += std::chrono::duration<double>(clock_type::now() - t0).count();
+    }
+    if (auto ok = rollback(seqs); !ok) return ok.err();
+    return total;
+  }
+
+ private:
+  expected<double> timed(const forward_batch& b, int seqs) {
+    const auto t0 = clock_type::now();
+    if (auto ok = be_.forward(b, logits_); !ok) return ok.err();
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    if (auto ok = rollback(seqs); !ok) return ok.err();
+    return s;
+  }
+
+  expected<void> rollback(int seqs) {
+    for (int s = 0; s < seqs; ++s)
+      if (auto ok = be_.kv_pool().truncate(ctx_[s], static_cast<uint32_t>(depth_)); !ok) return ok.err();
+    return {};
+  }
+
+  std::vector<int32_t> random_tokens(int n) {
+    std::uniform_int_distribution<int32_t> d(0, static_cast<int32_t>(cfg_.n_vocab) - 1);
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& v : t) v = d(rng_);
+    return t;
+  }
+
+  cpu_backend& be_;
+  const model_config& cfg_;
+  std::mt19937 rng_;
+  std::vector<kv_handle> ctx_;
+  int depth_ = 0;
+  std::vector<float> logits_;
+};
+
+/// Bytes of weights one decode step reads: every layer matrix and the output head once, plus one
+/// row of the token embedding (when the head is tied to it, the whole matrix is read anyway).
+uint64_t decode_bytes_per_token(const llama_weights& w) {
+  uint64_t total = w.output.row_bytes * w.output.n + w.tok_embd.row_bytes;
+  for (const auto& l : w.layers)
+    for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) total += v->row_bytes * v->n;
+  return total;
+}
+
+expected<std::vector<bench_result>> run_tests(cpu_backend& be, const model_config& cfg, const bench_spec& spec,
+                                              bool progress) {
+  std::vector<bench_result> results;
+  bench_runner run(be, cfg);
+  const int batch = spec.batch_rows > 1 ? spec.batch_rows : 1;
+  const auto note = [&](const bench_result& r) {
+    if (progress) std::fprintf(stderr, "  %-10s depth %-5d %9.2f t/s\n", r.test.c_str(), r.depth, r.mean());
+  };
+  for (int depth : spec.depth) {
+    if (auto ok = run.make_context(depth, batch); !ok) return ok.err();
+    for (int n : spec.prompt) {
+      bench_result r = make_result("pp" + std::to_string(n), depth, 1);
+      for (int rep = -1; rep < spec.reps; ++rep) {
+        auto s = run.prompt(n);
+        if (!s) return s.err();
+        if (rep >= 0) r.tok_s.push_back(n / *s);
+      }
+      note(r);
+      results.push_back(std::move(r));
+    }
+    if (spec.gen <= 0) continue;
+    bench_result one = make_result("tg" + std::to_string(spec.gen), depth, 1);
+    for (int rep = -1; rep < spec.reps; ++rep) {
+      auto s = run.decode(spec.gen, 1);
+      if (!s) return s.err();
+      if (rep >= 0) one.tok_s.push_back(spec.gen / *s);
+    }
+    note(one);
+    if (batch > 1) {
+      bench_result many = make_result("tg" + std::to_string(spec.gen) + "x" + std::to_string(batch), depth, batch);
+      for (int rep = -1; rep < spec.reps; ++rep) {
+        auto s = run.decode(spec.gen, batch);
+        if (!s) return s.err();
+        if (rep >= 0) many.tok_s.push_back(static_cast<double>(spec.gen) * batch / *s);
+      }
+      // (seconds per B-row step) / (seconds per 1-row step)
+      many.step_cost_vs_1row = batch * one.mean() / many.mean();
+      results.push_back(std::move(one));
+      note(many);
+      results.push_back(std::move(many));
+    } else {
+      results.push_back(std::move(one));
+    }
+  }
+  return results;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  arg_parser args("bench");
+  model_session::declare_flags(args);
+  args.option("prompt-tokens", "prompt lengths to time as one forward each (comma list; empty = none)", "128,512")
+      .option("gen-tokens", "decode steps per tg test (0 = none)", "128")
+      .option("depth", "context tokens before each test (comma list)", "0")
+      .option("batch-rows", "sequences decoded together in the tgNxB test (0 or 1 = none)", "16")
+      .option("reps", "timed runs per test, after one untimed warm-up run", "5")
+      .flag("json", "print one JSON object");
+  if (auto ok = args.parse(argc, argv); !ok) {
+    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
+    return 2;
+  }
+  if (args.on("help")) {
+    std::fputs(args.usage().c_str(), stdout);
+    return 0;
+  }
+  bench_spec spec;
+  auto prompt = int_list(args.str("prompt-tokens"), "prompt-tokens", 1);
+  auto depth = int_list(args.str("depth"), "depth", 0);
+  auto gen = args.integer("gen-tokens");
+  auto batch = args.integer("batch-rows");
+  auto reps = args.integer("reps");
+  if (!prompt || !depth) {
+    std::fprintf(stderr, "bench: %s\n", (!prompt ? prompt.err() : depth.err()).message.c_str());
+    return 2;
+  }
+  if (!gen || !batch || !reps || *gen < 0 || *gen > 65536 || *batch < 0 || *batch > 1024 || *reps < 1 || *reps > 1000) {
+    std::fprintf(stderr, "bench: --gen-tokens in [0, 65536], --batch-rows in [0, 1024], --reps in [1, 1000]\n");
+    return 2;
+  }
+  spec.prompt = *prompt;
+  spec.depth = depth->empty() ? std::vector<int>{0} : *depth;
+  spec.gen = static_cast<int>(*gen);
+  spec.batch_rows = static_cast<int>(*batch);
+  spec.reps = static_cast<int>(*reps);
+  const bool json = args.on("json");
+
+  auto s = model_session::open(args, false);
+  if (!s) {
+    std::fprintf(stderr, "bench: %s\n", s.err().what().c_str());
+    return 1;
+  }
+  const model_config& cfg = s->m->config();
+  const int max_depth = *std::max_element(spec.depth.begin(), spec.depth.end());
+  int longest = spec.gen;
+  for (int n : spec.prompt) longest = std::max(longest, n);
+  if (static_cast<uint32_t>(max_depth + longest) > s->n_ctx) {
+    std::fprintf(stderr, "bench: depth %d + %d tokens exceeds the context size %u (raise --ctx-size)\n", max_depth,
+                 longest, s->n_ctx);
+    return 2;
+  }
+  // A backend whose KV pool holds every sequence of the batched test at full length.
+  const int seqs = std::max(1, spec.batch_rows);
+  cpu_backend_options o;
+  o.threads = s->backend->threads();
+  o.kv_block_tokens = s->cfg.kv_cache.block_tokens;
+  o.kv_tokens = static_cast<uint32_t>(seqs) * (static_cast<uint32_t>(max_depth + longest) + o.kv_block_tokens);
+  s->backend.reset();
+  s->backend = std::make_unique<cpu_backend>(cfg, s->m->weights(), o);
+  cpu_backend& be = *s->backend;
+
+  const uint64_t bytes_per_token = decode_bytes_per_token(s->m->weights());
+  cpu::stream_result bw;
+  {
+    cpu::thread_pool pool(be.threads());
+    bw = cpu::measure_read_bandwidth(pool, bytes_per_token, 5);
+  }
+
+  std::vector<std::string> types, paths;
+  for (ggml_type t : s->m->weights().matrix_types()) types.emplace_back(type_traits(t).name);
+  for (const auto& k : be.kernel_paths())
+    paths.push_back(k.weight_type + ": " + k.path + (k.fallback ? " (fallback: " + k.note + ")" : ""));
+  const std::string path = s->m->file().path();
+  if (!json) {
+    std::fprintf(stderr, "bench: %s, %d threads, %s\n", path.c_str(), be.threads(), cpu::host_features().describe().c_str());
+    for (const auto& p : paths) std::fprintf(stderr, "kernel: %s\n", p.c_str());
+  }
+  auto results = run_tests(be, cfg, spec, !json);
+  if (!results) {
+    std::fprintf(stderr, "bench: %s\n", results.err().what().c_str());
+    return 1;
+  }
+  const double bound = bw.best_gb_s * 1e9 / static_cast<double>(bytes_per_token);
+
+  if (json) {
+    nlohmann::json out;
+    out["model"] = path;
+    out["weight_types"] = types;
+    out["kernel_paths"] = paths;
+    out["threads"] = be.threads();
+    out["simd"] = cpu::to_string(cpu::best_simd_level());
+    out["cpu"] = cpu::host_features().describe();
+    auto& list = out["results"] = nlohmann::json::array();
+    for (const auto& r : *results) {
+      nlohmann::json j = {{"test", r.test}, {"depth", r.depth}, {"threads", be.threads()}, {"rows", r.rows},
+                          {"tok_s", r.mean()}, {"std", r.stddev()}, {"samples", r.tok_s}};
+      if (r.rows > 1) j["step_cost_vs_1row"] = r.step_cost_vs_1row;
+      list.push_back(std::move(j));
+    }
+    out["decode_bound"] = {{"model_bytes_per_token", bytes_per_token},
+                           {"read_gb_s", bw.best_gb_s},
+                           {"read_gb_s_mean", bw.mean_gb_s},
+                           {"read_buffer_bytes", bw.bytes},
+                           {"bound_tok_s", bound}};
+    std::printf("%s\n", out.dump(1).c_str());
+    return 0;
+  }
+  std::printf("| test       | depth | threads |            t/s | notes\n");
+  std::printf("|------------|-------|---------|----------------|------\n");
+  for (const auto& r : *results) {
+    std::string notes;
+    if (r.rows > 1) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%d-row step costs %.2fx a 1-row step", r.rows, r.step_cost_vs_1row);
+      notes = buf;
+    }
+    std::printf("| %-10s | %5d | %7d | %8.2f ± %5.2f | %s\n", r.test.c_str(), r.depth, be.threads(), r.mean(),
+                r.stddev(), notes.c_str());
+  }
+  std::printf("decode bound: %.1f MiB of weights per token, read bandwidth %.1f GB/s (%d threads, %.0f MiB "
+              "buffer) -> at most %.0f t/s at depth 0\n",
+              bytes_per_token / 1048576.0, bw.best_gb_s, bw.threads, bw.bytes / 1048576.0, bound);
+  return 0;
+}
+
+}  // namespace fw::cli
