@@ -34,7 +34,7 @@ cpu::weight_view view_of(const gguf_tensor_info& t) {
 }  // namespace
 
 expected<llama_weights> llama_weights::from_gguf(std::shared_ptr<const gguf_file> file,
-                                                 const model_config& c) {
+                                                 const model_config& c, const weight_load_options& options) {
   llama_weights w;
   w.file_ = file;
   const gguf_file& f = *file;
@@ -43,7 +43,23 @@ expected<llama_weights> llama_weights::from_gguf(std::shared_ptr<const gguf_file
   auto matrix = [&](const std::string& name, uint64_t k, uint64_t n) -> expected<cpu::weight_view> {
     auto t = find(f, name, {k, n});
     if (!t) return t.err();
-    return view_of(**t);
+    cpu::weight_view v = view_of(**t);
+    if (!options.convert_to || *options.convert_to == v.type) return v;
+    const auto to = type_traits(*options.convert_to);
+    if (v.k % to.block_size != 0)
+      return make_error(errc::unsupported, "cannot convert '" + name + "' to " + std::string(to.name) +
+                        ": row length " + std::to_string(v.k) + " is not a multiple of " + std::to_string(to.block_size));
+    auto out = std::make_unique<std::vector<uint8_t>>(row_bytes(to, v.k) * v.n);
+    std::vector<float> row(v.k);
+    for (int64_t r = 0; r < v.n; ++r) {
+      dequantize_row_ref(v.type, v.data + r * v.row_bytes, row.data(), v.k);
+      quantize_row_ref(to.type, row.data(), out->data() + r * row_bytes(to, v.k), v.k);
+    }
+    v.type = to.type;
+    v.row_bytes = row_bytes(to, v.k);
+    v.data = out->data();
+    w.converted_matrices_.push_back(std::move(out));
+    return v;
   };
   auto norm = [&](const std::string& name) -> expected<const float*> {
     auto t = find(f, name, {e});

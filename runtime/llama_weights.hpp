@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "kernels/cpu/matmul.hpp"
@@ -21,10 +22,17 @@ struct llama_layer_weights {
   cpu::weight_view w_gate, w_up, w_down;
 };
 
+/// How to load matrices: in place (default) or converted to another type at load time (owned
+/// copies; e.g. f32 for exactness checks, or a lighter type for a self-quantized draft).
+struct weight_load_options {
+  std::optional<ggml_type> convert_to;
+};
+
 class llama_weights {
  public:
   static expected<llama_weights> from_gguf(std::shared_ptr<const gguf_file> file,
-                                           const model_config& config);
+                                           const model_config& config,
+                                           const weight_load_options& options = {});
 
   cpu::weight_view tok_embd;  ///< [n_vocab rows of n_embd]
   cpu::weight_view output;    ///< the output head (tok_embd when tied)
@@ -40,6 +48,7 @@ class llama_weights {
  private:
   std::shared_ptr<const gguf_file> file_;
   std::vector<std::unique_ptr<std::vector<float>>> converted_;  ///< f32 copies of norm vectors
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> converted_matrices_;  ///< convert_to copies
 };
 
 }  // namespace fw

@@ -2,12 +2,12 @@
 
 namespace fw {
 
-expected<std::shared_ptr<const model>> model::load(const std::string& path) {
+expected<std::shared_ptr<const model>> model::load(const std::string& path, const weight_load_options& options) {
   auto file = gguf_file::open(path);
   if (!file) return file.err();
   auto config = model_config::from_gguf(**file);
   if (!config) return config.err();
-  auto weights = llama_weights::from_gguf(*file, *config);
+  auto weights = llama_weights::from_gguf(*file, *config, options);
   if (!weights) return weights.err();
   auto vocab = tokenizer::from_gguf(**file);
   if (!vocab) return vocab.err();

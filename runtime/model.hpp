@@ -19,7 +19,8 @@ namespace fw {
 class model {
  public:
   /// Opens, validates and maps a GGUF model. Errors name the file and the problem.
-  static expected<std::shared_ptr<const model>> load(const std::string& path);
+  static expected<std::shared_ptr<const model>> load(const std::string& path,
+                                                     const weight_load_options& options = {});
 
   const gguf_file& file() const { return *file_; }
   const model_config& config() const { return config_; }
