@@ -2,59 +2,135 @@
 
 #include "runtime/scheduler_policy.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 namespace fw {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
 
 batch_decoder::~batch_decoder() { clear(); }
 
+void batch_decoder::set_speculation(drafter* draft, k_policy policy) {
+  draft_ = draft;
+  policy_ = policy;
+}
+
 void batch_decoder::add(std::unique_ptr<sequence> s) {
   const uint64_t id = s->id();
-  seqs_[id] = std::move(s);
+  slot sl;
+  if (draft_ && draft_->begin(id, s->history(), s->params())) {
+    sl.draft = draft_;
+    sl.k = policy_.start(static_cast<int>(s->prompt_size()));
+  } else if (draft_) {
+    ++spec_.draft_failures;  // the sequence decodes plainly
+  }
+  sl.seq = std::move(s);
+  seqs_[id] = std::move(sl);
 }
 
 bool batch_decoder::remove(uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return false;
-  (void)backend_.kv_pool().release(it->second->kv());
+  if (it->second.draft) it->second.draft->end(id);
+  (void)backend_.kv_pool().release(it->second.seq->kv());
   seqs_.erase(it);
   return true;
 }
 
 void batch_decoder::clear() {
-  for (auto& [id, s] : seqs_) (void)backend_.kv_pool().release(s->kv());
-  seqs_.clear();
+  while (!seqs_.empty()) remove(seqs_.begin()->first);
 }
 
 expected<std::vector<step_event>> batch_decoder::step() {
   std::vector<step_event> events;
   if (seqs_.empty()) return events;
-  std::vector<sequence*> rows;
+  std::vector<slot*> rows;
   if (seqs_.size() <= max_rows_) {
-    for (auto& [id, s] : seqs_) rows.push_back(s.get());
+    for (auto& [id, sl] : seqs_) rows.push_back(&sl);
   } else {
     std::vector<std::pair<uint64_t, uint32_t>> order;
-    for (auto& [id, s] : seqs_) order.emplace_back(id, static_cast<uint32_t>(s->generated().size()));
-    for (uint64_t id : scheduler_policy::decode_order(std::move(order), max_rows_)) rows.push_back(seqs_[id].get());
+    for (auto& [id, sl] : seqs_) order.emplace_back(id, static_cast<uint32_t>(sl.seq->generated().size()));
+    for (uint64_t id : scheduler_policy::decode_order(std::move(order), max_rows_)) rows.push_back(&seqs_[id]);
   }
+
+  // Drafts first (each sequence with its own k), then one target forward over every row.
+  std::vector<draft_proposal> proposals(rows.size());
+  const auto t_draft = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    slot& sl = *rows[i];
+    if (!sl.draft) continue;
+    const int k = policy_.k_for(sl.k, sl.seq->remaining());
+    if (k <= 0) {
+      policy_.observe(sl.k, 0, 0);
+      continue;
+    }
+    auto p = sl.draft->propose(sl.seq->id(), sl.seq->history(), k);
+    if (p) {
+      proposals[i] = std::move(*p);
+    } else {
+      ++spec_.draft_failures;
+    }
+  }
+  const bool any_draft = std::any_of(proposals.begin(), proposals.end(), [](const auto& p) { return !p.tokens.empty(); });
+  if (any_draft) spec_.draft_ms += ms_since(t_draft);
+
+  const auto t_verify = std::chrono::steady_clock::now();
   batch_.clear();
-  for (sequence* s : rows) {
-    const int32_t tok = s->next_input();
-    batch_.add_sequence(&s->kv(), &tok, 1, s->next_position(), false);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    sequence& s = *rows[i]->seq;
+    std::vector<int32_t> toks{s.next_input()};
+    toks.insert(toks.end(), proposals[i].tokens.begin(), proposals[i].tokens.end());
+    batch_.add_sequence(&s.kv(), toks.data(), toks.size(), s.next_position(), !proposals[i].tokens.empty());
   }
   if (auto r = backend_.forward(batch_, logits_); !r) return r.err();
   const size_t nv = model_.config().n_vocab;
   events.reserve(rows.size());
+  size_t row = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    sequence* s = rows[i];
-    auto out = s->advance(std::span<const float>(logits_.data() + i * nv, nv), model_.vocab());
-    step_event e;
-    e.id = s->id();
-    e.token = out.token;
-    e.text = std::move(out.text);
-    e.finished = out.finished;
-    e.finish_reason = std::move(out.finish_reason);
-    e.generated = static_cast<uint32_t>(s->generated().size());
-    events.push_back(std::move(e));
+    slot& sl = *rows[i];
+    sequence& s = *sl.seq;
+    std::vector<token_outcome> outs;
+    const auto& prop = proposals[i];
+    if (prop.tokens.empty()) {
+      outs.push_back(s.advance(std::span<const float>(logits_.data() + row * nv, nv), model_.vocab()));
+      row += 1;
+    } else {
+      const size_t n_rows = prop.tokens.size() + 1;
+      int accepted = 0;
+      outs = s.advance_speculative(std::span<const float>(logits_.data() + row * nv, n_rows * nv), prop,
+                                   model_.vocab(), &accepted);
+      row += n_rows;
+      // Roll back the rejected tail: the KV keeps every history token but the newest.
+      if (!s.finished()) (void)backend_.kv_pool().truncate(s.kv(), static_cast<uint32_t>(s.history().size() - 1));
+      sl.draft->accept(s.id(), s.history());
+      policy_.observe(sl.k, static_cast<int>(prop.tokens.size()), accepted);
+      ++spec_.steps;
+      spec_.draft_tokens += prop.tokens.size();
+      spec_.accepted_tokens += accepted;
+      if (spec_.proposed_at.size() < prop.tokens.size()) {
+        spec_.proposed_at.resize(prop.tokens.size());
+        spec_.accepted_at.resize(prop.tokens.size());
+      }
+      for (size_t p = 0; p < prop.tokens.size(); ++p) ++spec_.proposed_at[p];
+      for (int p = 0; p < accepted; ++p) ++spec_.accepted_at[p];
+    }
+    for (auto& out : outs) {
+      step_event e;
+      e.id = s.id();
+      e.token = out.token;
+      e.text = std::move(out.text);
+      e.finished = out.finished;
+      e.finish_reason = std::move(out.finish_reason);
+      e.generated = static_cast<uint32_t>(s.generated().size());
+      events.push_back(std::move(e));
+    }
   }
+  if (any_draft) spec_.verify_ms += ms_since(t_verify);
   for (const auto& e : events)
     if (e.finished) remove(e.id);
   return events;

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "runtime/backend.hpp"
+#include "runtime/drafter.hpp"
+#include "runtime/k_policy.hpp"
 #include "runtime/model.hpp"
 #include "runtime/sequence.hpp"
 
@@ -24,6 +26,22 @@ struct step_event {
   bool finished = false;
   std::string finish_reason;
   uint32_t generated = 0;  ///< tokens generated so far
+};
+
+/// Speculative decoding counters (cumulative).
+struct spec_stats {
+  uint64_t steps = 0;            ///< sequence-steps that proposed at least one token
+  uint64_t draft_tokens = 0;     ///< tokens proposed
+  uint64_t accepted_tokens = 0;  ///< proposed tokens the target accepted
+  uint64_t draft_failures = 0;   ///< proposals that errored (the step fell back to plain decoding)
+  std::vector<uint64_t> proposed_at;  ///< per position i: steps that proposed >= i + 1 tokens
+  std::vector<uint64_t> accepted_at;  ///< per position i: steps that accepted >= i + 1 tokens
+  double draft_ms = 0;
+  double verify_ms = 0;          ///< target forward passes and acceptance
+
+  double acceptance_rate() const { return draft_tokens ? double(accepted_tokens) / draft_tokens : 0; }
+  /// Mean tokens gained per speculative sequence-step (accepted + the target's own token).
+  double mean_accepted_length() const { return steps ? double(accepted_tokens + steps) / steps : 0; }
 };
 
 class batch_decoder {
@@ -48,11 +66,24 @@ class batch_decoder {
   /// Frees every sequence's KV (shutdown / failure).
   void clear();
 
+  /// Turns speculative decoding on (draft non-null) or off for sequences added from now on.
+  /// The drafter must outlive the decoder or the next call.
+  void set_speculation(drafter* draft, k_policy policy);
+  const spec_stats& speculation_stats() const { return spec_; }
+
  private:
   const model& model_;
   backend& backend_;
   uint32_t max_rows_;
-  std::map<uint64_t, std::unique_ptr<sequence>> seqs_;
+  struct slot {
+    std::unique_ptr<sequence> seq;
+    drafter* draft = nullptr;  ///< the drafter this sequence began with, if any
+    k_state k;
+  };
+  std::map<uint64_t, slot> seqs_;
+  drafter* draft_ = nullptr;
+  k_policy policy_;
+  spec_stats spec_;
   forward_batch batch_;
   std::vector<float> logits_;
 };

@@ -32,13 +32,13 @@ cpu_backend::cpu_backend(const model_config& config, const llama_weights& weight
                          cpu_backend_options opts)
     : cfg_(config),
       w_(weights),
-      threads_(resolve_threads(opts.threads)),
+      threads_(opts.shared_threads ? opts.shared_threads : std::make_shared<cpu::thread_pool>(resolve_threads(opts.threads))),
       pool_(0, layout_of(config, opts.kv_block_tokens),
             (opts.kv_tokens + opts.kv_block_tokens - 1) / opts.kv_block_tokens) {
   const auto level = cpu::best_simd_level();
   for (ggml_type t : weights.matrix_types()) kernels_.emplace(t, cpu::select_dot_kernel(t, level));
   attn_dot_ = cpu::select_dot_kernel(ggml_type::f32, level);
-  scores_.resize(threads_.size());
+  scores_.resize(threads_->size());
 }
 
 std::vector<kernel_report> cpu_backend::kernel_paths() const {
@@ -64,7 +64,7 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
 }
 
 void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t m, float* y) {
-  cpu::matmul(w, kernel_for(w.type), x, w.k, m, y, w.n, threads_, mm_scratch_);
+  cpu::matmul(w, kernel_for(w.type), x, w.k, m, y, w.n, *threads_, mm_scratch_);
 }
 
 void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
@@ -74,7 +74,7 @@ void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
   const uint32_t bt = pool_.layout().block_tokens;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const auto dot = attn_dot_.dot;
-  threads_.for_each(rows * n_head, [&](int64_t task, int thread) {
+  threads_->for_each(rows * n_head, [&](int64_t task, int thread) {
     const int64_t r = task / n_head;
     const int h = static_cast<int>(task % n_head);
     const uint32_t kvh = static_cast<uint32_t>(h) / cfg_.n_gqa();

@@ -20,6 +20,9 @@ struct cpu_backend_options {
   int threads = 0;                ///< 0 = hardware concurrency
   uint32_t kv_tokens = 8192;      ///< KV pool capacity in tokens (all sequences together)
   uint32_t kv_block_tokens = 16;  ///< tokens per KV block
+  /// Share another backend's kernel threads (a draft model next to its target) instead of
+  /// starting a pool of `threads`.
+  std::shared_ptr<cpu::thread_pool> shared_threads;
 };
 
 class cpu_backend final : public backend {
@@ -31,7 +34,8 @@ class cpu_backend final : public backend {
   expected<void> forward(const forward_batch& batch, std::vector<float>& logits) override;
   std::vector<kernel_report> kernel_paths() const override;
 
-  int threads() const { return threads_.size(); }
+  int threads() const { return threads_->size(); }
+  const std::shared_ptr<cpu::thread_pool>& thread_pool() const { return threads_; }
 
  private:
   const cpu::dot_kernel& kernel_for(ggml_type t) const { return kernels_.at(t); }
@@ -40,7 +44,7 @@ class cpu_backend final : public backend {
 
   const model_config& cfg_;
   const llama_weights& w_;
-  cpu::thread_pool threads_;
+  std::shared_ptr<cpu::thread_pool> threads_;
   kv_block_pool pool_;
   std::map<ggml_type, cpu::dot_kernel> kernels_;
   cpu::dot_kernel attn_dot_;

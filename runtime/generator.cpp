@@ -1,6 +1,7 @@
 #include "runtime/generator.hpp"
 
 #include <chrono>
+#include <optional>
 
 #include "runtime/batch_decoder.hpp"
 #include "runtime/sampler.hpp"
@@ -56,17 +57,17 @@ expected<generation_result> generator::run(std::span<const int32_t> prompt,
 
   generation_result res;
   res.prompt_tokens.assign(prompt.begin(), prompt.end());
-  sequence seq(0, res.prompt_tokens, params, static_cast<int32_t>(model_.config().n_vocab), budget);
+  auto seq = std::make_unique<sequence>(0, res.prompt_tokens, params, static_cast<int32_t>(model_.config().n_vocab), budget);
   kv_block_pool& pool = backend_.kv_pool();
   auto alloc = pool.allocate(0);
   if (!alloc) return make_error(errc::out_of_memory, "KV cache pool exhausted");
-  seq.kv() = std::move(*alloc);
-  handle_guard guard(pool, seq.kv());
+  seq->kv() = std::move(*alloc);
+  std::optional<handle_guard> guard(std::in_place, pool, seq->kv());
 
   std::vector<float> logits;
   forward_batch batch;
   const auto t0 = clock_type::now();
-  if (auto r = prefill_tokens(backend_, seq.kv(), prompt.data(), prompt.size(), 0, opts_.prefill_chunk, logits); !r)
+  if (auto r = prefill_tokens(backend_, seq->kv(), prompt.data(), prompt.size(), 0, opts_.prefill_chunk, logits); !r)
     return r.err();
   res.prefill_ms = ms_since(t0);
   if (opts_.keep_first_logits) res.first_logits = logits;
@@ -76,26 +77,61 @@ expected<generation_result> generator::run(std::span<const int32_t> prompt,
   }
 
   const auto t1 = clock_type::now();
-  for (bool first = true;; first = false) {
-    auto out = seq.advance(logits, model_.vocab());
-    if (first) res.ttft_ms = ms_since(t0);
+  // Streams one outcome; false when the generation ends (finished or cancelled).
+  auto deliver = [&](token_outcome& out) {
     if (!out.text.empty()) {
       res.text += out.text;
       if (on_text && !on_text(out.text)) {
         res.finish_reason = "cancelled";
-        break;
+        return false;
       }
     }
     if (out.finished) {
       res.finish_reason = out.finish_reason;
-      break;
+      return false;
     }
-    const int32_t tok = seq.next_input();
-    batch.clear();
-    batch.add_sequence(&seq.kv(), &tok, 1, seq.next_position(), false);
-    if (auto r = backend_.forward(batch, logits); !r) return r.err();
+    return true;
+  };
+
+  // The first token always comes from the prompt's logits.
+  auto first = seq->advance(logits, model_.vocab());
+  res.ttft_ms = ms_since(t0);
+  bool going = deliver(first);
+
+  if (!opts_.draft) {
+    while (going) {
+      const int32_t tok = seq->next_input();
+      batch.clear();
+      batch.add_sequence(&seq->kv(), &tok, 1, seq->next_position(), false);
+      if (auto r = backend_.forward(batch, logits); !r) return r.err();
+      auto out = seq->advance(logits, model_.vocab());
+      going = deliver(out);
+    }
+    res.tokens = seq->generated();
+  } else {
+    // Speculative decoding through the same batch decoder the decode actor uses (one sequence).
+    guard.reset();  // the decoder owns the sequence and its KV from here
+    batch_decoder dec(model_, backend_, 1);
+    dec.set_speculation(opts_.draft, opts_.policy);
+    res.tokens = seq->generated();
+    if (going) {
+      dec.add(std::move(seq));
+      while (going && dec.active() > 0) {
+        auto events = dec.step();
+        if (!events) return events.err();
+        for (auto& e : *events) {
+          if (e.token >= 0) res.tokens.push_back(e.token);
+          token_outcome out{e.token, std::move(e.text), e.finished, std::move(e.finish_reason)};
+          if (!(going = deliver(out))) break;
+        }
+      }
+      if (!going && res.finish_reason == "cancelled") dec.clear();
+    } else {
+      (void)pool.release(seq->kv());
+    }
+    res.spec = dec.speculation_stats();
+    res.spec_used = true;
   }
-  res.tokens = seq.generated();
   res.decode_ms = ms_since(t1) - (res.ttft_ms - res.prefill_ms);
   return res;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/backend.hpp"
+#include "runtime/batch_decoder.hpp"
 #include "runtime/expected.hpp"
 #include "runtime/model.hpp"
 #include "runtime/sampling_params.hpp"
@@ -29,6 +30,8 @@ struct generation_result {
   double ttft_ms = 0;           ///< prefill plus the first sampled token
   /// First-step logits (n_vocab floats), kept only when asked for (reference tests).
   std::vector<float> first_logits;
+  bool spec_used = false;  ///< speculative decoding ran
+  spec_stats spec;
 
   double prefill_tok_s() const { return prefill_ms > 0 ? prompt_tokens.size() * 1000.0 / prefill_ms : 0; }
   double decode_tok_s() const;
@@ -41,6 +44,8 @@ struct generator_options {
   uint32_t n_ctx = 2048;          ///< context window of one sequence
   uint32_t prefill_chunk = 512;   ///< rows per prefill forward
   bool keep_first_logits = false;
+  drafter* draft = nullptr;       ///< speculative decoding when set (must outlive run())
+  k_policy policy{};              ///< draft length policy for speculative decoding
 };
 
 class generator {

@@ -26,6 +26,9 @@ struct llama_layer_weights {
 /// copies; e.g. f32 for exactness checks, or a lighter type for a self-quantized draft).
 struct weight_load_options {
   std::optional<ggml_type> convert_to;
+  /// Keep only the first n layers (a self-speculation draft: the target's first layers plus its
+  /// output head). 0 = all.
+  uint32_t max_layers = 0;
 };
 
 class llama_weights {

@@ -7,6 +7,7 @@ expected<std::shared_ptr<const model>> model::load(const std::string& path, cons
   if (!file) return file.err();
   auto config = model_config::from_gguf(**file);
   if (!config) return config.err();
+  if (options.max_layers > 0 && options.max_layers < config->n_layer) config->n_layer = options.max_layers;
   auto weights = llama_weights::from_gguf(*file, *config, options);
   if (!weights) return weights.err();
   auto vocab = tokenizer::from_gguf(**file);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/drafter.hpp"
 #include "runtime/kv_handle.hpp"
 #include "runtime/sampler.hpp"
 #include "runtime/sampling_params.hpp"
@@ -51,7 +52,23 @@ class sequence {
   /// token and reports what to stream.
   token_outcome advance(std::span<const float> logits, const tokenizer& vocab);
 
+  /// Speculative step. `rows` holds the target's logits for next_position() and for each
+  /// proposed token's position (proposal.tokens.size() + 1 rows of n_vocab floats). Accepts the
+  /// longest agreeing prefix plus one target token: greedy sampling takes the target's token at
+  /// each position (identical to plain decoding); otherwise rejection sampling (accept with
+  /// min(1, p/q), resample from norm(max(0, p - q))) keeps the target's distribution. Returns one
+  /// outcome per token added (stops early when the sequence finishes) and the number of draft
+  /// tokens accepted. The caller truncates the KV to history().size() - 1.
+  std::vector<token_outcome> advance_speculative(std::span<const float> rows, const draft_proposal& proposal,
+                                                 const tokenizer& vocab, int* accepted);
+
+  /// Tokens this sequence may still generate.
+  uint32_t remaining() const { return budget_ > generated_.size() ? budget_ - static_cast<uint32_t>(generated_.size()) : 0; }
+
  private:
+  /// Appends a chosen token (or ends on EOS) and reports what to stream.
+  token_outcome push(int32_t tok, const tokenizer& vocab);
+
   uint64_t id_;
   sampling_params params_;
   sampler sampler_;

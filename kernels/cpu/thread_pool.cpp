@@ -46,6 +46,7 @@ void thread_pool::work(int thread) {
 
 void thread_pool::run(int64_t n_tasks, task_fn fn, void* ctx) {
   if (n_tasks <= 0) return;
+  std::lock_guard job_lock(job_mutex_);
   if (n_threads_ == 1 || n_tasks == 1) {
     for (int64_t t = 0; t < n_tasks; ++t) fn(ctx, t, 0);
     return;

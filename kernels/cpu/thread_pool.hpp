@@ -1,8 +1,8 @@
 // thread_pool: a persistent set of worker threads for kernels (no thread creation per op).
 // The calling thread takes part in every job, so a pool of n threads starts n - 1 workers.
 // Workers spin briefly between jobs (decode issues hundreds of small jobs per token) and then
-// sleep on a condition variable. Thread-safety: one job at a time; run() must not be called
-// concurrently or re-entrantly from a job.
+// sleep on a condition variable. Thread-safety: run() may be called from several threads (backends
+// sharing one pool); jobs are serialized. It must not be called re-entrantly from a job.
 #pragma once
 
 #include <atomic>
@@ -64,6 +64,7 @@ class thread_pool {
   task_fn fn_ = nullptr;
   void* ctx_ = nullptr;
   std::mutex mutex_;
+  std::mutex job_mutex_;  ///< one job at a time
   std::condition_variable wake_;
   std::atomic<int> sleepers_{0};
 };

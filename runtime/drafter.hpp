@@ -1,0 +1,50 @@
+// drafter: proposes up to k next tokens for a sequence so the target model can verify them in
+// one batched forward pass (speculative decoding). Implementations: a separate small model, a
+// re-quantized copy of the target, the target's first layers (self-speculation), draft-free
+// n-gram lookup; plugins provide the same interface through the plugin SDK's draft_model table.
+// A drafter keeps per-sequence state (e.g. its own KV cache) keyed by sequence id; after the
+// target's verdict, accept() rolls that state back to the accepted history (no recomputation of
+// what was accepted). Thread-safety: one caller at a time per drafter.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/expected.hpp"
+#include "runtime/sampling_params.hpp"
+
+namespace fw {
+
+/// Up to k proposed tokens and, for sampled decoding, the draft's probability distribution at
+/// each proposed position (n_vocab floats each). Empty `probs` means deterministic proposals
+/// (q is one-hot on the proposed token).
+struct draft_proposal {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> probs;
+};
+
+class drafter {
+ public:
+  virtual ~drafter() = default;
+
+  /// "ngram", "layer-skip", "self-quant", "model", or a plugin's name.
+  virtual std::string name() const = 0;
+
+  /// Starts a sequence; `params` are the target's sampling parameters (a model draft samples
+  /// with the same temperature so its q matches what it proposes).
+  virtual expected<void> begin(uint64_t seq, std::span<const int32_t> prompt, const sampling_params& params) = 0;
+
+  /// Proposes up to k tokens following `history` (every token so far, prompt included).
+  virtual expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) = 0;
+
+  /// The target accepted a prefix: `history` is the sequence after acceptance (it may end with
+  /// a token the draft did not propose). The draft discards state past the accepted part.
+  virtual void accept(uint64_t seq, std::span<const int32_t> history) = 0;
+
+  /// Ends a sequence and frees its state.
+  virtual void end(uint64_t seq) = 0;
+};
+
+}  // namespace fw

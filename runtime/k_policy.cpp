@@ -1,0 +1,60 @@
+#include "runtime/k_policy.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fw {
+
+int k_policy::bandwidth_cap() const {
+  if (c_.bandwidth_gbs <= 0) return c_.k_max;
+  // About 5 at 200 GB/s and 7 at 400 GB/s: one more token per doubling, from 5 at 200.
+  const int cap = static_cast<int>(std::floor(5.0 + 2.0 * std::log2(c_.bandwidth_gbs / 200.0) + 1e-9));
+  return std::clamp(cap, 1, c_.k_max);
+}
+
+int k_policy::initial_k(int prompt_tokens, std::optional<float> entropy) const {
+  int k = c_.fixed_k;
+  if (c_.adaptive) {
+    if (entropy) {
+      k = *entropy > c_.entropy_threshold ? c_.k_short : c_.k_long;
+    } else if (prompt_tokens < c_.short_prompt) {
+      k = c_.k_short;
+    } else {
+      k = c_.k_long;
+    }
+  }
+  return std::min(k, bandwidth_cap());
+}
+
+k_state k_policy::start(int prompt_tokens, std::optional<float> entropy) const {
+  k_state s;
+  s.k = initial_k(prompt_tokens, entropy);
+  return s;
+}
+
+void k_policy::observe(k_state& s, int proposed, int accepted) const {
+  if (!c_.adaptive) return;
+  if (proposed <= 0) {
+    if (s.k == 0 && ++s.steps_at_zero >= c_.reprobe_every) {
+      s.k = 1;  // probe again: the text may have become predictable
+      s.steps_at_zero = 0;
+      s.acceptance_ema = -1;  // judge the probe on its own results, not the old average
+    }
+    return;
+  }
+  const double rate = static_cast<double>(accepted) / proposed;
+  s.acceptance_ema = s.acceptance_ema < 0 ? rate : c_.ema_alpha * rate + (1 - c_.ema_alpha) * s.acceptance_ema;
+  if (s.acceptance_ema < c_.lower_at) {
+    s.k = std::max(c_.k_min, s.k - 1);
+  } else if (s.acceptance_ema > c_.raise_at) {
+    s.k = std::min(bandwidth_cap(), s.k + 1);
+  }
+}
+
+int k_policy::k_for(const k_state& s, uint32_t remaining) const {
+  const int k = c_.adaptive ? s.k : std::min(c_.fixed_k, bandwidth_cap());
+  // A proposal longer than what may still be generated is wasted work.
+  return std::max(0, std::min<int>(k, static_cast<int>(remaining) - 1));
+}
+
+}  // namespace fw

@@ -1,0 +1,122 @@
+#include "runtime/model_drafter.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/batch_decoder.hpp"
+
+namespace fw {
+
+expected<std::unique_ptr<model_drafter>> model_drafter::create(std::string name, std::shared_ptr<const model> draft,
+                                                               const model& target, cpu_backend_options opts,
+                                                               float stop_p) {
+  const tokenizer& a = draft->vocab();
+  const tokenizer& b = target.vocab();
+  if (a.n_vocab() != b.n_vocab())
+    return make_error(errc::invalid_argument, "draft model '" + draft->file().path() + "' has " +
+                      std::to_string(a.n_vocab()) + " tokens but the target has " + std::to_string(b.n_vocab()) +
+                      ": a draft must share the target's vocabulary");
+  for (int32_t id = 0; id < a.n_vocab(); ++id)
+    if (a.token_text(id) != b.token_text(id))
+      return make_error(errc::invalid_argument, "draft model '" + draft->file().path() + "': token " + std::to_string(id) +
+                        " is '" + a.token_text(id) + "' but the target's is '" + b.token_text(id) +
+                        "': a draft must share the target's vocabulary");
+  auto backend = std::make_unique<cpu_backend>(draft->config(), draft->weights(), opts);
+  return std::unique_ptr<model_drafter>(new model_drafter(std::move(name), std::move(draft), std::move(backend), stop_p));
+}
+
+model_drafter::~model_drafter() {
+  for (auto& [id, s] : seqs_) (void)backend_->kv_pool().release(s.kv);
+}
+
+expected<void> model_drafter::begin(uint64_t seq, std::span<const int32_t>, const sampling_params& params) {
+  auto h = backend_->kv_pool().allocate(0);
+  if (!h) return make_error(errc::out_of_memory, "draft KV pool exhausted");
+  seq_state s;
+  s.kv = std::move(*h);
+  s.greedy = params.temperature <= 0.0f;
+  auto smp = sampler::make(params, static_cast<int32_t>(model_->config().n_vocab));
+  if (!smp) return smp.err();
+  s.smp = std::make_unique<sampler>(std::move(*smp));
+  end(seq);
+  seqs_.emplace(seq, std::move(s));
+  return {};
+}
+
+void model_drafter::rollback(seq_state& s, std::span<const int32_t> history) {
+  size_t common = 0;
+  const size_t limit = std::min(s.in_kv.size(), history.size() > 0 ? history.size() - 1 : 0);
+  while (common < limit && s.in_kv[common] == history[common]) ++common;
+  if (common < s.in_kv.size()) {
+    (void)backend_->kv_pool().truncate(s.kv, static_cast<uint32_t>(common));
+    s.in_kv.resize(common);
+  }
+}
+
+expected<draft_proposal> model_drafter::propose(uint64_t seq, std::span<const int32_t> history, int k) {
+  draft_proposal out;
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return make_error(errc::invalid_argument, "draft: unknown sequence " + std::to_string(seq));
+  if (k <= 0 || history.empty()) return out;
+  seq_state& s = it->second;
+  rollback(s, history);
+  // Catch up: every history token but the last goes into the draft's KV.
+  const size_t have = s.in_kv.size();
+  if (have + 1 < history.size()) {
+    if (auto r = prefill_tokens(*backend_, s.kv, history.data() + have, history.size() - 1 - have,
+                                static_cast<int32_t>(have), 512, logits_);
+        !r)
+      return r.err();
+    s.in_kv.assign(history.begin(), history.end() - 1);
+  }
+  std::vector<int32_t> hist(history.begin(), history.end());
+  const size_t nv = model_->config().n_vocab;
+  forward_batch batch;
+  for (int i = 0; i < k; ++i) {
+    const int32_t feed = hist.back();
+    batch.clear();
+    batch.add_sequence(&s.kv, &feed, 1, static_cast<int32_t>(hist.size() - 1), false);
+    if (auto r = backend_->forward(batch, logits_); !r) return r.err();
+    s.in_kv.push_back(feed);
+    int32_t tok;
+    float top_p;
+    if (s.greedy) {
+      tok = s.smp->sample(std::span<const float>(logits_.data(), nv), hist);
+      if (stop_p_ > 0) {  // the draft's own confidence: softmax probability of its choice
+        const float mx = *std::max_element(logits_.begin(), logits_.begin() + nv);
+        double z = 0;
+        for (size_t t = 0; t < nv; ++t) z += std::exp(logits_[t] - mx);
+        top_p = static_cast<float>(std::exp(logits_[tok] - mx) / z);
+      } else {
+        top_p = 1;
+      }
+    } else {
+      auto q = s.smp->probabilities(std::span<const float>(logits_.data(), nv), hist);
+      tok = s.smp->draw(q);
+      if (tok < 0) break;
+      top_p = *std::max_element(q.begin(), q.end());
+      out.probs.push_back(std::move(q));
+    }
+    if (i > 0 && top_p < stop_p_) {  // not confident: stop proposing here
+      if (!s.greedy) out.probs.pop_back();
+      break;
+    }
+    out.tokens.push_back(tok);
+    hist.push_back(tok);
+  }
+  return out;
+}
+
+void model_drafter::accept(uint64_t seq, std::span<const int32_t> history) {
+  auto it = seqs_.find(seq);
+  if (it != seqs_.end()) rollback(it->second, history);
+}
+
+void model_drafter::end(uint64_t seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  (void)backend_->kv_pool().release(it->second.kv);
+  seqs_.erase(it);
+}
+
+}  // namespace fw
