@@ -11,6 +11,7 @@ namespace fw::actors {
 caf::behavior decode_actor(caf::stateful_actor<decode_state>* self, const engine_context* ctx,
                            caf::actor front_door, caf::actor scheduler) {
   self->state.decoder = std::make_unique<batch_decoder>(*ctx->m, *ctx->device, ctx->limits.max_batch);
+  self->state.decoder->set_speculation(ctx->limits.draft, ctx->limits.policy);
   auto kick = [self] {
     auto& st = self->state;
     if (!st.stepping && st.decoder->active() > 0) {

@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "runtime/backend.hpp"
+#include "runtime/drafter.hpp"
+#include "runtime/k_policy.hpp"
 #include "runtime/model.hpp"
 
 namespace fw::actors {
@@ -16,6 +18,10 @@ struct engine_limits {
   uint32_t max_queue = 256;       ///< waiting requests before refusing
   uint32_t prefill_chunk = 256;   ///< prompt rows per prefill forward (decode interleaves)
   double request_timeout_s = 600; ///< unfinished requests fail after this
+  /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
+  /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
+  drafter* draft = nullptr;
+  k_policy policy{};
 };
 
 struct engine_context {

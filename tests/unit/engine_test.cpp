@@ -11,6 +11,7 @@
 #include "actors/engine.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/generator.hpp"
+#include "runtime/ngram_drafter.hpp"
 #include "tests/unit/test_models.hpp"
 
 namespace fw::actors {
@@ -28,7 +29,8 @@ class engine_test : public ::testing::Test {
   }
   static void TearDownTestSuite() { model_.reset(); }
 
-  std::unique_ptr<engine> start(uint32_t kv_tokens = 4096, uint32_t max_batch = 16, uint32_t n_ctx = 256) {
+  std::unique_ptr<engine> start(uint32_t kv_tokens = 4096, uint32_t max_batch = 16, uint32_t n_ctx = 256,
+                                drafter* draft = nullptr) {
     cpu_backend_options o;
     o.threads = 2;
     o.kv_tokens = kv_tokens;
@@ -38,6 +40,7 @@ class engine_test : public ::testing::Test {
     lim.n_ctx = n_ctx;
     lim.max_batch = max_batch;
     lim.prefill_chunk = 16;
+    lim.draft = draft;
     auto e = engine::start(model_, std::move(be), lim);
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.err().what());
     return e ? std::move(*e) : nullptr;
@@ -117,6 +120,34 @@ TEST_F(engine_test, sixteen_concurrent_requests_equal_sequential_generation) {
   auto s = e->stats();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->completed, 16u);
+}
+
+TEST_F(engine_test, speculative_decode_actor_is_lossless_with_concurrent_requests) {
+  cpu_backend_options o;
+  o.threads = 1;
+  o.kv_tokens = 256;
+  cpu_backend ref_be(model_->config(), model_->weights(), o);
+  generator ref(*model_, ref_be, generator_options{256, 512, false});
+  // Repetitive prompts so the n-gram draft proposes often.
+  auto prompt = [](size_t i) {
+    std::vector<int32_t> p;
+    for (size_t j = 0; j < 20 + i; ++j) p.push_back(static_cast<int32_t>(3 + (j % (3 + i)) * 11));
+    return p;
+  };
+  ngram_drafter draft(3);
+  auto e = start(4096, 16, 256, &draft);
+  std::vector<std::future<completed_request>> futs;
+  for (size_t i = 0; i < 8; ++i)
+    futs.push_back(std::async(std::launch::async, [&, i] { return e->run(prompt(i), greedy(40)); }));
+  for (size_t i = 0; i < 8; ++i) {
+    ASSERT_EQ(futs[i].wait_for(60s), std::future_status::ready);
+    auto r = futs[i].get();
+    ASSERT_TRUE(r.ok()) << r.final.error;
+    auto want = ref.run(prompt(i), greedy(40));
+    ASSERT_TRUE(want);
+    EXPECT_EQ(r.tokens, want->tokens) << "request " << i;
+  }
+  expect_no_leak(*e);
 }
 
 TEST_F(engine_test, cancel_frees_the_blocks_and_ends_the_stream) {

@@ -93,6 +93,8 @@ int cmd_generate(int argc, char** argv) {
 
   generator_options go;
   go.n_ctx = session->n_ctx;
+  go.draft = session->draft.get();
+  go.policy = session->policy;
   generator gen(m, *session->backend, go);
   auto res = gen.run(prompt, *params, [&](std::string_view piece) {
     if (!json) {
@@ -116,12 +118,30 @@ int cmd_generate(int argc, char** argv) {
     j["ttft_ms"] = res->ttft_ms;
     j["prefill_tok_s"] = res->prefill_tok_s();
     j["decode_tok_s"] = res->decode_tok_s();
+    if (res->spec_used) {
+      const auto& sp = res->spec;
+      j["spec"] = {{"draft", session->draft->name()},
+                   {"k", session->cfg.speculative.k},
+                   {"drafted", sp.draft_tokens},
+                   {"accepted", sp.accepted_tokens},
+                   {"acceptance_rate", sp.acceptance_rate()},
+                   {"mean_accepted_length", sp.mean_accepted_length()},
+                   {"draft_ms", sp.draft_ms},
+                   {"verify_ms", sp.verify_ms},
+                   {"accepted_per_position", sp.accepted_at},
+                   {"proposed_per_position", sp.proposed_at}};
+    }
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::printf("\n");
     std::fprintf(stderr, "[%zu prompt tokens, %.1f tok/s prefill; %zu generated, %.1f tok/s decode; finish: %s]\n",
                  res->prompt_tokens.size(), res->prefill_tok_s(), res->tokens.size(), res->decode_tok_s(),
                  res->finish_reason.c_str());
+    if (res->spec_used)
+      std::fprintf(stderr, "[speculative: draft %s, %llu drafted, %llu accepted (%.0f%%), %.2f tokens per step]\n",
+                   session->draft->name().c_str(), static_cast<unsigned long long>(res->spec.draft_tokens),
+                   static_cast<unsigned long long>(res->spec.accepted_tokens), 100 * res->spec.acceptance_rate(),
+                   res->spec.mean_accepted_length());
   }
   return 0;
 }

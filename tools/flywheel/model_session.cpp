@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/drafter_factory.hpp"
 #include "tools/flywheel/commands.hpp"
 
 namespace fw::cli {
@@ -14,7 +15,12 @@ void model_session::declare_flags(arg_parser& args) {
       .option("model", std::string("GGUF model file (overrides model.path; built-in: ") + default_model_path + ")")
       .option("threads", "CPU threads, 0 = all cores (overrides compute.threads; built-in: 0)")
       .option("ctx-size", "context window per sequence in tokens, 0 = the model's training context capped at 4096 "
-                          "(overrides model.ctx_size; built-in: 4096)");
+                          "(overrides model.ctx_size; built-in: 4096)")
+      .option("draft", "speculative decoding draft: none|ngram|layer-skip|self-quant|model (overrides speculative.draft)")
+      .option("draft-model", "GGUF draft model for --draft model")
+      .option("draft-k", "draft tokens per step: 1..16 or auto (adaptive)")
+      .option("draft-layers", "layer-skip: target layers the draft runs (0 = half)")
+      .option("draft-quant", "self-quant: q4_0|q4_1|q8_0");
 }
 
 expected<config> model_session::load_config(const arg_parser& args) {
@@ -26,7 +32,9 @@ expected<config> model_session::load_config(const arg_parser& args) {
   }
   // Flags given explicitly override the file, with the file's checks.
   static const std::pair<const char*, const char*> overrides[] = {
-      {"model", "model.path"}, {"threads", "compute.threads"}, {"ctx-size", "model.ctx_size"}};
+      {"model", "model.path"}, {"threads", "compute.threads"}, {"ctx-size", "model.ctx_size"},
+      {"draft", "speculative.draft"}, {"draft-model", "speculative.draft_model"}, {"draft-k", "speculative.k"},
+      {"draft-layers", "speculative.draft_layers"}, {"draft-quant", "speculative.draft_quant"}};
   for (const auto& [flag, key] : overrides) {
     if (!args.has(flag)) continue;
     if (auto ok = cfg.set(key, args.str(flag)); !ok)
@@ -53,13 +61,27 @@ expected<model_session> model_session::open(const arg_parser& args, bool verbose
   o.kv_tokens = s.n_ctx;  // one sequence at a time here; [kv_cache] pool sizes serve the runtime
   o.kv_block_tokens = s.cfg.kv_cache.block_tokens;
   s.backend = std::make_unique<cpu_backend>(s.m->config(), s.m->weights(), o);
+  if (auto ok = s.rebuild_draft(); !ok) return ok.err();
   if (verbose) {
+    if (s.draft) std::fprintf(stderr, "speculative decoding: draft %s, k %s\n", s.draft->name().c_str(), s.cfg.speculative.k.c_str());
     for (const auto& k : s.backend->kernel_paths()) {
       std::fprintf(stderr, "kernel: %-5s -> %s%s%s\n", k.weight_type.c_str(), k.path.c_str(),
                    k.fallback ? "  WARNING: " : "", k.fallback ? k.note.c_str() : "");
     }
   }
   return s;
+}
+
+expected<void> model_session::rebuild_draft() {
+  draft.reset();
+  auto d = make_drafter(cfg.speculative, m, *backend, n_ctx);
+  if (!d) return d.err();
+  draft = std::move(*d);
+  double bandwidth = 0;
+  for (const auto& dev : cfg.devices)
+    if (dev.role == "decode" || dev.role == "both") bandwidth = std::max(bandwidth, dev.bandwidth_gbs);
+  policy = make_k_policy(cfg.speculative, bandwidth);
+  return {};
 }
 
 }  // namespace fw::cli

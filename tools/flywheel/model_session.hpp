@@ -10,6 +10,8 @@
 
 #include "runtime/config.hpp"
 #include "runtime/cpu_backend.hpp"
+#include "runtime/drafter.hpp"
+#include "runtime/k_policy.hpp"
 #include "runtime/model.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 
@@ -20,8 +22,14 @@ struct model_session {
   std::shared_ptr<const model> m;
   std::unique_ptr<cpu_backend> backend;
   uint32_t n_ctx = 0;  ///< the context window in use (cfg.model.ctx_size resolved against the model)
+  std::unique_ptr<drafter> draft;  ///< [speculative] draft, null for plain decoding
+  k_policy policy;                 ///< [speculative] k policy
 
-  /// Declares --config, --model, --threads, --ctx-size on a parser.
+  /// Builds (or drops) the draft for cfg.speculative; used at open and when settings change.
+  expected<void> rebuild_draft();
+
+  /// Declares --config, --model, --threads, --ctx-size and the speculative-decoding flags
+  /// (--draft, --draft-model, --draft-k, --draft-layers, --draft-quant) on a parser.
   static void declare_flags(arg_parser& args);
   /// The config of --config FILE (or the built-in defaults) with --model, --threads and --ctx-size
   /// applied when given; does not load the model. Errors name the flag or file:line:column.

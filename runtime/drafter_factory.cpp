@@ -1,0 +1,52 @@
+#include "runtime/drafter_factory.hpp"
+
+#include "runtime/model_drafter.hpp"
+#include "runtime/ngram_drafter.hpp"
+
+namespace fw {
+
+expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
+                                                const cpu_backend& target_backend, uint32_t kv_tokens) {
+  if (spec.draft == "none") return std::unique_ptr<drafter>();
+  if (spec.draft == "ngram") return std::unique_ptr<drafter>(std::make_unique<ngram_drafter>(static_cast<int>(spec.ngram_n)));
+  weight_load_options o;
+  std::string path = target->file().path();
+  if (spec.draft == "layer-skip") {
+    const uint32_t n = target->config().n_layer;
+    o.max_layers = spec.draft_layers > 0 ? spec.draft_layers : std::max(1u, n / 2);
+    if (o.max_layers >= n)
+      return make_error(errc::invalid_argument, "speculative.draft_layers = " + std::to_string(o.max_layers) +
+                        " must be below the target's " + std::to_string(n) + " layers");
+  } else if (spec.draft == "self-quant") {
+    if (spec.draft_quant == "q4_0") o.convert_to = ggml_type::q4_0;
+    else if (spec.draft_quant == "q4_1") o.convert_to = ggml_type::q4_1;
+    else if (spec.draft_quant == "q8_0") o.convert_to = ggml_type::q8_0;
+    else return make_error(errc::invalid_argument, "speculative.draft_quant '" + spec.draft_quant + "' is not one of q4_0, q4_1, q8_0");
+  } else if (spec.draft == "model") {
+    if (spec.draft_model.empty()) return make_error(errc::invalid_argument, "speculative.draft = \"model\" needs draft_model");
+    path = spec.draft_model;
+  } else {
+    return make_error(errc::invalid_argument, "unknown draft '" + spec.draft + "'; allowed: none, ngram, layer-skip, self-quant, model");
+  }
+  auto m = model::load(path, o);
+  if (!m) return make_error(m.err().code, "draft " + spec.draft + ": " + m.err().message);
+  cpu_backend_options bo;
+  bo.kv_tokens = kv_tokens;
+  bo.shared_threads = target_backend.thread_pool();
+  auto d = model_drafter::create(spec.draft, *m, *target, bo, static_cast<float>(spec.draft_stop_p));
+  if (!d) return d.err();
+  return std::unique_ptr<drafter>(std::move(*d));
+}
+
+k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs) {
+  k_policy_config c;
+  if (auto k = spec.fixed_k()) {
+    c.adaptive = false;
+    c.fixed_k = static_cast<int>(*k);
+    c.k_max = std::max(c.k_max, c.fixed_k);
+  }
+  c.bandwidth_gbs = bandwidth_gbs;
+  return k_policy(c);
+}
+
+}  // namespace fw

@@ -1,0 +1,26 @@
+// make_drafter: builds the draft named by a [speculative] config section for a target model:
+//   none        -> nullptr (plain decoding)
+//   ngram       -> prompt lookup (ngram_n)
+//   layer-skip  -> the target's first draft_layers layers plus its head (0: half the layers)
+//   self-quant  -> the target's weights re-quantized to draft_quant at load
+//   model       -> a separate GGUF (draft_model), vocabulary checked
+// Model drafts share the target's kernel threads. Plugin drafts come through the plugin host.
+#pragma once
+
+#include <memory>
+
+#include "runtime/config.hpp"
+#include "runtime/cpu_backend.hpp"
+#include "runtime/drafter.hpp"
+#include "runtime/k_policy.hpp"
+#include "runtime/model.hpp"
+
+namespace fw {
+
+expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
+                                                const cpu_backend& target_backend, uint32_t kv_tokens);
+
+/// The k policy a [speculative] section asks for, capped by the decode device's bandwidth.
+k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs);
+
+}  // namespace fw
