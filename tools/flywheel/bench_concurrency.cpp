@@ -1,0 +1,86 @@
+#include "tools/flywheel/bench_concurrency.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <mutex>
+
+#include "actors/engine.hpp"
+
+namespace fw::cli {
+namespace {
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * (v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+}
+
+}  // namespace
+
+expected<nlohmann::json> run_concurrency_bench(model_session& s, const concurrency_bench_options& o) {
+  nlohmann::json out = nlohmann::json::array();
+  const auto& cfg = s.m->config();
+  for (int level : o.levels) {
+    if (level < 1) return make_error(errc::invalid_argument, "--concurrency levels must be positive");
+    cpu_backend_options bo;
+    bo.threads = s.cfg.compute.threads;
+    bo.kv_block_tokens = s.cfg.kv_cache.block_tokens;
+    bo.kv_tokens = static_cast<uint32_t>(level * (o.prompt_tokens + o.gen_tokens + 32));
+    auto be = std::make_unique<cpu_backend>(cfg, s.m->weights(), bo);
+    actors::engine_limits lim;
+    lim.n_ctx = s.n_ctx;
+    lim.max_batch = static_cast<uint32_t>(std::max(level, 1));
+    lim.prefill_chunk = s.cfg.scheduler.prefill_chunk;
+    if (o.speculative) {
+      lim.draft = s.draft.get();
+      lim.policy = s.policy;
+    }
+    auto e = actors::engine::start(s.m, std::move(be), lim);
+    if (!e) return e.err();
+    sampling_params p;
+    p.temperature = 0;
+    p.max_tokens = o.gen_tokens;
+    p.ignore_eos = true;
+    std::vector<std::promise<actors::stream_event>> done(level);
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < level; ++r) {
+      std::vector<int32_t> prompt(o.prompt_tokens);
+      for (int i = 0; i < o.prompt_tokens; ++i) prompt[i] = static_cast<int32_t>(100 + (r * 7919 + i * 104729) % (cfg.n_vocab - 200));
+      (*e)->submit(std::move(prompt), p, [&done, r](const actors::stream_event& ev) {
+        if (ev.kind != static_cast<uint8_t>(actors::stream_kind::token)) done[r].set_value(ev);
+      });
+    }
+    std::vector<double> ttft, tpot;
+    uint64_t tokens = 0;
+    int failed = 0;
+    for (auto& d : done) {
+      auto ev = d.get_future().get();
+      if (ev.kind != static_cast<uint8_t>(actors::stream_kind::done)) {
+        ++failed;
+        continue;
+      }
+      ttft.push_back(ev.ttft_ms);
+      tpot.push_back(ev.tpot_ms);
+      tokens += ev.completion_tokens;
+    }
+    const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    (*e)->shutdown();
+    out.push_back({{"concurrency", level},
+                   {"aggregate_tok_s", tokens / wall_s},
+                   {"ttft_ms_p50", percentile(ttft, 0.5)},
+                   {"ttft_ms_p99", percentile(ttft, 0.99)},
+                   {"tpot_ms_p50", percentile(tpot, 0.5)},
+                   {"tpot_ms_p99", percentile(tpot, 0.99)},
+                   {"prompt_tokens", o.prompt_tokens},
+                   {"gen_tokens", o.gen_tokens},
+                   {"failed", failed},
+                   {"wall_s", wall_s}});
+  }
+  return out;
+}
+
+}  // namespace fw::cli

@@ -1,0 +1,213 @@
+// flywheel bench-spec: speculative decoding against plain decoding of the same target on the
+// same prompts in one run: per draft kind and k, acceptance rate, mean accepted length and
+// decode speedup, on a chat-style and an extraction-style prompt set; plus the cost of a
+// verification forward over k + 1 rows relative to one row. A benchmark, not a test.
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/drafter_factory.hpp"
+#include "runtime/generator.hpp"
+#include "tools/flywheel/arg_parser.hpp"
+#include "tools/flywheel/commands.hpp"
+#include "tools/flywheel/model_session.hpp"
+
+namespace fw::cli {
+namespace {
+
+const std::vector<std::string> chat_set = {
+    "What are three tips for staying productive when working from home?",
+    "Explain in simple terms why the sky is blue.",
+    "Write a short, friendly reply to a customer asking when their order will arrive.",
+    "What is the difference between a virus and a bacterium?",
+};
+
+const std::vector<std::string> extraction_set = {
+    "Here is a support ticket:\n\"My order #48213 arrived on March 3rd but the blue ceramic mug was cracked. I would "
+    "like a replacement sent to 12 Baker Street, London.\"\nCopy the sentence that says what was damaged, word for word.",
+    "Contract clause: \"The Supplier shall deliver the goods no later than thirty (30) days after the Purchase Order "
+    "date, and any delay shall entitle the Buyer to a discount of two percent (2%) per week.\"\nQuote the clause "
+    "exactly and then say what happens if delivery is late.",
+    "Meeting notes: Alice will send the budget draft by Friday. Bob will book the venue for the offsite. Carol will "
+    "review the hiring plan with Dave.\nList each person's task, quoting the notes.",
+    "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\nRewrite the two functions above with "
+    "type hints for integers, keeping everything else the same.",
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct set_result {
+  double decode_ms = 0;
+  uint64_t tokens = 0, drafted = 0, accepted = 0, steps = 0;
+  bool identical = true;
+};
+
+}  // namespace
+
+int cmd_bench_spec(int argc, char** argv) {
+  arg_parser args("bench-spec");
+  model_session::declare_flags(args);
+  args.option("drafts", "draft kinds to measure", "ngram,layer-skip,self-quant")
+      .option("k", "draft lengths to measure (numbers and/or auto)", "1,2,3,4,5,6,7,8,auto")
+      .option("max-tokens", "tokens generated per prompt", "64")
+      .option("json-out", "also write the results as JSON to this file")
+      .flag("json", "print one JSON object instead of a table");
+  if (auto ok = args.parse(argc, argv); !ok) {
+    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
+    return 2;
+  }
+  if (args.on("help")) {
+    std::fputs(args.usage().c_str(), stdout);
+    return 0;
+  }
+  auto max_tokens = args.integer("max-tokens");
+  if (!max_tokens || *max_tokens < 1) {
+    std::fprintf(stderr, "bench-spec: --max-tokens must be a positive integer\n");
+    return 2;
+  }
+  auto session = model_session::open(args, false);
+  if (!session) {
+    std::fprintf(stderr, "bench-spec: %s\n", session.err().what().c_str());
+    return 1;
+  }
+  const model& m = *session->m;
+  if (!m.chat()) {
+    std::fprintf(stderr, "bench-spec: the model has no usable chat template\n");
+    return 1;
+  }
+  sampling_params greedy;
+  greedy.temperature = 0;
+  greedy.max_tokens = static_cast<int32_t>(*max_tokens);
+  greedy.ignore_eos = true;  // same length for every configuration
+  auto encode = [&](const std::string& text) {
+    return m.vocab().encode(m.chat()->apply({{"user", text}}, true), true, true);
+  };
+  const std::vector<std::pair<std::string, const std::vector<std::string>*>> sets = {{"chat", &chat_set},
+                                                                                     {"extraction", &extraction_set}};
+  generator_options base;
+  base.n_ctx = session->n_ctx;
+
+  // Plain decoding of each set: the reference tokens and time.
+  std::vector<std::vector<std::vector<int32_t>>> plain_tokens(sets.size());
+  std::vector<set_result> plain(sets.size());
+  for (size_t si = 0; si < sets.size(); ++si) {
+    generator g(m, *session->backend, base);
+    for (const auto& p : *sets[si].second) {
+      auto r = g.run(encode(p), greedy);
+      if (!r) {
+        std::fprintf(stderr, "bench-spec: %s\n", r.err().what().c_str());
+        return 1;
+      }
+      plain[si].decode_ms += r->decode_ms;
+      plain[si].tokens += r->tokens.size();
+      plain_tokens[si].push_back(r->tokens);
+    }
+  }
+
+  // Verification cost: one forward over k + 1 rows vs one row, after a 128-token context.
+  nlohmann::json verify = nlohmann::json::array();
+  {
+    auto& be = *session->backend;
+    std::vector<int32_t> ctx = encode(chat_set[0]);
+    kv_handle h = *be.kv_pool().allocate(0);
+    std::vector<float> logits;
+    forward_batch b;
+    b.add_sequence(&h, ctx.data(), ctx.size(), 0, false);
+    (void)be.forward(b, logits);
+    double one_row_ms = 0;
+    for (int rows : {1, 2, 3, 4, 6, 9}) {
+      double best = 1e30;
+      for (int rep = 0; rep < 5; ++rep) {
+        std::vector<int32_t> toks(rows, ctx.back());
+        b.clear();
+        b.add_sequence(&h, toks.data(), toks.size(), static_cast<int32_t>(ctx.size()), true);
+        const auto t0 = std::chrono::steady_clock::now();
+        (void)be.forward(b, logits);
+        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        (void)be.kv_pool().truncate(h, static_cast<uint32_t>(ctx.size()));
+      }
+      if (rows == 1) one_row_ms = best;
+      verify.push_back({{"rows", rows}, {"ms", best}, {"cost_vs_one_row", best / one_row_ms}});
+    }
+    (void)be.kv_pool().release(h);
+  }
+
+  nlohmann::json results = nlohmann::json::array();
+  const bool json = args.on("json");
+  if (!json) {
+    std::printf("verification cost (forward over k+1 rows / one row):");
+    for (const auto& v : verify) std::printf("  %d rows %.2fx", v["rows"].get<int>(), v["cost_vs_one_row"].get<double>());
+    std::printf("\n\n%-11s %-10s %-5s %10s %12s %9s %10s %s\n", "set", "draft", "k", "accept%", "tokens/step",
+                "speedup", "plain t/s", "identical");
+  }
+  for (const auto& kind : split(args.str("drafts"))) {
+    config c = session->cfg;
+    if (auto ok = c.set("speculative.draft", kind); !ok) {
+      std::fprintf(stderr, "bench-spec: --drafts: %s\n", ok.err().message.c_str());
+      return 2;
+    }
+    auto d = make_drafter(c.speculative, session->m, *session->backend, session->n_ctx);
+    if (!d) {
+      std::fprintf(stderr, "bench-spec: draft %s: %s\n", kind.c_str(), d.err().what().c_str());
+      return 1;
+    }
+    for (const auto& k : split(args.str("k"))) {
+      if (auto ok = c.set("speculative.k", k); !ok) {
+        std::fprintf(stderr, "bench-spec: --k: %s\n", ok.err().message.c_str());
+        return 2;
+      }
+      generator_options go = base;
+      go.draft = d->get();
+      go.policy = make_k_policy(c.speculative, 0);
+      for (size_t si = 0; si < sets.size(); ++si) {
+        generator g(m, *session->backend, go);
+        set_result sr;
+        for (size_t pi = 0; pi < sets[si].second->size(); ++pi) {
+          auto r = g.run(encode((*sets[si].second)[pi]), greedy);
+          if (!r) {
+            std::fprintf(stderr, "bench-spec: %s\n", r.err().what().c_str());
+            return 1;
+          }
+          sr.decode_ms += r->decode_ms;
+          sr.tokens += r->tokens.size();
+          sr.drafted += r->spec.draft_tokens;
+          sr.accepted += r->spec.accepted_tokens;
+          sr.steps += r->spec.steps;
+          sr.identical = sr.identical && r->tokens == plain_tokens[si][pi];
+        }
+        const double accept = sr.drafted ? double(sr.accepted) / sr.drafted : 0;
+        const double per_step = sr.steps ? double(sr.accepted + sr.steps) / sr.steps : 1;
+        const double speedup = plain[si].decode_ms / sr.decode_ms;
+        const double plain_tok_s = plain[si].tokens * 1000.0 / plain[si].decode_ms;
+        results.push_back({{"set", sets[si].first}, {"draft", kind}, {"k", k}, {"acceptance_rate", accept},
+                           {"mean_accepted_length", per_step}, {"speedup", speedup}, {"plain_tok_s", plain_tok_s},
+                           {"spec_tok_s", sr.tokens * 1000.0 / sr.decode_ms}, {"identical_to_plain", sr.identical}});
+        if (!json)
+          std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %8.2fx %10.1f %s\n", sets[si].first.c_str(), kind.c_str(), k.c_str(),
+                      100 * accept, per_step, speedup, plain_tok_s, sr.identical ? "yes" : "NO");
+      }
+    }
+  }
+  nlohmann::json out = {{"model", m.file().path()}, {"threads", session->backend->threads()},
+                        {"max_tokens", *max_tokens}, {"verify_cost", verify}, {"results", results}};
+  if (json) std::printf("%s\n", out.dump(1).c_str());
+  if (args.has("json-out")) {
+    if (FILE* f = std::fopen(args.str("json-out").c_str(), "w")) {
+      std::fprintf(f, "%s\n", out.dump(1).c_str());
+      std::fclose(f);
+    }
+  }
+  return 0;
+}
+
+}  // namespace fw::cli
