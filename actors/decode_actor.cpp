@@ -24,7 +24,9 @@ caf::behavior decode_actor(caf::stateful_actor<decode_state>* self, const engine
         auto seq = std::make_unique<sequence>(job.id, std::move(job.history), job.params,
                                               static_cast<int32_t>(ctx->m->config().n_vocab), job.budget);
         seq->kv() = std::move(job.kv);
-        self->state.decoder->add(std::move(seq));
+        std::optional<float> entropy;
+        if (job.attention_entropy >= 0) entropy = job.attention_entropy;
+        self->state.decoder->add(std::move(seq), entropy);
         kick();
       },
       [=](cancel_atom, uint64_t id) {

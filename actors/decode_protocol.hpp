@@ -30,6 +30,7 @@ struct decode_job {
   sampling_params params;
   uint32_t budget = 0;           ///< tokens the sequence may generate
   kv_handle kv;
+  float attention_entropy = -1;  ///< from the prefill, for the k policy; < 0: unknown
 };
 
 struct step_batch {
@@ -42,7 +43,8 @@ struct finished_ids {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
-  return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv);
+  return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv,
+           x.attention_entropy);
 }
 
 template <class Inspector>

@@ -26,6 +26,8 @@ caf::behavior prefill_actor(caf::stateful_actor<prefill_state>* self, const engi
         prefill_done done;
         done.id = job.id;
         done.kv = std::move(job.kv);
+        if (auto e = ctx->device->last_attention_entropy(); !e.empty() && !job.tokens.empty())
+          done.attention_entropy = e.back();
         done.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         return done;
       },

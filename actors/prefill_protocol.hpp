@@ -27,6 +27,7 @@ struct prefill_done {
   uint64_t id = 0;
   kv_handle kv;
   double ms = 0;  ///< time spent in forward passes
+  float attention_entropy = -1;  ///< of the last prefilled row's last layer; < 0: unknown
 };
 
 template <class Inspector>
@@ -36,7 +37,7 @@ typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_done& x) {
-  return f(caf::meta::type_name("fw::actors::prefill_done"), x.id, x.kv, x.ms);
+  return f(caf::meta::type_name("fw::actors::prefill_done"), x.id, x.kv, x.ms, x.attention_entropy);
 }
 
 }  // namespace fw::actors

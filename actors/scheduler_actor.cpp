@@ -93,7 +93,7 @@ class scheduler_logic {
     }
     auto& r = it->second;
     r.phase = request_phase::decoding;
-    decode_job job{d.id, r.req.prompt, r.req.params, r.budget, std::move(d.kv)};
+    decode_job job{d.id, r.req.prompt, r.req.params, r.budget, std::move(d.kv), d.attention_entropy};
     self_->send(st().decode, decode_atom::value, std::move(job));
   }
 

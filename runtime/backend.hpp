@@ -33,6 +33,11 @@ class backend {
   virtual expected<void> forward(const forward_batch& batch, std::vector<float>& logits) = 0;
 
   virtual std::vector<kernel_report> kernel_paths() const = 0;
+
+  /// For each row of the last forward that returned logits: the entropy (nats) of the last
+  /// layer's attention weights, averaged over heads (the speculative k policy's signal). Empty
+  /// when the backend does not measure it.
+  virtual std::vector<float> last_attention_entropy() const { return {}; }
 };
 
 }  // namespace fw

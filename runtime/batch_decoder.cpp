@@ -20,12 +20,12 @@ void batch_decoder::set_speculation(drafter* draft, k_policy policy) {
   policy_ = policy;
 }
 
-void batch_decoder::add(std::unique_ptr<sequence> s) {
+void batch_decoder::add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy) {
   const uint64_t id = s->id();
   slot sl;
   if (draft_ && draft_->begin(id, s->history(), s->params())) {
     sl.draft = draft_;
-    sl.k = policy_.start(static_cast<int>(s->prompt_size()));
+    sl.k = policy_.start(static_cast<int>(s->prompt_size()), attention_entropy);
   } else if (draft_) {
     ++spec_.draft_failures;  // the sequence decodes plainly
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,7 +53,8 @@ class batch_decoder {
   batch_decoder& operator=(const batch_decoder&) = delete;
 
   /// Adds a sequence whose KV holds every history token but the last (next_input()).
-  void add(std::unique_ptr<sequence> s);
+  /// `attention_entropy`: of the prompt's last prefill layer, for the k policy when known.
+  void add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy = std::nullopt);
   /// Removes a sequence (cancel) and frees its KV. false when unknown.
   bool remove(uint64_t id);
   size_t active() const { return seqs_.size(); }

@@ -74,6 +74,8 @@ void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
   const uint32_t bt = pool_.layout().block_tokens;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const auto dot = attn_dot_.dot;
+  const bool last_layer = layer + 1 == cfg_.n_layer;
+  if (last_layer) head_entropy_.assign(rows * n_head, 0.f);
   threads_->for_each(rows * n_head, [&](int64_t task, int thread) {
     const int64_t r = task / n_head;
     const int h = static_cast<int>(task % n_head);
@@ -88,6 +90,12 @@ void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
       sc[t] = dot(hd, kt, q) * scale;
     }
     cpu::softmax(sc.data(), n_ctx);
+    if (last_layer && b.want_logits[r]) {
+      double h_ent = 0;
+      for (int64_t t = 0; t < n_ctx; ++t)
+        if (sc[t] > 0) h_ent -= sc[t] * std::log(sc[t]);
+      head_entropy_[task] = static_cast<float>(h_ent);
+    }
     float* out = att_.data() + r * cfg_.n_embd + h * hd;
     std::fill(out, out + hd, 0.f);
     for (int64_t t = 0; t < n_ctx; ++t) {
@@ -169,8 +177,12 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
 
   // Final norm and output head, only for the rows that want logits.
   int64_t n_out = 0;
+  entropy_.clear();
   for (int64_t r = 0; r < m; ++r) {
     if (!b.want_logits[r]) continue;
+    float h_sum = 0;
+    for (uint32_t h = 0; h < cfg_.n_head; ++h) h_sum += head_entropy_[r * cfg_.n_head + h];
+    entropy_.push_back(h_sum / cfg_.n_head);
     cpu::rms_norm(x_.data() + r * e, w_.output_norm, xn_.data() + n_out * e, e, cfg_.rms_eps);
     ++n_out;
   }

@@ -33,6 +33,7 @@ class cpu_backend final : public backend {
   kv_block_pool& kv_pool() override { return pool_; }
   expected<void> forward(const forward_batch& batch, std::vector<float>& logits) override;
   std::vector<kernel_report> kernel_paths() const override;
+  std::vector<float> last_attention_entropy() const override { return entropy_; }
 
   int threads() const { return threads_->size(); }
   const std::shared_ptr<cpu::thread_pool>& thread_pool() const { return threads_; }
@@ -53,6 +54,8 @@ class cpu_backend final : public backend {
   // Activations, [rows][dim].
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
   std::vector<std::vector<float>> scores_;  ///< per thread
+  std::vector<float> head_entropy_;  ///< [rows][heads] of the last layer, rows with logits only
+  std::vector<float> entropy_;       ///< per logits row, averaged over heads
 };
 
 }  // namespace fw

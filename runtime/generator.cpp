@@ -71,6 +71,8 @@ expected<generation_result> generator::run(std::span<const int32_t> prompt,
     return r.err();
   res.prefill_ms = ms_since(t0);
   if (opts_.keep_first_logits) res.first_logits = logits;
+  std::optional<float> entropy;
+  if (auto e = backend_.last_attention_entropy(); !e.empty()) entropy = e.back();
   if (budget == 0) {
     res.finish_reason = "length";
     return res;
@@ -115,7 +117,7 @@ expected<generation_result> generator::run(std::span<const int32_t> prompt,
     dec.set_speculation(opts_.draft, opts_.policy);
     res.tokens = seq->generated();
     if (going) {
-      dec.add(std::move(seq));
+      dec.add(std::move(seq), entropy);
       while (going && dec.active() > 0) {
         auto events = dec.step();
         if (!events) return events.err();

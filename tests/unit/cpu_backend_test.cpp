@@ -167,6 +167,29 @@ TEST_P(cpu_backend_test, scalar_and_simd_paths_agree_on_logits) {
   EXPECT_LT(max_abs_diff(la.data(), lb.data(), la.size()), rel * std::max(1.f, scale));
 }
 
+TEST_P(cpu_backend_test, last_layer_attention_entropy_is_reported_per_logits_row) {
+  const auto toks = tokens(20);
+  auto& pool = be_->kv_pool();
+  kv_handle h = *pool.allocate(0);
+  forward_batch batch;
+  std::vector<float> out;
+  batch.add_sequence(&h, toks.data(), 1, 0, false);  // one position: attention is certain
+  ASSERT_TRUE(be_->forward(batch, out));
+  auto e = be_->last_attention_entropy();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NEAR(e[0], 0.0f, 1e-5f);
+  batch.clear();
+  batch.add_sequence(&h, toks.data() + 1, toks.size() - 1, 1, true);
+  ASSERT_TRUE(be_->forward(batch, out));
+  e = be_->last_attention_entropy();
+  ASSERT_EQ(e.size(), toks.size() - 1);
+  for (size_t i = 0; i < e.size(); ++i) {
+    EXPECT_GT(e[i], 0.0f);
+    EXPECT_LE(e[i], std::log(static_cast<float>(i + 2)) + 1e-4f) << "at most ln(context length)";
+  }
+  ASSERT_TRUE(pool.release(h));
+}
+
 INSTANTIATE_TEST_SUITE_P(all_types, cpu_backend_test,
                          ::testing::Values(ggml_type::f32, ggml_type::f16, ggml_type::bf16,
                                            ggml_type::q4_0, ggml_type::q4_1, ggml_type::q8_0),
