@@ -151,6 +151,14 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
 
   if (c.speculative.draft == "model" && c.speculative.draft_model.empty())
     add("speculative", "speculative.draft = \"model\" needs speculative.draft_model (a GGUF file)");
+  if (c.speculative.draft.rfind("plugin:", 0) == 0) {
+    const std::string name = c.speculative.draft.substr(7);
+    const bool listed = std::any_of(c.plugins.load.begin(), c.plugins.load.end(),
+                                    [&](const plugin_load& p) { return p.name == name; });
+    if (!listed)
+      add("speculative", "speculative.draft = \"" + c.speculative.draft + "\" names no [[plugins.load]] entry '" +
+                             name + "'");
+  }
 
   std::set<std::string> names;
   for (size_t i = 0; i < c.plugins.load.size(); ++i) {

@@ -134,6 +134,23 @@ field<T> string_list(std::string_view key, std::vector<std::string> T::*m) {
           }};
 }
 
+/// speculative.draft: a built-in kind or "plugin:NAME" (a draft_model plugin from [[plugins.load]]).
+field<speculative_section> draft_kind() {
+  return {"draft", value_kind::string,
+          [](speculative_section& s, const toml::node& n, const std::string& q) -> check_result {
+            const auto* v = n.as_string();
+            if (!v) return q + ": expected a string, got " + type_name(n);
+            const std::string& t = v->get();
+            const bool plugin = t.rfind("plugin:", 0) == 0 && t.size() > 7;
+            if (!plugin && std::find(draft_kinds.begin(), draft_kinds.end(), t) == draft_kinds.end())
+              return q + " = " + quote(t) + " is not allowed" + suggestion(t, draft_kinds) + "; allowed: " +
+                     join(draft_kinds) + ", or \"plugin:NAME\" for a draft_model plugin";
+            s.draft = t;
+            return {};
+          },
+          [](const speculative_section& s) { return quote(s.draft); }};
+}
+
 /// speculative.k: "auto" or a whole number 1..16, written as an integer or a string.
 field<speculative_section> draft_k() {
   return {"k", value_kind::int_or_string,
@@ -239,7 +256,7 @@ std::vector<section> build_sections() {
               "0 = none")}));
   s.push_back(make_section<speculative_section>(
       "speculative", &config::speculative,
-      {one_of("draft", &speculative_section::draft, draft_kinds),
+      {draft_kind(),
        text("draft_model", &speculative_section::draft_model, true),
        draft_k(),
        integer("draft_layers", &speculative_section::draft_layers, 0, 1024,

@@ -1,13 +1,47 @@
 #include "runtime/drafter_factory.hpp"
 
 #include "runtime/model_drafter.hpp"
+#include "runtime/plugin_draft.hpp"
+#include "runtime/plugin_host.hpp"
 #include "runtime/ngram_drafter.hpp"
 
 namespace fw {
+namespace {
+
+// A plugin draft is shared with the host's registry (which counts its users); the engine holds
+// it through this owner.
+class shared_drafter final : public drafter {
+ public:
+  explicit shared_drafter(std::shared_ptr<drafter> d) : d_(std::move(d)) {}
+  std::string name() const override { return d_->name(); }
+  expected<void> begin(uint64_t seq, std::span<const int32_t> prompt, const sampling_params& p) override {
+    return d_->begin(seq, prompt, p);
+  }
+  expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) override {
+    return d_->propose(seq, history, k);
+  }
+  void accept(uint64_t seq, std::span<const int32_t> history) override { d_->accept(seq, history); }
+  void end(uint64_t seq) override { d_->end(seq); }
+
+ private:
+  std::shared_ptr<drafter> d_;
+};
+
+}  // namespace
 
 expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
-                                                const cpu_backend& target_backend, uint32_t kv_tokens) {
+                                                const cpu_backend& target_backend, uint32_t kv_tokens,
+                                                plugin_host* plugins) {
   if (spec.draft == "none") return std::unique_ptr<drafter>();
+  if (spec.draft.rfind("plugin:", 0) == 0) {
+    const std::string name = spec.draft.substr(7);
+    if (!plugins) return make_error(errc::unsupported, "draft " + spec.draft + ": no plugin host in this context");
+    draft_options o;
+    o.n_vocab = static_cast<int32_t>(target->config().n_vocab);
+    auto d = plugins->create_draft(name, o);
+    if (!d) return make_error(d.err().code, "draft " + spec.draft + ": " + d.err().message);
+    return std::unique_ptr<drafter>(std::make_unique<shared_drafter>(std::move(*d)));
+  }
   if (spec.draft == "ngram") return std::unique_ptr<drafter>(std::make_unique<ngram_drafter>(static_cast<int>(spec.ngram_n)));
   weight_load_options o;
   std::string path = target->file().path();

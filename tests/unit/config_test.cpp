@@ -207,12 +207,19 @@ TEST(config_test, zero_block_size) {
             "bad.toml:2:16: kv_cache.block_tokens = 0 is out of range; allowed: 1 to 1024");
 }
 
+TEST(config_test, plugin_draft_must_name_a_loaded_plugin) {
+  EXPECT_NE(error_of("[speculative]\ndraft = \"plugin:draft_x\"\n").find("names no [[plugins.load]] entry 'draft_x'"),
+            std::string::npos);
+  auto ok = config::from_string("[[plugins.load]]\nname = \"draft_x\"\n[speculative]\ndraft = \"plugin:draft_x\"\n", "ok.toml");
+  EXPECT_TRUE(ok) << (ok ? "" : ok.err().message);
+}
+
 TEST(config_test, bad_enum_lists_the_values) {
   EXPECT_EQ(error_of("[logging]\nlevel = \"verbose\"\n"),
             "bad.toml:2:9: logging.level = \"verbose\" is not allowed; allowed: debug, info, warn, error");
   EXPECT_EQ(error_of("[speculative]\ndraft = \"n-gram\"\n"),
             "bad.toml:2:9: speculative.draft = \"n-gram\" is not allowed (did you mean 'ngram'?); "
-            "allowed: none, model, self-quant, layer-skip, ngram");
+            "allowed: none, model, self-quant, layer-skip, ngram, or \"plugin:NAME\" for a draft_model plugin");
   EXPECT_EQ(error_of("[[devices]]\nrole = \"decoder\"\n"),
             "bad.toml:2:8: devices[0].role = \"decoder\" is not allowed (did you mean 'decode'?); "
             "allowed: prefill, decode, both, offload");

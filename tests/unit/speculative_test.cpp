@@ -8,6 +8,8 @@
 #include <random>
 
 #include "runtime/cpu_backend.hpp"
+#include "runtime/drafter_factory.hpp"
+#include "runtime/plugin_host.hpp"
 #include "runtime/generator.hpp"
 #include "runtime/k_policy.hpp"
 #include "runtime/model_drafter.hpp"
@@ -131,6 +133,24 @@ TEST_F(speculative_test, separate_model_draft_is_lossless_and_same_model_draft_i
   ASSERT_TRUE(r);
   EXPECT_EQ(r->spec.accepted_tokens, r->spec.draft_tokens);
   EXPECT_NEAR(r->spec.mean_accepted_length(), 5.0, 1.01);
+}
+
+TEST_F(speculative_test, plugin_draft_through_the_host_is_lossless_under_greedy) {
+  plugin_host host;
+  auto info = host.load("draft_ngram", std::string(FW_BINARY_DIR) + "/plugins/libdraft_ngram.so");
+  ASSERT_TRUE(info) << info.err().what();
+  speculative_section spec;
+  spec.draft = "plugin:draft_ngram";
+  auto be = backend();
+  auto d = make_drafter(spec, target_, *be, 1024, &host);
+  ASSERT_TRUE(d) << d.err().what();
+  EXPECT_EQ((*d)->name(), "draft_ngram");
+  EXPECT_EQ(host.find("draft_ngram")->users, 1);
+  expect_greedy_identical(**d, 5);
+  spec.draft = "plugin:not_loaded";
+  auto missing = make_drafter(spec, target_, *be, 1024, &host);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.err().message.find("not_loaded"), std::string::npos) << missing.err().message;
 }
 
 TEST_F(speculative_test, draft_with_another_vocabulary_is_refused) {

@@ -61,6 +61,9 @@ expected<model_session> model_session::open(const arg_parser& args, bool verbose
   o.kv_tokens = s.n_ctx;  // one sequence at a time here; [kv_cache] pool sizes serve the runtime
   o.kv_block_tokens = s.cfg.kv_cache.block_tokens;
   s.backend = std::make_unique<cpu_backend>(s.m->config(), s.m->weights(), o);
+  s.plugins = std::make_unique<plugin_host>();
+  for (const auto& err : s.plugins->load_all(s.cfg.plugins))
+    std::fprintf(stderr, "warning: plugin not loaded: %s\n", err.message.c_str());
   if (auto ok = s.rebuild_draft(); !ok) return ok.err();
   if (verbose) {
     if (s.draft) std::fprintf(stderr, "speculative decoding: draft %s, k %s\n", s.draft->name().c_str(), s.cfg.speculative.k.c_str());
@@ -74,7 +77,7 @@ expected<model_session> model_session::open(const arg_parser& args, bool verbose
 
 expected<void> model_session::rebuild_draft() {
   draft.reset();
-  auto d = make_drafter(cfg.speculative, m, *backend, n_ctx);
+  auto d = make_drafter(cfg.speculative, m, *backend, n_ctx, plugins.get());
   if (!d) return d.err();
   draft = std::move(*d);
   double bandwidth = 0;

@@ -13,6 +13,7 @@
 #include "runtime/drafter.hpp"
 #include "runtime/k_policy.hpp"
 #include "runtime/model.hpp"
+#include "runtime/plugin_host.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 
 namespace fw::cli {
@@ -22,6 +23,7 @@ struct model_session {
   std::shared_ptr<const model> m;
   std::unique_ptr<cpu_backend> backend;
   uint32_t n_ctx = 0;  ///< the context window in use (cfg.model.ctx_size resolved against the model)
+  std::unique_ptr<plugin_host> plugins;  ///< [plugins] loaded at open
   std::unique_ptr<drafter> draft;  ///< [speculative] draft, null for plain decoding
   k_policy policy;                 ///< [speculative] k policy
 
