@@ -20,17 +20,17 @@ void matmul(const weight_view& w, const dot_kernel& kernel, const float* x, int6
     act = q;
   }
   const auto* a = static_cast<const uint8_t*>(act);
-  const auto dot = kernel.dot;
-  // Blocks of output rows; within a block, each weight row serves every activation row.
-  const int64_t grain = std::max<int64_t>(4, 64 / std::max<int64_t>(1, m));
+  // Blocks of output rows per task; within a block the path's gemm reuses each loaded weight for
+  // every activation row (verification and batched decode cost little more than one row).
+  const int64_t grain = 16;
   pool.parallel_for(w.n, grain, [&](int64_t b, int64_t e, int) {
-    constexpr int64_t tile = 16;
+    constexpr int64_t tile = 64;
     for (int64_t n0 = b; n0 < e; n0 += tile) {
       const int64_t n1 = std::min(e, n0 + tile);
-      for (int64_t r = 0; r < m; ++r) {
-        const void* xr = a + r * act_stride;
-        float* yr = y + r * ldy;
-        for (int64_t n = n0; n < n1; ++n) yr[n] = dot(w.k, w.data + n * w.row_bytes, xr);
+      if (m == 1) {
+        kernel.gemv(w.k, w.data + n0 * w.row_bytes, w.row_bytes, n1 - n0, a, y + n0);
+      } else {
+        kernel.gemm(w.k, w.data + n0 * w.row_bytes, w.row_bytes, n1 - n0, a, act_stride, m, y + n0, ldy);
       }
     }
   });
