@@ -37,6 +37,11 @@ class engine_actor_config : public caf::actor_system_config {
 }  // namespace
 
 struct engine::impl {
+  front_door_metrics fd_metrics;  // instruments in engine::metrics_; destroyed after the actors
+  gauge_metric* running = nullptr;
+  gauge_metric* waiting = nullptr;
+  gauge_metric* kv_usage = nullptr;
+  counter_metric* restarts = nullptr;
   engine_actor_config cfg;
   caf::actor_system system{cfg};
   caf::actor front_door, scheduler, supervisor;
@@ -53,8 +58,19 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   e->ctx_.device = e->device_.get();
   e->ctx_.limits = limits;
   e->impl_ = std::make_unique<impl>();
-  auto& sys = e->impl_->system;
-  e->impl_->front_door = sys.spawn(front_door_actor);
+  auto& im = *e->impl_;
+  const std::string name = e->model_->config().name.empty() ? "unknown" : e->model_->config().name;
+  im.fd_metrics = front_door_metrics::create(e->metrics_, name);
+  const auto& labels = im.fd_metrics.labels;
+  im.running = &e->metrics_.gauge(metric_names::num_requests_running,
+                                  "Number of requests in model execution batches (prefilling or decoding).", labels);
+  im.waiting = &e->metrics_.gauge(metric_names::num_requests_waiting, "Number of requests waiting to be processed.",
+                                  labels);
+  im.kv_usage = &e->metrics_.gauge(metric_names::kv_cache_usage, "KV-cache usage. 1 means 100 percent usage.", labels);
+  im.restarts = &e->metrics_.counter(metric_names::worker_restarts,
+                                     "Number of prefill/decode workers restarted by the supervisor.", labels);
+  auto& sys = im.system;
+  e->impl_->front_door = sys.spawn(front_door_actor, &im.fd_metrics);
   e->impl_->scheduler = sys.spawn(scheduler_actor, &e->ctx_, e->impl_->front_door);
   caf::anon_send(e->impl_->front_door, init_atom::value, e->impl_->scheduler);
   e->impl_->supervisor = sys.spawn(supervisor_actor, &e->ctx_, e->impl_->front_door, e->impl_->scheduler);
@@ -139,6 +155,16 @@ expected<scheduler_stats> engine::stats() {
       .receive([&](scheduler_stats& s) { out = s; },
                [&](caf::error& err) { out = make_error(errc::internal, impl_->system.render(err)); });
   return out;
+}
+
+std::string engine::render_metrics() {
+  if (auto s = stats()) {
+    impl_->running->set(static_cast<double>(s->prefilling + s->decoding));
+    impl_->waiting->set(static_cast<double>(s->waiting));
+    impl_->kv_usage->set(s->kv_total_blocks ? static_cast<double>(s->kv_used_blocks) / s->kv_total_blocks : 0.0);
+    impl_->restarts->advance_to(static_cast<double>(s->worker_restarts));
+  }
+  return metrics_.render();
 }
 
 void engine::shutdown() {

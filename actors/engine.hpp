@@ -3,7 +3,11 @@
 // workers on a small CAF system; requests stream their events to a callback; shutdown fails what
 // is in flight cleanly and waits for every actor to finish. Used by the console, the server,
 // the benchmark and the integration tests.
-// Thread-safety: submit/cancel/stats may be called from any thread; callbacks run on CAF threads.
+// Metrics: the engine owns a metrics_registry; the front door records per-request latencies,
+// token counts and outcomes into it as they happen, and render_metrics() refreshes the gauges
+// (running, waiting, KV usage, worker restarts) from stats() before rendering.
+// Thread-safety: submit/cancel/stats/metrics/render_metrics may be called from any thread;
+// callbacks run on CAF threads.
 #pragma once
 
 #include <atomic>
@@ -15,6 +19,7 @@
 #include "actors/front_door_protocol.hpp"
 #include "actors/scheduler_protocol.hpp"
 #include "runtime/expected.hpp"
+#include "runtime/metrics_registry.hpp"
 
 namespace fw::actors {
 
@@ -45,6 +50,10 @@ class engine {
   /// Arms a fault in a worker: its next job throws (tests of supervision).
   void inject_fault(worker_kind kind);
   expected<scheduler_stats> stats();
+  /// The engine's metrics (flywheel:* names); valid for the engine's lifetime.
+  metrics_registry& metrics() { return metrics_; }
+  /// Refreshes the gauges from stats() (skipped once shut down), then the Prometheus text.
+  std::string render_metrics();
   /// Fails in-flight requests, stops every actor and waits for them. Idempotent.
   void shutdown();
 
@@ -58,6 +67,7 @@ class engine {
 
   std::shared_ptr<const model> model_;
   std::unique_ptr<backend> device_;
+  metrics_registry metrics_;  // outlives impl_ (the actors that record into it)
   engine_context ctx_;
   std::unique_ptr<impl> impl_;
   std::atomic<uint64_t> next_id_{1};

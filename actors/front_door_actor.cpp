@@ -14,6 +14,18 @@ double ms_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+double seconds_between(clock_type::time_point a, clock_type::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+constexpr const char* success_help = "Count of successfully processed requests.";
+constexpr const char* failure_help = "Count of requests that ended with an error, by reason (cancelled included).";
+
+metric_labels with_label(metric_labels labels, const char* name, std::string value) {
+  labels.emplace_back(name, std::move(value));
+  return labels;
+}
+
 stream_event final_event(uint64_t id, const client_entry& c, stream_kind kind) {
   const auto now = clock_type::now();
   stream_event e;
@@ -33,6 +45,7 @@ void finish_with_error(self_ptr self, uint64_t id, const std::string& code, cons
   auto it = self->state.clients.find(id);
   if (it == self->state.clients.end()) return;
   auto e = final_event(id, it->second, stream_kind::error);
+  if (self->state.metrics) self->state.metrics->record_failure(code);
   e.finish_reason = code;
   e.error = message;
   self->send(it->second.sink, std::move(e));
@@ -42,7 +55,39 @@ void finish_with_error(self_ptr self, uint64_t id, const std::string& code, cons
 
 }  // namespace
 
-caf::behavior front_door_actor(self_ptr self) {
+front_door_metrics front_door_metrics::create(metrics_registry& r, const std::string& model_name) {
+  namespace n = metric_names;
+  front_door_metrics m;
+  m.registry = &r;
+  m.labels = {{"model_name", model_name}};
+  m.ttft = &r.histogram(n::time_to_first_token, "Histogram of time to first token in seconds.",
+                        metric_buckets::time_to_first_token(), m.labels);
+  m.inter_token = &r.histogram(n::inter_token_latency, "Histogram of inter-token latency in seconds.",
+                               metric_buckets::inter_token_latency(), m.labels);
+  m.e2e = &r.histogram(n::e2e_request_latency, "Histogram of e2e request latency in seconds (finished requests).",
+                       metric_buckets::e2e_request_latency(), m.labels);
+  m.prompt_tokens = &r.counter(n::prompt_tokens, "Number of prefill tokens processed.", m.labels);
+  m.generation_tokens = &r.counter(n::generation_tokens, "Number of generation tokens processed.", m.labels);
+  for (const char* reason : {"stop", "length"})
+    r.counter(n::request_success, success_help, with_label(m.labels, "finished_reason", reason));
+  r.counter(n::request_failure, failure_help, with_label(m.labels, "reason", "cancelled"));
+  return m;
+}
+
+void front_door_metrics::record_success(const std::string& finish_reason) const {
+  registry->counter(metric_names::request_success, success_help, with_label(labels, "finished_reason", finish_reason))
+      .inc();
+}
+
+void front_door_metrics::record_failure(const std::string& reason) const {
+  std::string r = reason;
+  for (char& c : r)
+    if (c == ' ') c = '_';
+  registry->counter(metric_names::request_failure, failure_help, with_label(labels, "reason", std::move(r))).inc();
+}
+
+caf::behavior front_door_actor(self_ptr self, const front_door_metrics* metrics) {
+  self->state.metrics = metrics;
   self->set_down_handler([self](caf::down_msg& dm) {
     // A client sink went away: cancel whatever it was waiting for.
     std::vector<uint64_t> orphans;
@@ -50,6 +95,7 @@ caf::behavior front_door_actor(self_ptr self) {
       if (c.sink.address() == dm.source) orphans.push_back(id);
     for (uint64_t id : orphans) {
       self->state.clients.erase(id);
+      if (self->state.metrics) self->state.metrics->record_failure(to_string(errc::cancelled));
       self->send(self->state.scheduler, cancel_atom::value, id);
     }
   });
@@ -62,6 +108,7 @@ caf::behavior front_door_actor(self_ptr self) {
           e.kind = static_cast<uint8_t>(stream_kind::error);
           e.finish_reason = to_string(errc::invalid_argument);
           e.error = "duplicate request id " + std::to_string(req.id);
+          if (self->state.metrics) self->state.metrics->record_failure(e.finish_reason);
           self->send(sink, std::move(e));
           return;
         }
@@ -80,6 +127,7 @@ caf::behavior front_door_actor(self_ptr self) {
       [=](fail_atom, request_failure& f) { finish_with_error(self, f.id, f.code, f.message); },
       [=](step_atom, step_batch& batch) {
         const auto now = clock_type::now();
+        const front_door_metrics* m = self->state.metrics;
         for (auto& ev : batch.events) {
           auto it = self->state.clients.find(ev.id);
           if (it == self->state.clients.end()) continue;  // cancelled meanwhile
@@ -88,8 +136,16 @@ caf::behavior front_door_actor(self_ptr self) {
             if (!c.has_first) {
               c.has_first = true;
               c.first_token = now;
+              if (m) {
+                m->ttft->observe(seconds_between(c.submitted, now));
+                m->prompt_tokens->inc(c.prompt_tokens);
+              }
+            } else if (m) {
+              m->inter_token->observe(seconds_between(c.last_token, now));
             }
+            c.last_token = now;
             ++c.completion_tokens;
+            if (m) m->generation_tokens->inc();
           }
           if (ev.token >= 0 || !ev.text.empty()) {
             stream_event e;
@@ -102,6 +158,10 @@ caf::behavior front_door_actor(self_ptr self) {
           if (ev.finished) {
             auto e = final_event(ev.id, c, stream_kind::done);
             e.finish_reason = ev.finish_reason;
+            if (m) {
+              m->e2e->observe(e.total_ms / 1000.0);
+              m->record_success(e.finish_reason);
+            }
             self->send(c.sink, std::move(e));
             self->demonitor(c.sink);
             self->state.clients.erase(it);

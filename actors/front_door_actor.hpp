@@ -1,17 +1,20 @@
 // front_door_actor: where clients come in. Keeps each request's sink (the client's actor) and
 // timings, forwards requests and cancels to the scheduler, and splits the decode actor's
 // per-step batches into per-request stream events (token events, then one final event with
-// usage and TTFT/TPOT). A sink that dies cancels its request. Protocol:
-// actors/front_door_protocol.hpp.
+// usage and TTFT/TPOT). A sink that dies cancels its request. It also records each request's
+// TTFT, inter-token latencies, end-to-end latency, token counts and outcome into the engine's
+// metrics registry (front_door_metrics). Protocol: actors/front_door_protocol.hpp.
 #pragma once
 
 #include <caf/actor.hpp>
 #include <caf/stateful_actor.hpp>
 
 #include <chrono>
+#include <string>
 #include <unordered_map>
 
 #include "actors/front_door_protocol.hpp"
+#include "runtime/metrics_registry.hpp"
 
 namespace fw::actors {
 
@@ -19,9 +22,30 @@ struct client_entry {
   caf::actor sink;
   std::chrono::steady_clock::time_point submitted;
   std::chrono::steady_clock::time_point first_token;
+  std::chrono::steady_clock::time_point last_token;
   bool has_first = false;
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;
+};
+
+/// The front door's instruments, created in a registry that outlives the actor. The actor only
+/// updates them (lock-free counters, one short lock per histogram observation).
+struct front_door_metrics {
+  metrics_registry* registry = nullptr;
+  metric_labels labels;  ///< {model_name}, on every instrument
+  histogram_metric* ttft = nullptr;
+  histogram_metric* inter_token = nullptr;
+  histogram_metric* e2e = nullptr;
+  counter_metric* prompt_tokens = nullptr;
+  counter_metric* generation_tokens = nullptr;
+
+  /// Registers every instrument (success and failure counters for the usual reasons at zero).
+  static front_door_metrics create(metrics_registry& registry, const std::string& model_name);
+  /// request_success_total{finished_reason} += 1 ("stop", "length").
+  void record_success(const std::string& finish_reason) const;
+  /// request_failure_total{reason} += 1; reason is an errc name ("cancelled", "timed out" ->
+  /// "timed_out").
+  void record_failure(const std::string& reason) const;
 };
 
 struct front_door_state {
@@ -30,13 +54,15 @@ struct front_door_state {
   explicit front_door_state(caf::local_actor*) {}
 
   caf::actor scheduler;
+  const front_door_metrics* metrics = nullptr;  ///< null: not recorded
   std::unordered_map<uint64_t, client_entry> clients;
   static inline const char* name = "fw.front_door";
 };
 
 using init_atom = caf::atom_constant<caf::atom("init")>;
 
-/// Spawned first; receives (init_atom, scheduler) before any client request.
-caf::behavior front_door_actor(caf::stateful_actor<front_door_state>* self);
+/// Spawned first; receives (init_atom, scheduler) before any client request. metrics may be null;
+/// otherwise it must outlive the actor.
+caf::behavior front_door_actor(caf::stateful_actor<front_door_state>* self, const front_door_metrics* metrics);
 
 }  // namespace fw::actors

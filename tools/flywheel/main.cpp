@@ -14,10 +14,13 @@ struct command {
 };
 
 constexpr command commands[] = {
+    {"console", fw::cli::cmd_console, "interactive chat and runtime console (:help inside for commands)"},
     {"generate", fw::cli::cmd_generate, "generate text from a prompt (or a chat turn with --chat)"},
     {"tokenize", fw::cli::cmd_tokenize, "print the token ids of a text as a JSON array"},
     {"bench", fw::cli::cmd_bench, "measure prefill and decode tokens/s like llama-bench (and the decode bound)"},
+    {"bench-spec", fw::cli::cmd_bench_spec, "speculative decoding vs plain decoding: acceptance and speedup per draft and k"},
     {"info", fw::cli::cmd_info, "show a model's metadata and the kernel path of each weight type"},
+    {"plugins", fw::cli::cmd_plugins, "list the config's plugins (name kind version file state users) or --check a file"},
 };
 
 void print_usage() {

@@ -1,0 +1,139 @@
+// `flywheel console` driven through pipes with scripted sessions on the real model: a chat turn,
+// :set, a greedy :gen equal to `flywheel generate --temperature 0`, :stats, :metrics, a bad command,
+// :quit; the exit code is 0 for a clean script and non-zero when a command failed; no prompt
+// decorations without a terminal.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <regex>
+#include <string>
+
+#include "tests/console/console_process.hpp"
+
+namespace fw::test {
+namespace {
+
+std::vector<std::string> console_args() { return {flywheel_binary(), "console", "--config", default_config()}; }
+
+/// The text between the end of `after` and the start of `before` in s (empty when absent).
+std::string between(const std::string& s, const std::string& after, const std::string& before) {
+  const size_t a = s.find(after);
+  if (a == std::string::npos) return {};
+  const size_t start = a + after.size();
+  const size_t b = s.find(before, start);
+  return b == std::string::npos ? std::string() : s.substr(start, b - start);
+}
+
+size_t count_of(const std::string& s, const std::string& part) {
+  size_t n = 0;
+  for (size_t p = s.find(part); p != std::string::npos; p = s.find(part, p + 1)) ++n;
+  return n;
+}
+
+TEST(console_pipe_test, scripted_session) {
+  FW_REQUIRE_CONSOLE();
+  const std::string script =
+      "What is the capital of France?\n"
+      ":set temperature 0\n"
+      ":set max_tokens 16\n"
+      ":gen The quick brown fox\n"
+      ":stats\n"
+      ":metrics\n"
+      ":frobnicate\n"
+      ":get temperature\n"
+      ":quit\n"
+      "this line is never read\n";
+  const auto r = run_process(console_args(), script);
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << "a failed command makes the exit code non-zero\n" << r.err;
+
+  // Loading progress and the banner go to stderr without a terminal; no prompt anywhere.
+  EXPECT_NE(r.err.find("loading model"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(":help"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("> "), std::string::npos) << r.out;
+
+  // The chat turn answered with some text before the first command's output.
+  const size_t set_pos = r.out.find("sampling.temperature = 0.0\n");
+  ASSERT_NE(set_pos, std::string::npos) << r.out;
+  const std::string answer = r.out.substr(0, set_pos);
+  EXPECT_NE(answer.find_first_not_of(" \n"), std::string::npos) << "empty chat answer";
+  EXPECT_NE(r.out.find("sampling.max_tokens = 16\n"), std::string::npos) << r.out;
+
+  // The greedy :gen equals `flywheel generate --temperature 0` for the same prompt.
+  const std::string gen = between(r.out, "sampling.max_tokens = 16\n", "last turn:");
+  const auto g = run_process({flywheel_binary(), "generate", "--config", default_config(), "--temperature", "0",
+                              "--max-tokens", "16", "--prompt", "The quick brown fox", "--json"},
+                             "");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const auto j = nlohmann::json::parse(g.out);
+  EXPECT_EQ(gen, j["text"].get<std::string>() + "\n");
+  EXPECT_EQ(j["tokens"].size(), 16u);
+
+  // :stats: the :gen turn with its TTFT; totals over both requests.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("last turn: (\\d+) prompt tokens, 16 generated, TTFT ([0-9.]+) ms")))
+      << r.out;
+  EXPECT_EQ(std::stoul(m[1]), j["prompt_tokens"].size());
+  EXPECT_GT(std::stod(m[2]), 0.0);
+  EXPECT_NE(r.out.find("totals: 2 requests (0 cancelled, 0 failed)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("runtime: "), std::string::npos) << r.out;
+
+  // :metrics: both requests counted.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nflywheel:time_to_first_token_seconds_count\\{[^}]*\\} 2\n"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nflywheel:e2e_request_latency_seconds_count\\{[^}]*\\} 2\n"))) << r.out;
+  double successes = 0;  // the chat turn ends with stop or length, the :gen with length
+  const std::regex success("\nflywheel:request_success_total\\{[^}]*finished_reason=\"(stop|length)\"\\} (\\d+)");
+  for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), success); it != std::sregex_iterator(); ++it)
+    successes += std::stod((*it)[2]);
+  EXPECT_EQ(successes, 2) << r.out;
+  EXPECT_NE(r.out.find("# TYPE flywheel:inter_token_latency_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(r.out.find("# TYPE flywheel:kv_cache_usage_perc gauge\n"), std::string::npos);
+
+  // The bad command: one error line, and the console carried on (:get answered, :quit stopped it).
+  EXPECT_EQ(count_of(r.err, "error:"), 1u) << r.err;
+  EXPECT_NE(r.err.find("error: unknown command ':frobnicate'"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("\nsampling.temperature = 0.0\n"), std::string::npos) << r.out;
+}
+
+TEST(console_pipe_test, clean_script_exits_zero) {
+  FW_REQUIRE_CONSOLE();
+  const auto r = run_process(console_args(), ":set max_tokens 4\n:gen Hello\n:reset\n:help\n:get\n:kernels\n:devices\n");
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // end of input quits like :quit
+  EXPECT_EQ(r.err.find("error:"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("conversation cleared"), std::string::npos);
+  for (const char* cmd : {":reset", ":gen TEXT", ":set KEY VALUE", ":get [KEY]", ":stats", ":metrics", ":kernels",
+                          ":config", ":devices", ":plugins", ":load PATH", ":unload NAME", ":reload NAME", ":quit"})
+    EXPECT_NE(r.out.find(std::string("  ") + cmd + " "), std::string::npos) << ":help misses " << cmd;
+  EXPECT_NE(r.out.find("speculative.k = "), std::string::npos);  // :get lists speculative settings
+  EXPECT_NE(r.out.find("kernel paths on the cpu backend:\n  q4_1 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("in use: cpu backend"), std::string::npos) << r.out;
+}
+
+TEST(console_pipe_test, each_failure_is_one_error_line_and_a_nonzero_exit) {
+  FW_REQUIRE_CONSOLE();
+  const auto r = run_process(console_args(),
+                             ":plugins\n:load /tmp/x.so\n:set temperature abc\n:set ctx_size 8\n:set bogus 1\n"
+                             ":gen\n:reset now\n:get temperature\n");
+  ASSERT_FALSE(r.timed_out);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(count_of(r.err, "error: plugins: no plugin host in this build yet\n"), 2u) << r.err;
+  EXPECT_NE(r.err.find("error: sampling.temperature"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: model.ctx_size cannot be changed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: usage: :gen TEXT"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: :reset takes no arguments"), std::string::npos) << r.err;
+  EXPECT_EQ(count_of(r.err, "error:"), 7u) << r.err;
+  EXPECT_NE(r.out.find("sampling.temperature = 0.7"), std::string::npos) << "a bad :set changed nothing\n" << r.out;
+}
+
+TEST(console_pipe_test, bad_config_is_reported_before_loading) {
+  FW_REQUIRE_CONSOLE();
+  const auto r = run_process({flywheel_binary(), "console", "--config", "/nonexistent/flywheel.toml"}, "");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("console: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("loading model"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace fw::test

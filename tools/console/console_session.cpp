@@ -1,0 +1,302 @@
+#include "tools/console/console_session.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "runtime/cpu_backend.hpp"
+
+namespace fw::console {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string_view trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+/// Splits "word rest..." at the first blank; rest is trimmed.
+std::pair<std::string_view, std::string_view> split_word(std::string_view s) {
+  const size_t sp = s.find_first_of(" \t");
+  if (sp == std::string_view::npos) return {s, {}};
+  return {s.substr(0, sp), trim(s.substr(sp))};
+}
+
+/// The "section.key" a bare key names when exactly one key has that name; else key as given.
+std::string qualify(std::string_view key) {
+  if (key.find('.') != std::string_view::npos) return std::string(key);
+  std::string found;
+  for (const auto& k : config::keys()) {
+    if (k.size() > key.size() && k.ends_with(key) && k[k.size() - key.size() - 1] == '.') {
+      if (!found.empty()) return std::string(key);
+      found = k;
+    }
+  }
+  return found.empty() ? std::string(key) : found;
+}
+
+/// Stream events handed from the engine's threads to the console's thread.
+struct event_queue {
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<actors::stream_event> events;  // GUARDED_BY(mutex)
+};
+
+__attribute__((format(printf, 1, 2))) std::string format_line(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+}  // namespace
+
+console_session::console_session(actors::engine& engine, config& cfg, std::ostream& out, std::ostream& err,
+                                 console_options options)
+    : engine_(engine), cfg_(cfg), out_(out), err_(err), options_(std::move(options)) {}
+
+console_session::outcome console_session::execute(std::string_view line) {
+  line = trim(line);
+  if (line.empty()) return outcome::ok;
+  if (line.front() == ':') {
+    auto [name, args] = split_word(line);
+    return run_command(name, args);
+  }
+  return chat_turn(line);
+}
+
+console_session::outcome console_session::fail(const std::string& message) {
+  ++failed_;
+  out_.flush();
+  err_ << "error: " << message << "\n";
+  err_.flush();
+  return outcome::failed;
+}
+
+console_session::outcome console_session::run_command(std::string_view name, std::string_view args) {
+  const console_command* c = find_command(name);
+  if (!c) {
+    std::string msg = "unknown command '" + std::string(name) + "'";
+    if (auto near = nearest_command(name); !near.empty()) msg += " (did you mean '" + std::string(near) + "'?)";
+    return fail(msg + "; :help lists the commands");
+  }
+  if (c->args.empty() && !args.empty()) return fail(std::string(c->name) + " takes no arguments");
+  if (!c->args.empty() && !c->optional_args && args.empty())
+    return fail("usage: " + std::string(c->name) + " " + std::string(c->args));
+
+  switch (c->id) {
+    case command_id::help: out_ << help_text(); break;
+    case command_id::reset:
+      conversation_.clear();
+      out_ << "conversation cleared\n";
+      break;
+    case command_id::gen: return cmd_gen(args);
+    case command_id::set: return cmd_set(args);
+    case command_id::get: return cmd_get(args);
+    case command_id::stats: return cmd_stats();
+    case command_id::metrics: out_ << engine_.render_metrics(); break;
+    case command_id::kernels: return cmd_kernels();
+    case command_id::config: {
+      std::string text = cfg_.describe();
+      if (!text.ends_with('\n')) text += '\n';
+      out_ << text;
+      break;
+    }
+    case command_id::devices: return cmd_devices();
+    case command_id::plugins:
+    case command_id::load:
+    case command_id::unload:
+    case command_id::reload: return fail("plugins: no plugin host in this build yet");
+    case command_id::quit: return outcome::quit;
+  }
+  out_.flush();
+  return outcome::ok;
+}
+
+// -- generation --
+
+console_session::outcome console_session::chat_turn(std::string_view text) {
+  const auto& tmpl = engine_.get_model().chat();
+  if (!tmpl) return fail("the model has no usable chat template (" + tmpl.err().message + "); use :gen TEXT");
+  conversation_.push_back({"user", std::string(text)});
+  auto r = generate(tmpl->apply(conversation_, true));
+  if (!r.ok && !r.cancelled) {
+    conversation_.pop_back();
+    return fail(r.error);
+  }
+  // A cancelled answer stays as far as it was shown, so the conversation matches the screen.
+  conversation_.push_back({"assistant", std::move(r.text)});
+  return outcome::ok;
+}
+
+console_session::outcome console_session::cmd_gen(std::string_view text) {
+  auto r = generate(std::string(text));
+  if (!r.ok && !r.cancelled) return fail(r.error);
+  return outcome::ok;
+}
+
+console_session::stream_result console_session::generate(const std::string& text) {
+  stream_result r;
+  const sampling_params params = cfg_.sampling.to_params();
+  if (auto ok = params.validate(); !ok) {
+    r.error = ok.err().message;
+    return r;
+  }
+  auto prompt = engine_.get_model().vocab().encode(text, true, true);
+  auto queue = std::make_shared<event_queue>();
+  const uint64_t id = engine_.submit(std::move(prompt), params, [queue](const actors::stream_event& e) {
+    {
+      std::lock_guard<std::mutex> lock(queue->mutex);
+      queue->events.push_back(e);
+    }
+    queue->ready.notify_one();
+  });
+
+  actors::stream_event final;
+  bool finished = false;
+  while (!finished) {
+    std::deque<actors::stream_event> batch;
+    {
+      std::unique_lock<std::mutex> lock(queue->mutex);
+      queue->ready.wait_for(lock, 20ms, [&] { return !queue->events.empty(); });
+      batch.swap(queue->events);
+    }
+    if (!r.cancelled && options_.interrupted && options_.interrupted()) {
+      engine_.cancel(id);
+      r.cancelled = true;
+    }
+    for (auto& e : batch) {
+      if (e.kind == static_cast<uint8_t>(actors::stream_kind::token)) {
+        out_ << e.text;
+        r.text += e.text;
+      } else {
+        final = std::move(e);
+        finished = true;
+        break;
+      }
+    }
+    out_.flush();
+  }
+  out_ << "\n";
+  out_.flush();
+
+  r.ok = final.kind == static_cast<uint8_t>(actors::stream_kind::done);
+  if (!r.ok && !r.cancelled) r.error = "generation failed: " + final.finish_reason + ": " + final.error;
+  if (r.ok) r.cancelled = false;  // the answer finished before the cancel arrived
+
+  turn_record t;
+  t.prompt_tokens = final.prompt_tokens;
+  t.generated_tokens = final.completion_tokens;
+  t.ttft_ms = final.ttft_ms;
+  t.tpot_ms = final.tpot_ms;
+  t.total_ms = final.total_ms;
+  t.finish = final.finish_reason;
+  t.cancelled = r.cancelled;
+  t.failed = !r.ok && !r.cancelled;
+  stats_.record(t);
+
+  if (r.cancelled) err_ << "[generation stopped: " << t.generated_tokens << " tokens]\n";
+  else if (r.ok && options_.interactive) err_ << stats_.summary_line() << "\n";
+  err_.flush();
+  return r;
+}
+
+// -- settings --
+
+console_session::outcome console_session::cmd_set(std::string_view args) {
+  auto [key, value] = split_word(args);
+  if (value.empty()) return fail("usage: :set KEY VALUE (e.g. :set temperature 0)");
+  std::string qualified;
+  if (!is_settable(key, &qualified)) {
+    if (cfg_.get(key)) {
+      return fail(qualify(key) + " cannot be changed while the console runs (:set takes sampling.* and "
+                  "speculative.* keys)");
+    }
+    auto probe = cfg_;  // for the unknown-key message and its suggestion
+    auto ok = probe.set(key, value);
+    return fail(ok ? "unknown setting '" + std::string(key) + "'" : ok.err().message);
+  }
+  if (auto ok = cfg_.set(qualified, value); !ok) return fail(ok.err().message);
+  out_ << qualified << " = " << *cfg_.get(qualified) << "\n";
+  if (qualified.starts_with("speculative."))
+    out_ << "note: the console's runtime does not decode speculatively yet (flywheel generate --draft does); "
+            "the value is kept\n";
+  out_.flush();
+  return outcome::ok;
+}
+
+console_session::outcome console_session::cmd_get(std::string_view args) {
+  if (args.empty()) {
+    for (const auto& k : settable_keys()) out_ << k << " = " << *cfg_.get(k) << "\n";
+    out_.flush();
+    return outcome::ok;
+  }
+  if (args.find_first_of(" \t") != std::string_view::npos) return fail("usage: :get [KEY]");
+  auto v = cfg_.get(args);
+  if (!v) return fail(v.err().message);
+  out_ << qualify(args) << " = " << *v << "\n";
+  out_.flush();
+  return outcome::ok;
+}
+
+// -- reports --
+
+console_session::outcome console_session::cmd_stats() {
+  out_ << stats_.last_line() << "\n" << stats_.totals_line() << "\n";
+  auto s = engine_.stats();
+  if (!s) return fail("runtime statistics: " + s.err().what());
+  const double kv_pct = s->kv_total_blocks ? 100.0 * s->kv_used_blocks / s->kv_total_blocks : 0.0;
+  out_ << format_line("runtime: %llu waiting, %llu prefilling, %llu decoding, KV cache %llu/%llu blocks (%.1f%%), "
+                      "%llu completed, %llu failed, %llu worker restarts\n",
+                      static_cast<unsigned long long>(s->waiting), static_cast<unsigned long long>(s->prefilling),
+                      static_cast<unsigned long long>(s->decoding), static_cast<unsigned long long>(s->kv_used_blocks),
+                      static_cast<unsigned long long>(s->kv_total_blocks), kv_pct,
+                      static_cast<unsigned long long>(s->completed), static_cast<unsigned long long>(s->failed),
+                      static_cast<unsigned long long>(s->worker_restarts));
+  out_ << "speculation: off (the actor runtime does not decode speculatively yet; its acceptance rate will show here)\n";
+  out_.flush();
+  return outcome::ok;
+}
+
+console_session::outcome console_session::cmd_kernels() {
+  auto& dev = engine_.device();
+  out_ << "kernel paths on the " << dev.name() << " backend:\n";
+  for (const auto& k : dev.kernel_paths()) {
+    out_ << format_line("  %-5s -> %s", k.weight_type.c_str(), k.path.c_str());
+    if (k.fallback) out_ << "  WARNING: " << k.note;
+    out_ << "\n";
+  }
+  out_.flush();
+  return outcome::ok;
+}
+
+console_session::outcome console_session::cmd_devices() {
+  out_ << "configured devices ([[devices]] of " << (cfg_.source_path.empty() ? "the built-in defaults" : cfg_.source_path)
+       << "):\n";
+  for (const auto& d : cfg_.devices) {
+    out_ << format_line("  %s:%u  role %s", d.kind.c_str(), d.id, d.role.c_str());
+    if (d.kind == "cpu") out_ << ", threads " << (d.threads ? std::to_string(d.threads) : "from compute.threads");
+    out_ << ", KV pool " << (d.kv_pool_mib ? std::to_string(d.kv_pool_mib) + " MiB" : "as [kv_cache]");
+    if (d.bandwidth_gbs > 0) out_ << format_line(", %.0f GB/s", d.bandwidth_gbs);
+    out_ << "\n";
+  }
+  auto& dev = engine_.device();
+  auto& pool = dev.kv_pool();
+  out_ << "in use: " << dev.name() << " backend";
+  if (auto* cpu = dynamic_cast<cpu_backend*>(&dev)) out_ << ", " << cpu->threads() << " kernel threads";
+  out_ << format_line(", KV pool %u blocks of %u tokens (%u in use); every role runs on this one device\n",
+                      pool.total_blocks(), pool.layout().block_tokens, pool.used_blocks());
+  out_.flush();
+  return outcome::ok;
+}
+
+}  // namespace fw::console

@@ -1,0 +1,183 @@
+// flywheel console: the interactive REPL on the actor runtime. Loads the config's model (with
+// progress), starts the engine, prints a banner and hands each input line to a console_session
+// (tools/console/). At a terminal: libedit prompt, history and completion, exit code 0. Otherwise:
+// one command per line, no prompt, exit code 1 when any command failed (130 when a Ctrl-C came
+// while it waited for input). Ctrl-C during a generation stops only that generation.
+#include <unistd.h>
+
+#include <clocale>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "actors/engine.hpp"
+#include "runtime/cpu_backend.hpp"
+#include "tools/console/console_session.hpp"
+#include "tools/console/interrupt.hpp"
+#include "tools/console/line_reader.hpp"
+#include "tools/console/progress_line.hpp"
+#include "tools/flywheel/arg_parser.hpp"
+#include "tools/flywheel/commands.hpp"
+#include "tools/flywheel/model_session.hpp"
+
+namespace fw::cli {
+namespace {
+
+/// KV pool capacity in tokens from [kv_cache] (pool_tokens, or pool_mib for this model's layout).
+uint32_t kv_pool_tokens(const config& cfg, const model_config& mc) {
+  const auto& kv = cfg.kv_cache;
+  if (kv.pool_tokens > 0) return kv.pool_tokens;
+  kv_layout layout;
+  layout.n_layer = mc.n_layer;
+  layout.n_head_kv = mc.n_head_kv;
+  layout.head_dim = mc.head_dim;
+  layout.block_tokens = kv.block_tokens;
+  return kv_block_pool::blocks_for_bytes(layout, size_t{kv.pool_mib} << 20) * kv.block_tokens;
+}
+
+std::string history_file(const arg_parser& args) {
+  if (args.has("history")) return args.str("history");
+  const char* home = std::getenv("HOME");
+  return home && *home ? std::string(home) + "/.flywheel_history" : std::string();
+}
+
+std::string banner(const config& cfg, const model& m, const cpu_backend& be, uint32_t n_ctx, uint32_t kv_tokens) {
+  const auto& mc = m.config();
+  std::ostringstream b;
+  b << "flywheel console: " << cfg.model.path;
+  if (!mc.name.empty()) b << " (" << mc.name << ")";
+  b << "\n  " << mc.n_layer << " layers, width " << mc.n_embd << ", context " << n_ctx << " tokens; cpu backend, "
+    << be.threads() << " threads, KV pool " << kv_tokens << " tokens\n";
+  b << "  kernels: ";
+  std::string warnings;
+  const auto kernels = be.kernel_paths();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const auto& k = kernels[i];
+    b << (i ? ", " : "") << k.weight_type << " -> " << k.path << (k.fallback ? " (fallback)" : "");
+    if (k.fallback) warnings += "  WARNING: " + k.weight_type + ": " + k.note + "\n";
+  }
+  b << "\n" << warnings;
+  const auto& s = cfg.sampling;
+  b << "  sampling: temperature " << s.temperature << ", top_k " << s.top_k << ", top_p " << s.top_p
+    << ", max_tokens " << s.max_tokens << " (:set KEY VALUE changes them)\n";
+  b << "Type a message to chat. :help lists the commands, Ctrl-C stops a generation, Ctrl-D quits.\n";
+  return b.str();
+}
+
+}  // namespace
+
+int cmd_console(int argc, char** argv) {
+  arg_parser args("console");
+  model_session::declare_flags(args);
+  args.option("history", "history file at a terminal (default: $HOME/.flywheel_history; \"\": none)");
+  if (auto ok = args.parse(argc, argv); !ok) {
+    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
+    return 2;
+  }
+  if (args.on("help")) {
+    std::fputs(args.usage().c_str(), stdout);
+    std::fputs("\nInside the console:\n", stdout);
+    std::fputs(console::help_text().c_str(), stdout);
+    return 0;
+  }
+  const bool terminal = ::isatty(STDIN_FILENO) != 0;
+  if (terminal && (!std::setlocale(LC_CTYPE, "") || MB_CUR_MAX == 1)) std::setlocale(LC_CTYPE, "C.UTF-8");
+
+  auto cfg = model_session::load_config(args);
+  if (!cfg) {
+    std::fprintf(stderr, "console: %s\n", cfg.err().message.c_str());
+    return 2;
+  }
+
+  if (cfg->speculative.draft != "none")
+    std::fprintf(stderr,
+                 "warning: speculative.draft = \"%s\" is kept but unused: the console's actor runtime does not "
+                 "decode speculatively yet (flywheel generate --draft does)\n",
+                 cfg->speculative.draft.c_str());
+
+  // Model load: Ctrl-C still ends the process here.
+  expected<std::shared_ptr<const model>> m = make_error(errc::internal, "not loaded");
+  {
+    console::progress_line p(stderr, "loading model " + cfg->model.path);
+    m = model::load(cfg->model.path);
+    p.finish(m ? "done" : "failed");
+  }
+  if (!m) {
+    std::fprintf(stderr, "console: %s\n", m.err().what().c_str());
+    return 1;
+  }
+  const model& mdl = **m;
+  const uint32_t train = mdl.config().n_ctx_train;
+  const uint32_t n_ctx = cfg->model.ctx_size > 0 ? cfg->model.ctx_size : std::min<uint32_t>(train, 4096);
+  if (n_ctx > train)
+    std::fprintf(stderr, "warning: context size %u exceeds the model's training context %u\n", n_ctx, train);
+  const uint32_t kv_tokens = kv_pool_tokens(*cfg, mdl.config());
+  if (kv_tokens < n_ctx)
+    std::fprintf(stderr, "warning: the KV pool (%u tokens) is smaller than the context window (%u)\n", kv_tokens, n_ctx);
+
+  // Threads started from here on (kernel pool, CAF) never take SIGINT: the console's thread does.
+  console::block_interrupts_in_this_thread();
+  std::unique_ptr<actors::engine> engine;
+  cpu_backend* be = nullptr;
+  {
+    console::progress_line p(stderr, "starting the runtime");
+    cpu_backend_options o;
+    o.threads = cfg->compute.threads;
+    o.kv_tokens = kv_tokens;
+    o.kv_block_tokens = cfg->kv_cache.block_tokens;
+    auto backend = std::make_unique<cpu_backend>(mdl.config(), mdl.weights(), o);
+    be = backend.get();
+    actors::engine_limits lim;
+    lim.n_ctx = n_ctx;
+    lim.max_batch = cfg->scheduler.max_batch;
+    lim.max_queue = cfg->scheduler.max_queue;
+    lim.prefill_chunk = cfg->scheduler.prefill_chunk;
+    lim.request_timeout_s =
+        cfg->scheduler.request_timeout_s > 0 ? cfg->scheduler.request_timeout_s : std::numeric_limits<double>::infinity();
+    auto e = actors::engine::start(*m, std::move(backend), lim);
+    p.finish(e ? "done" : "failed");
+    if (!e) {
+      std::fprintf(stderr, "console: %s\n", e.err().what().c_str());
+      return 1;
+    }
+    engine = std::move(*e);
+  }
+  console::install_interrupt_handler();
+  console::unblock_interrupts_in_this_thread();
+  if (console::take_interrupt()) {  // Ctrl-C while the runtime started
+    engine->shutdown();
+    return 130;
+  }
+
+  const std::string text = banner(*cfg, mdl, *be, n_ctx, kv_tokens);
+  std::fputs(text.c_str(), terminal ? stdout : stderr);
+  std::fflush(terminal ? stdout : stderr);
+
+  console::console_options opts;
+  opts.interactive = terminal;
+  opts.interrupted = console::take_interrupt;
+  console::console_session session(*engine, *cfg, std::cout, std::cerr, opts);
+  auto reader = terminal ? console::line_reader::terminal(history_file(args)) : console::line_reader::plain();
+  std::string line;
+  bool stopped = false;
+  for (;;) {
+    const auto st = reader->read(line);
+    if (st == console::line_reader::status::end) break;
+    if (st == console::line_reader::status::interrupted) {
+      if (terminal) continue;  // the line is cleared; prompt again
+      stopped = true;          // a script stopped by Ctrl-C
+      break;
+    }
+    (void)console::take_interrupt();  // a Ctrl-C from before this line does not cancel it
+    if (session.execute(line) == console::console_session::outcome::quit) break;
+  }
+  reader.reset();  // saves the history
+  engine->shutdown();
+  if (stopped) return 130;
+  return !terminal && session.failed_count() > 0 ? 1 : 0;
+}
+
+}  // namespace fw::cli
