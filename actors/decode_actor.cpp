@@ -7,6 +7,27 @@
 #include "actors/decode_protocol.hpp"
 
 namespace fw::actors {
+namespace {
+
+// Mirrors the decoder's cumulative speculation counters into the engine's registry (vLLM's
+// spec_decode_* names). advance_to keeps them monotonic across decode-actor restarts.
+void publish_spec_metrics(const engine_context& ctx, const spec_stats& s) {
+  auto& reg = *ctx.metrics;
+  reg.counter(metric_names::spec_decode_num_drafts, metric_names::spec_decode_num_drafts_help, ctx.labels)
+      .advance_to(static_cast<double>(s.steps));
+  reg.counter(metric_names::spec_decode_num_draft_tokens, metric_names::spec_decode_num_draft_tokens_help, ctx.labels)
+      .advance_to(static_cast<double>(s.draft_tokens));
+  reg.counter(metric_names::spec_decode_num_accepted_tokens, metric_names::spec_decode_num_accepted_tokens_help, ctx.labels)
+      .advance_to(static_cast<double>(s.accepted_tokens));
+  for (size_t i = 0; i < s.accepted_at.size(); ++i) {
+    metric_labels l = ctx.labels;
+    l.emplace_back("position", std::to_string(i));
+    reg.counter(metric_names::spec_decode_num_accepted_tokens_per_pos, metric_names::spec_decode_num_accepted_tokens_per_pos_help, l)
+        .advance_to(static_cast<double>(s.accepted_at[i]));
+  }
+}
+
+}  // namespace
 
 caf::behavior decode_actor(caf::stateful_actor<decode_state>* self, const engine_context* ctx,
                            caf::actor front_door, caf::actor scheduler) {
@@ -45,8 +66,11 @@ caf::behavior decode_actor(caf::stateful_actor<decode_state>* self, const engine
         finished_ids done;
         for (const auto& e : *events)
           if (e.finished) done.ids.push_back(e.id);
-        if (!events->empty()) self->send(front_door, step_atom::value, step_batch{std::move(*events)});
+        // Counters and the scheduler first, so that what a client reads after its final event
+        // already includes this step.
+        if (ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
         if (!done.ids.empty()) self->send(scheduler, done_atom::value, std::move(done));
+        if (!events->empty()) self->send(front_door, step_atom::value, step_batch{std::move(*events)});
         kick();
       },
   };

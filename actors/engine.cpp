@@ -69,6 +69,8 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   im.kv_usage = &e->metrics_.gauge(metric_names::kv_cache_usage, "KV-cache usage. 1 means 100 percent usage.", labels);
   im.restarts = &e->metrics_.counter(metric_names::worker_restarts,
                                      "Number of prefill/decode workers restarted by the supervisor.", labels);
+  e->ctx_.metrics = &e->metrics_;
+  e->ctx_.labels = labels;
   auto& sys = im.system;
   e->impl_->front_door = sys.spawn(front_door_actor, &im.fd_metrics);
   e->impl_->scheduler = sys.spawn(scheduler_actor, &e->ctx_, e->impl_->front_door);

@@ -52,6 +52,8 @@ class engine {
   expected<scheduler_stats> stats();
   /// The engine's metrics (flywheel:* names); valid for the engine's lifetime.
   metrics_registry& metrics() { return metrics_; }
+  /// The labels every engine series carries (model_name).
+  const fw::metric_labels& metric_labels() const { return ctx_.labels; }
   /// Refreshes the gauges from stats() (skipped once shut down), then the Prometheus text.
   std::string render_metrics();
   /// Fails in-flight requests, stops every actor and waits for them. Idempotent.

@@ -8,6 +8,7 @@
 #include "runtime/backend.hpp"
 #include "runtime/drafter.hpp"
 #include "runtime/k_policy.hpp"
+#include "runtime/metrics_registry.hpp"
 #include "runtime/model.hpp"
 
 namespace fw::actors {
@@ -28,6 +29,8 @@ struct engine_context {
   const model* m = nullptr;
   backend* device = nullptr;
   engine_limits limits;
+  metrics_registry* metrics = nullptr;  ///< the engine's registry (the decode actor's spec counters)
+  metric_labels labels;                 ///< labels every series carries (model_name)
 };
 
 }  // namespace fw::actors

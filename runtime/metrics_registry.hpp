@@ -51,6 +51,16 @@ inline constexpr const char* request_failure = "flywheel:request_failure_total";
 inline constexpr const char* prompt_tokens = "flywheel:prompt_tokens_total";
 inline constexpr const char* generation_tokens = "flywheel:generation_tokens_total";
 inline constexpr const char* worker_restarts = "flywheel:worker_restarts_total";
+inline constexpr const char* spec_decode_num_drafts = "flywheel:spec_decode_num_drafts_total";
+inline constexpr const char* spec_decode_num_draft_tokens = "flywheel:spec_decode_num_draft_tokens_total";
+inline constexpr const char* spec_decode_num_accepted_tokens = "flywheel:spec_decode_num_accepted_tokens_total";
+inline constexpr const char* spec_decode_num_accepted_tokens_per_pos =
+    "flywheel:spec_decode_num_accepted_tokens_per_pos_total";
+// Help texts of the speculative counters (a series is looked up by name, help and labels).
+inline constexpr const char* spec_decode_num_drafts_help = "Number of speculative steps that proposed draft tokens.";
+inline constexpr const char* spec_decode_num_draft_tokens_help = "Number of draft tokens proposed.";
+inline constexpr const char* spec_decode_num_accepted_tokens_help = "Number of draft tokens accepted by the target.";
+inline constexpr const char* spec_decode_num_accepted_tokens_per_pos_help = "Accepted draft tokens per position.";
 }  // namespace metric_names
 
 /// Bucket upper bounds (seconds) of the latency histograms: vLLM's, with finer steps below 10 ms

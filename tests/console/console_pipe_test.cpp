@@ -137,3 +137,38 @@ TEST(console_pipe_test, bad_config_is_reported_before_loading) {
 
 }  // namespace
 }  // namespace fw::test
+
+namespace fw::test {
+namespace {
+
+// The console on the speculative plugin config: the runtime decodes with the n-gram draft loaded
+// as a plugin, greedy output equals plain `generate`, :stats shows the acceptance, and the
+// plugin commands list, reload and refuse a bad file.
+TEST(console_pipe_test, plugins_and_speculation) {
+  FW_REQUIRE_CONSOLE();
+  const std::string cfg = std::string(FW_SOURCE_DIR) + "/conf/examples/speculative_plugin.toml";
+  const std::string prompt = "Copy: the cat sat on the mat. the cat sat on the mat. the cat sat";
+  const std::string script = ":plugins\n:set max_tokens 24\n:gen " + prompt +
+                             "\n:stats\n:reload draft_ngram\n:plugins\n:load /etc/passwd\n:quit\n";
+  const auto r = run_process({flywheel_binary(), "console", "--config", cfg}, script);
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << "the bad :load fails the script\n" << r.err;
+  EXPECT_NE(r.out.find("draft_ngram draft_model 0.1.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reloaded draft_ngram"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("error: plugins: plugin 'passwd' (/etc/passwd): not a shared library"), std::string::npos) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("speculation: draft draft_ngram, (\\d+) drafted, (\\d+) accepted")))
+      << r.out;
+  EXPECT_GT(std::stoul(m[1]), 0u);
+
+  const auto g = run_process({flywheel_binary(), "generate", "--config", default_config(), "--temperature", "0",
+                              "--max-tokens", "24", "--prompt", prompt, "--json"},
+                             "");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const auto j = nlohmann::json::parse(g.out);
+  EXPECT_EQ(between(r.out, "sampling.max_tokens = 24\n", "last turn:"), j["text"].get<std::string>() + "\n")
+      << "speculative decoding in the runtime must not change greedy output";
+}
+
+}  // namespace
+}  // namespace fw::test

@@ -1,5 +1,6 @@
 #include "tools/console/console_session.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdarg>
@@ -115,7 +116,7 @@ console_session::outcome console_session::run_command(std::string_view name, std
     case command_id::plugins:
     case command_id::load:
     case command_id::unload:
-    case command_id::reload: return fail("plugins: no plugin host in this build yet");
+    case command_id::reload: return cmd_plugins(c->id, args);
     case command_id::quit: return outcome::quit;
   }
   out_.flush();
@@ -228,8 +229,8 @@ console_session::outcome console_session::cmd_set(std::string_view args) {
   if (auto ok = cfg_.set(qualified, value); !ok) return fail(ok.err().message);
   out_ << qualified << " = " << *cfg_.get(qualified) << "\n";
   if (qualified.starts_with("speculative."))
-    out_ << "note: the console's runtime does not decode speculatively yet (flywheel generate --draft does); "
-            "the value is kept\n";
+    out_ << "note: the runtime's draft is chosen at start (--draft, [speculative]); this value applies when the "
+            "console starts again\n";
   out_.flush();
   return outcome::ok;
 }
@@ -262,7 +263,58 @@ console_session::outcome console_session::cmd_stats() {
                       static_cast<unsigned long long>(s->kv_total_blocks), kv_pct,
                       static_cast<unsigned long long>(s->completed), static_cast<unsigned long long>(s->failed),
                       static_cast<unsigned long long>(s->worker_restarts));
-  out_ << "speculation: off (the actor runtime does not decode speculatively yet; its acceptance rate will show here)\n";
+  if (options_.draft_name.empty()) {
+    out_ << "speculation: off (start with --draft ngram|layer-skip|self-quant|model or [speculative] draft)\n";
+  } else {
+    auto& reg = engine_.metrics();
+    const auto& labels = engine_.metric_labels();
+    const double steps = reg.counter(metric_names::spec_decode_num_drafts, metric_names::spec_decode_num_drafts_help, labels).value();
+    const double drafted = reg.counter(metric_names::spec_decode_num_draft_tokens, metric_names::spec_decode_num_draft_tokens_help, labels).value();
+    const double accepted = reg.counter(metric_names::spec_decode_num_accepted_tokens, metric_names::spec_decode_num_accepted_tokens_help, labels).value();
+    out_ << format_line("speculation: draft %s, %.0f drafted, %.0f accepted (acceptance %.1f%%), %.2f tokens per step\n",
+                        options_.draft_name.c_str(), drafted, accepted, drafted > 0 ? 100.0 * accepted / drafted : 0.0,
+                        steps > 0 ? (accepted + steps) / steps : 0.0);
+  }
+  out_.flush();
+  return outcome::ok;
+}
+
+console_session::outcome console_session::cmd_plugins(command_id id, std::string_view args) {
+  plugin_host* host = options_.plugins;
+  if (!host) return fail("plugins: this console has no plugin host");
+  const std::string arg(args);
+  if (id == command_id::plugins) {
+    const auto list = host->list();
+    if (list.empty()) out_ << "no plugins loaded ([[plugins.load]] in the config, or :load PATH)\n";
+    for (const auto& p : list) out_ << p.to_line() << "\n";
+    out_.flush();
+    return outcome::ok;
+  }
+  if (arg.empty() || arg.find_first_of(" \t") != std::string::npos)
+    return fail(std::string("usage: ") + (id == command_id::load ? ":load NAME|PATH" : id == command_id::unload ? ":unload NAME" : ":reload NAME"));
+  if (id == command_id::load) {
+    // A name from [[plugins.load]], or a path typed by the operator at this console.
+    const bool configured = std::any_of(cfg_.plugins.load.begin(), cfg_.plugins.load.end(),
+                                        [&](const plugin_load& p) { return p.name == arg; });
+    expected<plugin_info> r = make_error(errc::internal, "");
+    if (configured) {
+      r = host->load_configured(cfg_.plugins, arg);
+    } else {
+      std::string stem = arg.substr(arg.find_last_of('/') + 1);
+      if (stem.rfind("lib", 0) == 0) stem = stem.substr(3);
+      if (auto dot = stem.find('.'); dot != std::string::npos) stem = stem.substr(0, dot);
+      r = host->load(stem, arg);
+    }
+    if (!r) return fail("plugins: " + r.err().message);
+    out_ << "loaded " << r->to_line() << "\n";
+  } else if (id == command_id::unload) {
+    if (auto r = host->unload(arg); !r) return fail("plugins: " + r.err().message);
+    out_ << "unloaded " << arg << " (its library closes when the last request using it ends)\n";
+  } else {
+    auto r = host->reload(arg);
+    if (!r) return fail("plugins: " + r.err().message);
+    out_ << "reloaded " << r->to_line() << " (requests in flight finish on the old version)\n";
+  }
   out_.flush();
   return outcome::ok;
 }

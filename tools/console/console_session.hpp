@@ -23,6 +23,7 @@
 #include "actors/engine.hpp"
 #include "runtime/chat_template.hpp"
 #include "runtime/config.hpp"
+#include "runtime/plugin_host.hpp"
 #include "tools/console/console_commands.hpp"
 #include "tools/console/turn_stats.hpp"
 
@@ -33,6 +34,10 @@ struct console_options {
   bool interactive = false;
   /// Polled while generating; returns true once per interrupt (Ctrl-C). Null: never interrupted.
   std::function<bool()> interrupted;
+  /// The plugin host behind :plugins, :load, :unload, :reload (null: none).
+  plugin_host* plugins = nullptr;
+  /// The runtime's speculative draft, for :stats ("" = plain decoding).
+  std::string draft_name;
 };
 
 class console_session {
@@ -67,6 +72,7 @@ class console_session {
   outcome cmd_stats();
   outcome cmd_kernels();
   outcome cmd_devices();
+  outcome cmd_plugins(command_id id, std::string_view args);
   /// Encodes text, streams the answer to out_ and records the turn's statistics.
   stream_result generate(const std::string& text);
   outcome fail(const std::string& message);

@@ -7,6 +7,7 @@
 
 #include <clocale>
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
@@ -15,6 +16,8 @@
 
 #include "actors/engine.hpp"
 #include "runtime/cpu_backend.hpp"
+#include "runtime/drafter_factory.hpp"
+#include "runtime/plugin_host.hpp"
 #include "tools/console/console_session.hpp"
 #include "tools/console/interrupt.hpp"
 #include "tools/console/line_reader.hpp"
@@ -92,11 +95,6 @@ int cmd_console(int argc, char** argv) {
     return 2;
   }
 
-  if (cfg->speculative.draft != "none")
-    std::fprintf(stderr,
-                 "warning: speculative.draft = \"%s\" is kept but unused: the console's actor runtime does not "
-                 "decode speculatively yet (flywheel generate --draft does)\n",
-                 cfg->speculative.draft.c_str());
 
   // Model load: Ctrl-C still ends the process here.
   expected<std::shared_ptr<const model>> m = make_error(errc::internal, "not loaded");
@@ -120,6 +118,11 @@ int cmd_console(int argc, char** argv) {
 
   // Threads started from here on (kernel pool, CAF) never take SIGINT: the console's thread does.
   console::block_interrupts_in_this_thread();
+  // Plugins ([[plugins.load]]) and the speculative draft outlive the engine that uses them.
+  plugin_host plugins;
+  for (const auto& err : plugins.load_all(cfg->plugins))
+    std::fprintf(stderr, "warning: plugin not loaded: %s\n", err.message.c_str());
+  std::unique_ptr<drafter> draft;
   std::unique_ptr<actors::engine> engine;
   cpu_backend* be = nullptr;
   {
@@ -137,6 +140,18 @@ int cmd_console(int argc, char** argv) {
     lim.prefill_chunk = cfg->scheduler.prefill_chunk;
     lim.request_timeout_s =
         cfg->scheduler.request_timeout_s > 0 ? cfg->scheduler.request_timeout_s : std::numeric_limits<double>::infinity();
+    auto d = make_drafter(cfg->speculative, *m, *be, kv_tokens, &plugins);
+    if (!d) {
+      p.finish("failed");
+      std::fprintf(stderr, "console: %s\n", d.err().what().c_str());
+      return 1;
+    }
+    draft = std::move(*d);
+    lim.draft = draft.get();
+    double bandwidth = 0;
+    for (const auto& dev : cfg->devices)
+      if (dev.role == "decode" || dev.role == "both") bandwidth = std::max(bandwidth, dev.bandwidth_gbs);
+    lim.policy = make_k_policy(cfg->speculative, bandwidth);
     auto e = actors::engine::start(*m, std::move(backend), lim);
     p.finish(e ? "done" : "failed");
     if (!e) {
@@ -159,6 +174,8 @@ int cmd_console(int argc, char** argv) {
   console::console_options opts;
   opts.interactive = terminal;
   opts.interrupted = console::take_interrupt;
+  opts.plugins = &plugins;
+  if (draft) opts.draft_name = draft->name();
   console::console_session session(*engine, *cfg, std::cout, std::cerr, opts);
   auto reader = terminal ? console::line_reader::terminal(history_file(args)) : console::line_reader::plain();
   std::string line;
