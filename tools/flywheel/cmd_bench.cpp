@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tools/flywheel/bench_concurrency.hpp"
+
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/stream_bench.hpp"
 #include "runtime/cpu_backend.hpp"
@@ -232,6 +234,9 @@ int cmd_bench(int argc, char** argv) {
       .option("depth", "context tokens before each test (comma list)", "0")
       .option("batch-rows", "sequences decoded together in the tgNxB test (0 or 1 = none)", "16")
       .option("reps", "timed runs per test, after one untimed warm-up run", "5")
+      .option("concurrency", "serving mode: requests at once through the actor runtime (comma list, e.g. 1,4,16); "
+                             "uses the first --prompt-tokens and --gen-tokens")
+      .flag("spec", "serving mode: decode with the configured draft (--draft, [speculative])")
       .flag("json", "print one JSON object");
   if (auto ok = args.parse(argc, argv); !ok) {
     std::fprintf(stderr, "%s\n", ok.err().message.c_str());
@@ -266,6 +271,36 @@ int cmd_bench(int argc, char** argv) {
   if (!s) {
     std::fprintf(stderr, "bench: %s\n", s.err().what().c_str());
     return 1;
+  }
+  if (args.has("concurrency")) {
+    auto levels = int_list(args.str("concurrency"), "concurrency", 1);
+    if (!levels || levels->empty()) {
+      std::fprintf(stderr, "bench: --concurrency expects a comma list of positive integers\n");
+      return 2;
+    }
+    concurrency_bench_options co;
+    co.levels = *levels;
+    co.prompt_tokens = spec.prompt.empty() ? 128 : spec.prompt.front();
+    co.gen_tokens = spec.gen > 0 ? spec.gen : 128;
+    co.speculative = args.on("spec");
+    auto r = run_concurrency_bench(*s, co);
+    if (!r) {
+      std::fprintf(stderr, "bench: %s\n", r.err().what().c_str());
+      return 1;
+    }
+    if (json) {
+      nlohmann::json out = {{"model", s->m->file().path()}, {"threads", s->backend->threads()}, {"results", *r}};
+      std::printf("%s\n", out.dump(1).c_str());
+      return 0;
+    }
+    std::printf("| concurrency | aggregate t/s | TTFT p50 ms | TTFT p99 ms | TPOT p50 ms | TPOT p99 ms |\n");
+    std::printf("|-------------|---------------|-------------|-------------|-------------|-------------|\n");
+    const double base = (*r)[0]["aggregate_tok_s"].get<double>();
+    for (const auto& l : *r)
+      std::printf("| %11d | %13.1f | %11.1f | %11.1f | %11.2f | %11.2f |  %.2fx\n", l["concurrency"].get<int>(),
+                  l["aggregate_tok_s"].get<double>(), l["ttft_ms_p50"].get<double>(), l["ttft_ms_p99"].get<double>(),
+                  l["tpot_ms_p50"].get<double>(), l["tpot_ms_p99"].get<double>(), l["aggregate_tok_s"].get<double>() / base);
+    return 0;
   }
   const model_config& cfg = s->m->config();
   const int max_depth = *std::max_element(spec.depth.begin(), spec.depth.end());
