@@ -4,13 +4,14 @@
 #include "runtime/model.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
+#include "tools/flywheel/model_session.hpp"
 
 namespace fw::cli {
 
 int cmd_tokenize(int argc, char** argv) {
   arg_parser args("tokenize");
-  args.option("model", "GGUF model file", default_model_path)
-      .option("text", "text to tokenize")
+  model_session::declare_flags(args);
+  args.option("text", "text to tokenize")
       .flag("no-special", "treat special-token text (<|im_start|>) as plain text")
       .flag("add-bos", "prepend BOS when the model asks for it");
   if (auto ok = args.parse(argc, argv); !ok) {
@@ -25,7 +26,12 @@ int cmd_tokenize(int argc, char** argv) {
     std::fprintf(stderr, "tokenize: --text is required\n");
     return 2;
   }
-  auto m = model::load(args.str("model"));
+  auto cfg = model_session::load_config(args);  // --config and --model, like every subcommand
+  if (!cfg) {
+    std::fprintf(stderr, "tokenize: %s\n", cfg.err().message.c_str());
+    return 2;
+  }
+  auto m = model::load(cfg->model.path);
   if (!m) {
     std::fprintf(stderr, "tokenize: %s\n", m.err().what().c_str());
     return 1;
