@@ -1,6 +1,7 @@
 #include "tools/flywheel/arg_parser.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 
 namespace fw::cli {
@@ -46,6 +47,18 @@ expected<void> arg_parser::parse(int argc, char** argv) {
     values_[name] = value;
   }
   return {};
+}
+
+std::optional<int> arg_parser::parse_or_exit_code(int argc, char** argv) {
+  if (auto ok = parse(argc, argv); !ok) {
+    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
+    return 2;
+  }
+  if (on("help")) {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
+  return std::nullopt;
 }
 
 std::string arg_parser::str(const std::string& name) const {

@@ -22,6 +22,9 @@ class arg_parser {
   arg_parser& flag(const std::string& name, const std::string& help);
 
   expected<void> parse(int argc, char** argv);  ///< argv[0] is the first flag
+  /// parse(), then the common endings: a parse error is printed to stderr (exit code 2),
+  /// --help prints the usage to stdout (exit code 0); nullopt means "go on".
+  std::optional<int> parse_or_exit_code(int argc, char** argv);
 
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   bool on(const std::string& name) const { return has(name); }

@@ -238,14 +238,7 @@ int cmd_bench(int argc, char** argv) {
                              "uses the first --prompt-tokens and --gen-tokens")
       .flag("spec", "serving mode: decode with the configured draft (--draft, [speculative])")
       .flag("json", "print one JSON object");
-  if (auto ok = args.parse(argc, argv); !ok) {
-    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
-    return 2;
-  }
-  if (args.on("help")) {
-    std::fputs(args.usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   bench_spec spec;
   auto prompt = int_list(args.str("prompt-tokens"), "prompt-tokens", 1);
   auto depth = int_list(args.str("depth"), "depth", 0);

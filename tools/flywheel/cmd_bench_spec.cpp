@@ -62,14 +62,7 @@ int cmd_bench_spec(int argc, char** argv) {
       .option("max-tokens", "tokens generated per prompt", "64")
       .option("json-out", "also write the results as JSON to this file")
       .flag("json", "print one JSON object instead of a table");
-  if (auto ok = args.parse(argc, argv); !ok) {
-    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
-    return 2;
-  }
-  if (args.on("help")) {
-    std::fputs(args.usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   auto max_tokens = args.integer("max-tokens");
   if (!max_tokens || *max_tokens < 1) {
     std::fprintf(stderr, "bench-spec: --max-tokens must be a positive integer\n");

@@ -54,14 +54,7 @@ int cmd_generate(int argc, char** argv) {
       .option("stop", "stop string")
       .flag("ignore-eos", "keep generating past end-of-sequence")
       .flag("json", "print one JSON object instead of streaming text");
-  if (auto ok = args.parse(argc, argv); !ok) {
-    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
-    return 2;
-  }
-  if (args.on("help")) {
-    std::fputs(args.usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   if (!args.has("prompt")) {
     std::fprintf(stderr, "generate: --prompt is required\n");
     return 2;

@@ -10,14 +10,7 @@ namespace fw::cli {
 int cmd_info(int argc, char** argv) {
   arg_parser args("info");
   model_session::declare_flags(args);
-  if (auto ok = args.parse(argc, argv); !ok) {
-    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
-    return 2;
-  }
-  if (args.on("help")) {
-    std::fputs(args.usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   auto s = model_session::open(args, false);
   if (!s) {
     std::fprintf(stderr, "info: %s\n", s.err().what().c_str());

@@ -21,14 +21,7 @@ int cmd_plugins(int argc, char** argv) {
   args.option("config", "TOML config file whose [plugins] to load (default: built-in defaults, no plugins)")
       .option("check", "validate one plugin file and print why it would be refused")
       .flag("json", "print JSON (a list of objects with name, kind, version, file, state, users)");
-  if (auto ok = args.parse(argc, argv); !ok) {
-    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
-    return 2;
-  }
-  if (args.on("help")) {
-    std::fputs(args.usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   const bool json = args.on("json");
 
   if (args.has("check")) {

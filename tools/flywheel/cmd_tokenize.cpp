@@ -14,14 +14,7 @@ int cmd_tokenize(int argc, char** argv) {
   args.option("text", "text to tokenize")
       .flag("no-special", "treat special-token text (<|im_start|>) as plain text")
       .flag("add-bos", "prepend BOS when the model asks for it");
-  if (auto ok = args.parse(argc, argv); !ok) {
-    std::fprintf(stderr, "%s\n", ok.err().message.c_str());
-    return 2;
-  }
-  if (args.on("help")) {
-    std::fputs(args.usage().c_str(), stdout);
-    return 0;
-  }
+  if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   if (!args.has("text")) {
     std::fprintf(stderr, "tokenize: --text is required\n");
     return 2;
