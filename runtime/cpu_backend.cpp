@@ -5,6 +5,8 @@
 #include <cstring>
 #include <thread>
 
+#include <sys/mman.h>
+
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cpu/quant_ref.hpp"
 
@@ -39,6 +41,30 @@ cpu_backend::cpu_backend(const model_config& config, const llama_weights& weight
   for (ggml_type t : weights.matrix_types()) kernels_.emplace(t, cpu::select_dot_kernel(t, level));
   attn_dot_ = cpu::select_dot_kernel(ggml_type::f32, level);
   scores_.resize(threads_->size());
+  layers_ = weights.layers;
+  output_ = weights.output;
+  if (opts.pack_weights) {
+    for (auto& l : layers_)
+      for (auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*v);
+    pack(output_);
+  }
+}
+
+void cpu_backend::pack(cpu::weight_view& v) {
+  const auto& k = kernel_for(v.type);
+  if (!k.pack || v.packed || v.n < cpu::packed_group_rows) return;
+  const size_t bytes = v.row_bytes * static_cast<size_t>(v.n);
+  auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  if (!dst) return;  // keep the unpacked view
+  k.pack(v.data, v.row_bytes, v.n, v.k, dst);
+  // The mapped original is not read again by this backend: give its pages back (they stay in
+  // the page cache for whoever maps the file).
+  const uintptr_t page = 4096, begin = (reinterpret_cast<uintptr_t>(v.data) + page - 1) & ~(page - 1),
+                  end = (reinterpret_cast<uintptr_t>(v.data) + bytes) & ~(page - 1);
+  if (end > begin && !shares_embedding(v)) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  v.data = dst;
+  v.packed = true;
+  packed_.emplace_back(dst, std::free);
 }
 
 std::vector<kernel_report> cpu_backend::kernel_paths() const {
@@ -50,7 +76,12 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
   for (const auto& [type, k] : kernels_) {
     kernel_report r;
     r.weight_type = std::string(type_traits(type).name);
-    r.path = std::string(cpu::to_string(k.level)) +
+    const bool packed = std::any_of(layers_.begin(), layers_.end(), [&](const llama_layer_weights& l) {
+      for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+        if (v->type == type && v->packed) return true;
+      return false;
+    }) || (output_.type == type && output_.packed);
+    r.path = std::string(cpu::to_string(k.level)) + (packed ? " packed" : "") +
              (k.act == cpu::act_format::q8x ? " (int8 activations)" : " (f32 activations)");
     r.fallback = k.level < host;
     if (k.level == cpu::simd_level::scalar)
@@ -144,7 +175,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
 
   const uint32_t bt = pool_.layout().block_tokens;
   for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
-    const auto& L = w_.layers[il];
+    const auto& L = layers_[il];
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.attn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
     mm(L.wq, xn_.data(), m, q_.data());
     mm(L.wk, xn_.data(), m, k_.data());
@@ -187,7 +218,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
     ++n_out;
   }
   logits.resize(n_out * cfg_.n_vocab);
-  if (n_out > 0) mm(w_.output, xn_.data(), n_out, logits.data());
+  if (n_out > 0) mm(output_, xn_.data(), n_out, logits.data());
   return {};
 }
 

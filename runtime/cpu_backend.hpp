@@ -23,6 +23,9 @@ struct cpu_backend_options {
   /// Share another backend's kernel threads (a draft model next to its target) instead of
   /// starting a pool of `threads`.
   std::shared_ptr<cpu::thread_pool> shared_threads;
+  /// Repack quantized matrices into the kernel path's interleaved layout when it has one (an
+  /// owned copy; the mapped originals are released to the page cache). Faster products.
+  bool pack_weights = true;
 };
 
 class cpu_backend final : public backend {
@@ -41,10 +44,17 @@ class cpu_backend final : public backend {
  private:
   const cpu::dot_kernel& kernel_for(ggml_type t) const { return kernels_.at(t); }
   void mm(const cpu::weight_view& w, const float* x, int64_t m, float* y);
+  void pack(cpu::weight_view& v);
+  /// The tied output head is the embedding table, whose rows the forward pass still reads.
+  bool shares_embedding(const cpu::weight_view& v) const { return v.data == w_.tok_embd.data; }
   void attention(const forward_batch& batch, uint32_t layer);
 
   const model_config& cfg_;
   const llama_weights& w_;
+  // The matrices this backend multiplies with: w_'s views, or packed copies of them.
+  std::vector<llama_layer_weights> layers_;
+  cpu::weight_view output_;
+  std::vector<std::unique_ptr<uint8_t[], void (*)(void*)>> packed_;
   std::shared_ptr<cpu::thread_pool> threads_;
   kv_block_pool pool_;
   std::map<ggml_type, cpu::dot_kernel> kernels_;

@@ -20,6 +20,16 @@ void matmul(const weight_view& w, const dot_kernel& kernel, const float* x, int6
     act = q;
   }
   const auto* a = static_cast<const uint8_t*>(act);
+  if (w.packed) {
+    // Tasks own whole groups of packed rows (one SIMD lane per row inside a group).
+    const int64_t g = packed_group_rows;
+    const int64_t groups = (w.n + g - 1) / g;
+    pool.parallel_for(groups, 1, [&](int64_t b, int64_t e, int) {
+      const int64_t r0 = b * g, r1 = std::min(w.n, e * g);
+      kernel.packed_gemm(w.k, w.data + r0 * w.row_bytes, r1 - r0, a, act_stride, m, y + r0, ldy);
+    });
+    return;
+  }
   // Blocks of output rows per task; within a block the path's gemm reuses each loaded weight for
   // every activation row (verification and batched decode cost little more than one row).
   const int64_t grain = 16;

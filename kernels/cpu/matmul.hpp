@@ -20,6 +20,7 @@ struct weight_view {
   int64_t k = 0;         ///< input features (row length)
   int64_t n = 0;         ///< output features (rows)
   size_t row_bytes = 0;  ///< bytes per row
+  bool packed = false;   ///< data is in the kernel path's packed layout (dot_kernel::pack)
 };
 
 /// Scratch memory reused across calls (activation quantization).
