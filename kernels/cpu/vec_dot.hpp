@@ -1,7 +1,9 @@
-// Dot-product kernels between one weight row (any supported GGUF type) and one activation row.
-// Quantized weights (q4_0, q4_1, q8_0) are multiplied with activations quantized on the fly to
-// 8-bit blocks (block_q8x), the way llama.cpp does, so integer SIMD does the work; float weights
-// (f32, f16, bf16) take float activations. Every kernel has a scalar reference; SIMD paths are
+// Dot-product kernels between weight rows (any supported GGUF type) and activation rows: one row
+// by one (dot), several weight rows by one activation row (gemv), blocks of both (gemm), and an
+// optional packed weight layout with its own product (pack, packed_gemm). Quantized weights
+// (q4_0, q4_1, q8_0) are multiplied with activations quantized on the fly to 8-bit blocks
+// (block_q8x), the way llama.cpp does, so integer SIMD does the work; float weights (f32, f16,
+// bf16) take float activations. Every kernel has a scalar reference; SIMD paths are
 // chosen at run time and tested against it. Thread-safety: pure functions.
 #pragma once
 
@@ -29,8 +31,8 @@ using vec_dot_fn = float (*)(int64_t k, const void* w_row, const void* x_row);
 /// Quantizes k floats (k % 32 == 0) into k / 32 blocks.
 using quantize_q8x_fn = void (*)(const float* x, block_q8x* y, int64_t k);
 /// out[r] = dot(k, w_rows + r * row_stride, x) for r in [0, n_rows): several weight rows against
-/// one activation row, so a SIMD path loads and prepares the activations once per group of rows
-/// (decode is memory-bound; this is the kernel a matrix-vector product should call).
+/// one activation row in one call (rows one after another: measured the best order for unpacked
+/// weights streamed from DRAM; packed weights go through packed_gemm with n_x = 1).
 using gemv_rows_fn = void (*)(int64_t k, const void* w_rows, size_t row_stride, int64_t n_rows,
                               const void* x_row, float* out);
 /// y[j * ldy + i] = dot(k, w_rows + i * w_stride, x_rows + j * x_stride) for i in [0, n_w),
@@ -39,6 +41,23 @@ using gemv_rows_fn = void (*)(int64_t k, const void* w_rows, size_t row_stride, 
 /// several activation rows and each prepared activation for several weight rows.
 using gemm_rows_fn = void (*)(int64_t k, const void* w_rows, size_t w_stride, int64_t n_w,
                               const void* x_rows, size_t x_stride, int64_t n_x, float* y, int64_t ldy);
+
+// -- packed weights (optional, per path) --
+// A path may offer a packed layout of a weight matrix: rows interleaved in groups of
+// `packed_group_rows` so that one SIMD lane serves one row and a block's integer dot product is
+// finished in its lane (no per-block shuffles). The packed matrix has exactly the bytes of the
+// original (n rows x row_bytes) and the same addressing by row: the group holding rows
+// [16 g, 16 g + 16) starts at byte 16 g * row_bytes, and rows past the last whole group are kept
+// unchanged. Results equal the reference within the SIMD tolerance (not bit for bit with `dot`:
+// the sums run in another order).
+inline constexpr int64_t packed_group_rows = 16;
+/// Packs n_rows rows of k elements (src rows row_stride apart) into dst (n_rows * row_bytes).
+using pack_rows_fn = void (*)(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
+/// y[j * ldy + i] = dot(packed row i, x row j) for i in [0, n_rows), j in [0, n_x). `packed`
+/// points at a group start (a row index that is a multiple of packed_group_rows); n_rows may end
+/// inside the unpacked tail.
+using packed_gemm_fn = void (*)(int64_t k, const void* packed, int64_t n_rows, const void* x_rows,
+                                size_t x_stride, int64_t n_x, float* y, int64_t ldy);
 
 /// One weight type's kernel set on one SIMD level.
 struct dot_kernel {
@@ -49,10 +68,13 @@ struct dot_kernel {
   quantize_q8x_fn quantize;  ///< non-null when act == q8x
   gemv_rows_fn gemv = nullptr;  ///< same result as `dot` per row (bit for bit on each path)
   gemm_rows_fn gemm = nullptr;  ///< same result as `dot` per element (bit for bit on each path)
+  pack_rows_fn pack = nullptr;  ///< set when this path has a packed layout for the type
+  packed_gemm_fn packed_gemm = nullptr;  ///< the product on packed weights (with `pack`)
 };
 
 /// The best kernel for `type` at or below `max_level` that the host supports (avx512 needs VNNI).
-/// `gemv` and `gemm` are always set: register-tiled kernels on avx512, loops over `dot` elsewhere.
+/// `gemv` and `gemm` are always set (`gemv` walks the rows with `dot`; `gemm` is register-tiled on
+/// avx512 and a loop over `dot` elsewhere); `pack` / `packed_gemm` only where a packed layout exists.
 dot_kernel select_dot_kernel(ggml_type type, simd_level max_level);
 
 // -- per-path entry points (exposed for tests) --
@@ -82,18 +104,28 @@ float dot_bf16(int64_t k, const void* w, const void* x);
 float dot_q4_0(int64_t k, const void* w, const void* x);
 float dot_q4_1(int64_t k, const void* w, const void* x);
 float dot_q8_0(int64_t k, const void* w, const void* x);
-void gemv_f32(int64_t k, const void* w, size_t stride, int64_t n, const void* x, float* out);
-void gemv_f16(int64_t k, const void* w, size_t stride, int64_t n, const void* x, float* out);
-void gemv_bf16(int64_t k, const void* w, size_t stride, int64_t n, const void* x, float* out);
-void gemv_q4_0(int64_t k, const void* w, size_t stride, int64_t n, const void* x, float* out);
-void gemv_q4_1(int64_t k, const void* w, size_t stride, int64_t n, const void* x, float* out);
-void gemv_q8_0(int64_t k, const void* w, size_t stride, int64_t n, const void* x, float* out);
-void gemm_f32(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy);
-void gemm_f16(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy);
-void gemm_bf16(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy);
-void gemm_q4_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy);
-void gemm_q4_1(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy);
-void gemm_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy);
+void gemm_f32(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
+              float* y, int64_t ldy);
+void gemm_f16(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
+              float* y, int64_t ldy);
+void gemm_bf16(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
+               float* y, int64_t ldy);
+void gemm_q4_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
+               float* y, int64_t ldy);
+void gemm_q4_1(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
+               float* y, int64_t ldy);
+void gemm_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
+               float* y, int64_t ldy);
+// packed layout (vec_dot_packed_avx512.cpp)
+void pack_q4_0(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
+void pack_q4_1(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
+void pack_q8_0(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
+void packed_gemm_q4_0(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
+                      int64_t ldy);
+void packed_gemm_q4_1(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
+                      int64_t ldy);
+void packed_gemm_q8_0(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
+                      int64_t ldy);
 }  // namespace avx512
 
 }  // namespace fw::cpu

@@ -5,7 +5,8 @@
 // - q4_0 / q4_1: nibbles are 0..15 (unsigned operand). The 16 bytes of two blocks are unpacked as
 //   [lo0 lo1 hi0 hi1] and the activations are shuffled to match. q4_0's -8 offset is folded into
 //   the accumulator's start value: each of a block's 8 lanes starts at -sum(x) (8 * -sum(x) =
-//   -8 * sum(x)); q4_1's min term m * d_x * sum(x) is accumulated apart in a small vector.
+//   -8 * sum(x)); q4_1's min term m * d_x * sum(x) goes into the same accumulator through a
+//   second FMA whose product is zero except in two lanes.
 // - q8_0: signed weights become unsigned by flipping the top bit (w + 128); the extra
 //   128 * sum(x) is again removed through the accumulator's start value (-16 * sum(x) per lane).
 // The per-block scales (fp16 in the weights, f32 in the activations) are multiplied for two
@@ -13,8 +14,9 @@
 //
 // Every kernel is a register tile of RW weight rows x RX activation rows: the activation shuffle,
 // scales and offsets are prepared once per tile and serve RW rows, the unpacked weights serve RX
-// rows. dot is a 1 x 1 tile, gemv uses 4 x 1 (decode: each weight row is streamed once, so the
-// activation side is pure overhead to amortize), gemm 4 x 4 (prefill and batched rows).
+// rows. dot is a 1 x 1 tile, gemm 4 x 4 (prefill and batched rows).
+// vec_dot_packed_avx512.cpp has the faster kernels for weights repacked at load.
+//
 // GCC 12's AVX-512 headers build "undefined" vectors as `__m512 __Y = __Y;`, which
 // -W(maybe-)uninitialized reports at every inlined use: a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -25,7 +27,6 @@
 
 namespace fw::cpu::avx512 {
 namespace {
-
 
 // -- quantized: per-pair activation side -------------------------------------------------------
 
@@ -91,6 +92,16 @@ inline __m512i load_q8_pair(const int8_t* qs0, const int8_t* qs1) {
   return _mm512_xor_si512(z, _mm512_set1_epi8(static_cast<char>(0x80)));
 }
 
+// The rows of a tile are read side by side in short runs, which the hardware prefetchers do not
+// follow well (measured: q8_0 4-row tiles streamed from DRAM at less than half the speed of one
+// row after another). Tiles are walked in address order, so fetch the whole next tile up front.
+template <int RW>
+inline void prefetch_next_tile(const uint8_t* w, size_t w_stride) {
+  if constexpr (RW > 1) {
+    const char* next = reinterpret_cast<const char*>(w + RW * w_stride);
+    for (size_t off = 0; off < RW * w_stride; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
+  }
+}
 
 // -- quantized kernels: a tile of RW weight rows x RX activation rows ---------------------------
 //
@@ -171,14 +182,18 @@ void tile_q(int64_t k, const uint8_t* w, size_t w_stride, const uint8_t* x, size
   __m512 acc[RW][RX];
   for (int i = 0; i < RW; ++i)
     for (int j = 0; j < RX; ++j) acc[i][j] = _mm512_setzero_ps();
+  prefetch_next_tile<RW>(w, w_stride);
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2) {
     act_pair a[RX];
+#pragma GCC unroll 8
     for (int j = 0; j < RX; ++j) a[j] = F::act(reinterpret_cast<const block_q8x*>(x + j * x_stride) + b);
+#pragma GCC unroll 8
     for (int i = 0; i < RW; ++i) {
       const block* wb = reinterpret_cast<const block*>(w + i * w_stride) + b;
       const __m512i wq = F::weights(wb);
       const __m128 ws = load_weight_scales(&wb[0], &wb[1]);
+#pragma GCC unroll 8
       for (int j = 0; j < RX; ++j) {
         const __m512i dot = _mm512_dpbusd_epi32(a[j].bias, wq, a[j].q);
         // [d0 dx0, m0 dx0, d1 dx1, m1 dx1] (lanes 1 and 3 unused without a min)
@@ -205,6 +220,7 @@ void tile_q(int64_t k, const uint8_t* w, size_t w_stride, const uint8_t* x, size
 // -- float kernels ------------------------------------------------------------------------------
 
 enum class fkind { f32, f16, bf16 };
+
 
 template <fkind K>
 inline __m512 load16(const void* p, int64_t i) {
@@ -238,12 +254,16 @@ void tile_f(int64_t k, const uint8_t* w, size_t w_stride, const uint8_t* xb, siz
   for (int i = 0; i < RW; ++i)
     for (int j = 0; j < RX; ++j) a0[i][j] = _mm512_setzero_ps(), a1[i][j] = _mm512_setzero_ps();
   const auto xrow = [&](int j) { return reinterpret_cast<const float*>(xb + j * x_stride); };
+  prefetch_next_tile<RW>(w, w_stride);
   int64_t e = 0;
   for (; e + 32 <= k; e += 32) {
     __m512 x0[RX], x1[RX];
+#pragma GCC unroll 8
     for (int j = 0; j < RX; ++j) x0[j] = _mm512_loadu_ps(xrow(j) + e), x1[j] = _mm512_loadu_ps(xrow(j) + e + 16);
+#pragma GCC unroll 8
     for (int i = 0; i < RW; ++i) {
       const __m512 w0 = load16<K>(w + i * w_stride, e), w1 = load16<K>(w + i * w_stride, e + 16);
+#pragma GCC unroll 8
       for (int j = 0; j < RX; ++j) {
         a0[i][j] = _mm512_fmadd_ps(w0, x0[j], a0[i][j]);
         a1[i][j] = _mm512_fmadd_ps(w1, x1[j], a1[i][j]);
@@ -284,15 +304,6 @@ void gemm_tiles(int64_t k, const void* w, size_t w_stride, int64_t n_w, const vo
   }
 }
 
-template <int TW, tile_fn Rows, tile_fn One>
-void gemv_tiles(int64_t k, const void* w, size_t w_stride, int64_t n_w, const void* x, float* out) {
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const auto* xp = static_cast<const uint8_t*>(x);
-  int64_t i = 0;
-  for (; i + TW <= n_w; i += TW) Rows(k, wp + i * w_stride, w_stride, xp, 0, out + i, 0);
-  for (; i < n_w; ++i) One(k, wp + i * w_stride, w_stride, xp, 0, out + i, 0);
-}
-
 template <tile_fn One>
 float dot_one(int64_t k, const void* w, const void* x) {
   float out;
@@ -314,7 +325,8 @@ void quantize_q8x(const float* x, block_q8x* y, int64_t k) {
   for (int64_t b = 0; b < k / 32; ++b, x += 32) {
     const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    // Same arithmetic as the reference: fp16-rounded scale, x * (1 / d), round to nearest even.
+    // Same arithmetic as the reference: the fp16-rounded scale d, x * (1 / d) rounded to nearest
+    // even, clamped to [-127, 127].
     const float d = _cvtsh_ss(_cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT));
     const __m512 id = _mm512_set1_ps(d != 0.f ? 1.f / d : 0.f);
     __m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -328,12 +340,12 @@ void quantize_q8x(const float* x, block_q8x* y, int64_t k) {
   }
 }
 
-// dot = a 1 x 1 tile; gemv = 4 x 1 tiles; gemm = TW x TX tiles (4 x 4 quantized, 4 x 2 float).
+// dot = a 1 x 1 tile; gemm = TW x TX tiles (4 x 4 quantized, 4 x 2 float). No multi-row gemv
+// here: 4-row tiles streamed from DRAM measured no faster than one row after another (slower for
+// q8_0 and the float types, whose interleaved rows the prefetchers do not follow); decode's fast
+// path is the packed layout.
 #define FW_AVX512_ENTRY_POINTS(name, TW, TX)                                                            \
   float dot_##name(int64_t k, const void* w, const void* x) { return dot_one<name##_tile<1, 1>>(k, w, x); } \
-  void gemv_##name(int64_t k, const void* w, size_t ws, int64_t n, const void* x, float* out) {           \
-    gemv_tiles<4, name##_tile<4, 1>, name##_tile<1, 1>>(k, w, ws, n, x, out);                             \
-  }                                                                                                        \
   void gemm_##name(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,  \
                    float* y, int64_t ldy) {                                                                \
     gemm_tiles<TW, TX, name##_tile<TW, TX>, name##_tile<TW, 1>, name##_tile<1, TX>, name##_tile<1, 1>>(    \

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <random>
 #include <tuple>
 #include <utility>
@@ -161,6 +162,58 @@ TEST_P(vec_dot_test, gemm_rows_equals_dot_per_element) {
               << "k=" << k << " " << nw << "x" << nx << " element " << i << "," << j;
         }
         for (int64_t i = nw; i < ldy; ++i) ASSERT_EQ(y[j * ldy + i], -1.f) << "wrote outside the block";
+      }
+    }
+  }
+}
+
+// The packed layout: same bytes as the rows, tail rows unchanged, and packed_gemm (from any group
+// start, rows ending inside the tail) matches the reference within the SIMD tolerance.
+TEST_P(vec_dot_test, packed_gemm_matches_scalar_reference) {
+  const auto [t, level] = GetParam();
+  if (const char* why = missing(level)) GTEST_SKIP() << why;
+  const auto kern = select_dot_kernel(t, level);
+  if (kern.pack == nullptr) GTEST_SKIP() << "no packed layout for " << type_traits(t).name << " on " << to_string(level);
+  ASSERT_NE(kern.packed_gemm, nullptr);
+  const auto ref_k = select_dot_kernel(t, simd_level::scalar);
+  for (int64_t k : {int64_t{32}, int64_t{96}, int64_t{576}}) {
+    const size_t rb = row_bytes(type_traits(t), k);
+    for (int64_t n : {16, 37, 5, 48}) {
+      std::vector<uint8_t> w(rb * n);
+      std::vector<row_data> rows;
+      for (int64_t i = 0; i < n; ++i) {
+        rows.push_back(make_row(t, k, 11 * i + k));
+        std::copy(rows.back().wq.begin(), rows.back().wq.end(), w.begin() + i * rb);
+      }
+      std::vector<uint8_t> packed(rb * n, 0xcd);
+      kern.pack(w.data(), rb, n, k, packed.data());
+      const int64_t n_packed = n / packed_group_rows * packed_group_rows;
+      EXPECT_TRUE(std::equal(w.begin() + n_packed * rb, w.end(), packed.begin() + n_packed * rb)) << "tail rows changed";
+      for (int64_t nx : {1, 3, 4, 9}) {
+        std::vector<row_data> xs;
+        const size_t x_stride = k / 32 * sizeof(block_q8x);
+        std::vector<uint8_t> x(x_stride * nx);
+        for (int64_t j = 0; j < nx; ++j) {
+          xs.push_back(make_row(t, k, 500 + j));
+          std::memcpy(x.data() + j * x_stride, xs.back().xq.data(), x_stride);
+        }
+        for (int64_t first : {int64_t{0}, int64_t{16}}) {
+          if (first >= n || (first > 0 && first >= n_packed)) continue;
+          const int64_t rows_here = n - first;
+          const int64_t ldy = rows_here + 2;
+          std::vector<float> y(ldy * nx, -1.f);
+          kern.packed_gemm(k, packed.data() + first * rb, rows_here, x.data(), x_stride, nx, y.data(), ldy);
+          for (int64_t j = 0; j < nx; ++j) {
+            for (int64_t i = 0; i < rows_here; ++i) {
+              double abs_sum = 0;
+              for (int64_t e = 0; e < k; ++e) abs_sum += std::fabs(double(rows[first + i].w[e]) * xs[j].x[e]);
+              const float want = ref_k.dot(k, w.data() + (first + i) * rb, x.data() + j * x_stride);
+              EXPECT_NEAR(y[j * ldy + i], want, simd_vs_ref_rel_tolerance * abs_sum + 1e-6)
+                  << "k=" << k << " n=" << n << " nx=" << nx << " first=" << first << " element " << i << "," << j;
+            }
+            for (int64_t i = rows_here; i < ldy; ++i) ASSERT_EQ(y[j * ldy + i], -1.f) << "wrote outside the block";
+          }
+        }
       }
     }
   }

@@ -90,8 +90,17 @@ done
 RAW="$(mktemp -d)"
 trap 'rm -rf "$RAW"' EXIT
 echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cpus" >&2
+# Other work on the machine skews both engines (unevenly): say so.
+check_load() {
+  local load
+  load="$(cut -d' ' -f1 /proc/loadavg)"
+  if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
+    echo "warning: load average $load before this run: the machine is busy, numbers will be noisy" >&2
+  fi
+}
 for t in ${TYPES//,/ }; do
   for th in ${THREADS//,/ }; do
+    check_load
     echo "== $t, $th thread(s): llama.cpp" >&2
     "$BIN/llama-bench" -m "${FILES[$t]}" -p 128,512 -n 128 -d "$DEPTH" -t "$th" -r "$REPS" -o json \
       2>/dev/null > "$RAW/llama-$t-$th.json"
