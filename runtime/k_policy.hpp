@@ -25,9 +25,11 @@ struct k_policy_config {
   int k_long = 5;
   float entropy_threshold = 2.5f;
   double ema_alpha = 0.3;         ///< weight of the newest step in the acceptance average
-  double lower_at = 0.35;         ///< acceptance EMA below: k - 1
-  double raise_at = 0.8;          ///< acceptance EMA above: k + 1
-  int reprobe_every = 16;         ///< steps at k = 0 before trying k = 1 again
+  /// Acceptance EMA below: k - 1. On a CPU a verified extra row costs about half a one-row step
+  /// (measured by `flywheel bench-spec`), so below ~50% acceptance drafting loses time.
+  double lower_at = 0.5;
+  double raise_at = 0.85;         ///< acceptance EMA above: k + 1
+  int reprobe_every = 32;         ///< steps at k = 0 before trying k = 1 again
   double bandwidth_gbs = 0;       ///< decode device bandwidth; 0 = no cap
 };
 
