@@ -151,6 +151,11 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
 
   if (c.speculative.draft == "model" && c.speculative.draft_model.empty())
     add("speculative", "speculative.draft = \"model\" needs speculative.draft_model (a GGUF file)");
+  for (const auto& k : c.compute.kernel_plugins) {
+    const bool listed = std::any_of(c.plugins.load.begin(), c.plugins.load.end(),
+                                    [&](const plugin_load& p) { return p.name == k; });
+    if (!listed) add("compute", "compute.kernel_plugins names '" + k + "', which no [[plugins.load]] entry loads");
+  }
   if (c.speculative.draft.rfind("plugin:", 0) == 0) {
     const std::string name = c.speculative.draft.substr(7);
     const bool listed = std::any_of(c.plugins.load.begin(), c.plugins.load.end(),

@@ -220,7 +220,8 @@ std::vector<section> build_sections() {
                "0 = the model's training context, capped at 4096")}));
   s.push_back(make_section<compute_section>(
       "compute", &config::compute,
-      {integer("threads", &compute_section::threads, 0, 1024, "0 = all cores")}));
+      {integer("threads", &compute_section::threads, 0, 1024, "0 = all cores"),
+       string_list("kernel_plugins", &compute_section::kernel_plugins)}));
   s.push_back(make_section<kv_cache_section>(
       "kv_cache", &config::kv_cache,
       {integer("block_tokens", &kv_cache_section::block_tokens, 1, 1024),

@@ -41,6 +41,7 @@ cpu_backend::cpu_backend(const model_config& config, const llama_weights& weight
   for (ggml_type t : weights.matrix_types()) kernels_.emplace(t, cpu::select_dot_kernel(t, level));
   attn_dot_ = cpu::select_dot_kernel(ggml_type::f32, level);
   scores_.resize(threads_->size());
+  plugins_ = std::move(opts.kernel_plugins);
   layers_ = weights.layers;
   output_ = weights.output;
   if (opts.pack_weights) {
@@ -50,9 +51,15 @@ cpu_backend::cpu_backend(const model_config& config, const llama_weights& weight
   }
 }
 
+quant_kernel_plugin* cpu_backend::plugin_for(ggml_type t) const {
+  for (const auto& p : plugins_)
+    if (p->handles(static_cast<uint32_t>(t))) return p.get();
+  return nullptr;
+}
+
 void cpu_backend::pack(cpu::weight_view& v) {
   const auto& k = kernel_for(v.type);
-  if (!k.pack || v.packed || v.n < cpu::packed_group_rows) return;
+  if (!k.pack || v.packed || v.n < cpu::packed_group_rows || plugin_for(v.type)) return;
   const size_t bytes = v.row_bytes * static_cast<size_t>(v.n);
   auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
   if (!dst) return;  // keep the unpacked view
@@ -83,6 +90,7 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
     }) || (output_.type == type && output_.packed);
     r.path = std::string(cpu::to_string(k.level)) + (packed ? " packed" : "") +
              (k.act == cpu::act_format::q8x ? " (int8 activations)" : " (f32 activations)");
+    if (quant_kernel_plugin* p = plugin_for(type)) r.path = "plugin " + p->name() + " " + p->version();
     r.fallback = k.level < host;
     if (k.level == cpu::simd_level::scalar)
       r.note = "scalar fallback: expect a large slowdown";
@@ -95,6 +103,10 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
 }
 
 void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t m, float* y) {
+  if (quant_kernel_plugin* p = w.packed ? nullptr : plugin_for(w.type)) {
+    if (p->gemv(static_cast<uint32_t>(w.type), w.data, w.row_bytes, w.k, w.n, x, m, y)) return;
+    // A failing plugin must not fail the request: fall back to the built-in kernel.
+  }
   cpu::matmul(w, kernel_for(w.type), x, w.k, m, y, w.n, *threads_, mm_scratch_);
 }
 

@@ -13,6 +13,7 @@
 #include "runtime/backend.hpp"
 #include "runtime/llama_weights.hpp"
 #include "runtime/model_config.hpp"
+#include "runtime/plugin_quant_kernel.hpp"
 
 namespace fw {
 
@@ -26,6 +27,9 @@ struct cpu_backend_options {
   /// Repack quantized matrices into the kernel path's interleaved layout when it has one (an
   /// owned copy; the mapped originals are released to the page cache). Faster products.
   bool pack_weights = true;
+  /// Kernel plugins that take over the matrix products of the weight types they handle (those
+  /// matrices stay unpacked, in GGUF layout). First match wins.
+  std::vector<std::shared_ptr<quant_kernel_plugin>> kernel_plugins;
 };
 
 class cpu_backend final : public backend {
@@ -60,6 +64,8 @@ class cpu_backend final : public backend {
   std::map<ggml_type, cpu::dot_kernel> kernels_;
   cpu::dot_kernel attn_dot_;
   std::mutex forward_mutex_;
+  std::vector<std::shared_ptr<quant_kernel_plugin>> plugins_;
+  quant_kernel_plugin* plugin_for(ggml_type t) const;
   cpu::matmul_scratch mm_scratch_;
   // Activations, [rows][dim].
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;

@@ -127,7 +127,14 @@ int cmd_console(int argc, char** argv) {
   cpu_backend* be = nullptr;
   {
     console::progress_line p(stderr, "starting the runtime");
+    auto kernels = make_kernel_plugins(*cfg, plugins);
+    if (!kernels) {
+      p.finish("failed");
+      std::fprintf(stderr, "console: %s\n", kernels.err().what().c_str());
+      return 1;
+    }
     cpu_backend_options o;
+    o.kernel_plugins = std::move(*kernels);
     o.threads = cfg->compute.threads;
     o.kv_tokens = kv_tokens;
     o.kv_block_tokens = cfg->kv_cache.block_tokens;

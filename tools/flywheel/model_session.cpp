@@ -56,14 +56,17 @@ expected<model_session> model_session::open(const arg_parser& args, bool verbose
   s.n_ctx = ctx > 0 ? ctx : std::min<uint32_t>(train, 4096);
   if (s.n_ctx > train && verbose)
     std::fprintf(stderr, "warning: context size %u exceeds the model's training context %u\n", s.n_ctx, train);
+  s.plugins = std::make_unique<plugin_host>();
+  for (const auto& err : s.plugins->load_all(s.cfg.plugins))
+    std::fprintf(stderr, "warning: plugin not loaded: %s\n", err.message.c_str());
+  auto kernels = make_kernel_plugins(s.cfg, *s.plugins);
+  if (!kernels) return kernels.err();
   cpu_backend_options o;
+  o.kernel_plugins = std::move(*kernels);
   o.threads = s.cfg.compute.threads;
   o.kv_tokens = s.n_ctx;  // one sequence at a time here; [kv_cache] pool sizes serve the runtime
   o.kv_block_tokens = s.cfg.kv_cache.block_tokens;
   s.backend = std::make_unique<cpu_backend>(s.m->config(), s.m->weights(), o);
-  s.plugins = std::make_unique<plugin_host>();
-  for (const auto& err : s.plugins->load_all(s.cfg.plugins))
-    std::fprintf(stderr, "warning: plugin not loaded: %s\n", err.message.c_str());
   if (auto ok = s.rebuild_draft(); !ok) return ok.err();
   if (verbose) {
     if (s.draft) std::fprintf(stderr, "speculative decoding: draft %s, k %s\n", s.draft->name().c_str(), s.cfg.speculative.k.c_str());
@@ -73,6 +76,16 @@ expected<model_session> model_session::open(const arg_parser& args, bool verbose
     }
   }
   return s;
+}
+
+expected<std::vector<std::shared_ptr<quant_kernel_plugin>>> make_kernel_plugins(const config& cfg, plugin_host& host) {
+  std::vector<std::shared_ptr<quant_kernel_plugin>> out;
+  for (const auto& name : cfg.compute.kernel_plugins) {
+    auto k = host.create_quant_kernel(name);
+    if (!k) return make_error(k.err().code, "compute.kernel_plugins: " + k.err().message);
+    out.push_back(std::move(*k));
+  }
+  return out;
 }
 
 expected<void> model_session::rebuild_draft() {

@@ -41,4 +41,7 @@ struct model_session {
   static expected<model_session> open(const arg_parser& args, bool verbose);
 };
 
+/// The quant_kernel plugins [compute] kernel_plugins names, created from the host's libraries.
+expected<std::vector<std::shared_ptr<quant_kernel_plugin>>> make_kernel_plugins(const config& cfg, plugin_host& host);
+
 }  // namespace fw::cli
