@@ -1,5 +1,7 @@
 #include "runtime/config_schema.hpp"
 
+#include "runtime/edit_distance.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -373,22 +375,7 @@ std::string join(const std::vector<std::string_view>& items) {
 }
 
 std::string_view nearest(std::string_view word, const std::vector<std::string_view>& candidates) {
-  auto distance = [](std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-      size_t diag = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= b.size(); ++j) {
-        const size_t up = row[j];
-        const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                          std::tolower(static_cast<unsigned char>(b[j - 1]));
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
-        diag = up;
-      }
-    }
-    return row[b.size()];
-  };
+  auto distance = [](std::string_view a, std::string_view b) { return edit_distance(a, b, true); };
   std::string_view best;
   size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
   for (auto c : candidates) {

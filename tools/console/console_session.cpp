@@ -1,5 +1,7 @@
 #include "tools/console/console_session.hpp"
 
+#include "tools/console/format_line.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -50,14 +52,6 @@ struct event_queue {
   std::deque<actors::stream_event> events;  // GUARDED_BY(mutex)
 };
 
-__attribute__((format(printf, 1, 2))) std::string format_line(const char* fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  return buf;
-}
 
 }  // namespace
 
