@@ -245,31 +245,40 @@ inline __m512 load16_masked(const void* p, int64_t i, __mmask16 m) {
 }
 
 
-// y[j * ldy + i] = dot(weight row i, activation row j); one accumulator per element, 16 elements
-// per step, masked tail. Each converted weight vector serves RX activation rows.
+// y[j * ldy + i] = dot(weight row i, activation row j); two accumulators per element (32
+// elements per step), masked tail.
 template <fkind K, int RW, int RX>
 void tile_f(int64_t k, const uint8_t* w, size_t w_stride, const uint8_t* xb, size_t x_stride, float* y,
             int64_t ldy) {
-  __m512 acc[RW][RX];
+  __m512 a0[RW][RX], a1[RW][RX];
   for (int i = 0; i < RW; ++i)
-    for (int j = 0; j < RX; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (int j = 0; j < RX; ++j) a0[i][j] = _mm512_setzero_ps(), a1[i][j] = _mm512_setzero_ps();
   const auto xrow = [&](int j) { return reinterpret_cast<const float*>(xb + j * x_stride); };
   prefetch_next_tile<RW>(w, w_stride);
-  for (int64_t e = 0; e < k; e += 16) {
-    const bool full = k - e >= 16;
-    const __mmask16 m = full ? __mmask16(0xffff) : __mmask16((1u << (k - e)) - 1);
-    __m512 xv[RX];
+  int64_t e = 0;
+  for (; e + 32 <= k; e += 32) {
+    __m512 x0[RX], x1[RX];
 #pragma GCC unroll 8
-    for (int j = 0; j < RX; ++j) xv[j] = full ? _mm512_loadu_ps(xrow(j) + e) : _mm512_maskz_loadu_ps(m, xrow(j) + e);
+    for (int j = 0; j < RX; ++j) x0[j] = _mm512_loadu_ps(xrow(j) + e), x1[j] = _mm512_loadu_ps(xrow(j) + e + 16);
 #pragma GCC unroll 8
     for (int i = 0; i < RW; ++i) {
-      const __m512 wv = full ? load16<K>(w + i * w_stride, e) : load16_masked<K>(w + i * w_stride, e, m);
+      const __m512 w0 = load16<K>(w + i * w_stride, e), w1 = load16<K>(w + i * w_stride, e + 16);
 #pragma GCC unroll 8
-      for (int j = 0; j < RX; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
+      for (int j = 0; j < RX; ++j) {
+        a0[i][j] = _mm512_fmadd_ps(w0, x0[j], a0[i][j]);
+        a1[i][j] = _mm512_fmadd_ps(w1, x1[j], a1[i][j]);
+      }
+    }
+  }
+  for (; e < k; e += 16) {
+    const __mmask16 m = k - e >= 16 ? __mmask16(0xffff) : __mmask16((1u << (k - e)) - 1);
+    for (int i = 0; i < RW; ++i) {
+      const __m512 w0 = load16_masked<K>(w + i * w_stride, e, m);
+      for (int j = 0; j < RX; ++j) a0[i][j] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(m, xrow(j) + e), a0[i][j]);
     }
   }
   for (int i = 0; i < RW; ++i)
-    for (int j = 0; j < RX; ++j) y[j * ldy + i] = _mm512_reduce_add_ps(acc[i][j]);
+    for (int j = 0; j < RX; ++j) y[j * ldy + i] = _mm512_reduce_add_ps(_mm512_add_ps(a0[i][j], a1[i][j]));
 }
 
 // -- drivers ------------------------------------------------------------------------------------
@@ -331,7 +340,7 @@ void quantize_q8x(const float* x, block_q8x* y, int64_t k) {
   }
 }
 
-// dot = a 1 x 1 tile; gemm = 4 x 4 tiles. No multi-row gemv
+// dot = a 1 x 1 tile; gemm = TW x TX tiles (4 x 4 quantized, 4 x 2 float). No multi-row gemv
 // here: 4-row tiles streamed from DRAM measured no faster than one row after another (slower for
 // q8_0 and the float types, whose interleaved rows the prefetchers do not follow); decode's fast
 // path is the packed layout.
@@ -343,9 +352,9 @@ void quantize_q8x(const float* x, block_q8x* y, int64_t k) {
         k, w, ws, nw, x, xs, nx, y, ldy);                                                                  \
   }
 
-FW_AVX512_ENTRY_POINTS(f32, 4, 4)
-FW_AVX512_ENTRY_POINTS(f16, 4, 4)
-FW_AVX512_ENTRY_POINTS(bf16, 4, 4)
+FW_AVX512_ENTRY_POINTS(f32, 4, 2)
+FW_AVX512_ENTRY_POINTS(f16, 4, 2)
+FW_AVX512_ENTRY_POINTS(bf16, 4, 2)
 FW_AVX512_ENTRY_POINTS(q4_0, 4, 4)
 FW_AVX512_ENTRY_POINTS(q4_1, 4, 4)
 FW_AVX512_ENTRY_POINTS(q8_0, 4, 4)
