@@ -11,9 +11,12 @@
 #include "runtime/drafter_factory.hpp"
 #include "runtime/generator.hpp"
 #include "tests/model/model_fixture.hpp"
+#include "tests/sampling_presets.hpp"
 
 namespace fw {
 namespace {
+
+using ::fw::test::greedy;
 
 const char* const prompts[] = {
     "The quick brown fox",
@@ -26,13 +29,6 @@ const char* const prompts[] = {
     "In 1969, Neil Armstrong",
 };
 
-sampling_params greedy(int n) {
-  sampling_params p;
-  p.temperature = 0;
-  p.max_tokens = n;
-  p.ignore_eos = true;
-  return p;
-}
 
 std::unique_ptr<cpu_backend> make_backend(const model& m, uint32_t kv_tokens) {
   cpu_backend_options o;

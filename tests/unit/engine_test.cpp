@@ -13,9 +13,12 @@
 #include "runtime/generator.hpp"
 #include "runtime/ngram_drafter.hpp"
 #include "tests/unit/test_models.hpp"
+#include "tests/sampling_presets.hpp"
 
 namespace fw::actors {
 namespace {
+
+using ::fw::test::greedy;
 
 using namespace std::chrono_literals;
 
@@ -49,13 +52,6 @@ class engine_test : public ::testing::Test {
   static std::vector<int32_t> prompt_of(size_t i) {
     std::vector<int32_t> p;
     for (size_t j = 0; j < 3 + i * 5; ++j) p.push_back(static_cast<int32_t>(3 + (i * 31 + j * 7) % 250));
-    return p;
-  }
-  static sampling_params greedy(int n) {
-    sampling_params p;
-    p.temperature = 0;
-    p.max_tokens = n;
-    p.ignore_eos = true;
     return p;
   }
   static void expect_no_leak(engine& e) {

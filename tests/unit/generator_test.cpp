@@ -7,9 +7,12 @@
 #include "runtime/cpu_backend.hpp"
 #include "runtime/generator.hpp"
 #include "tests/unit/test_models.hpp"
+#include "tests/sampling_presets.hpp"
 
 namespace fw {
 namespace {
+
+using ::fw::test::greedy;
 
 class generator_test : public ::testing::Test {
  protected:
@@ -33,13 +36,6 @@ class generator_test : public ::testing::Test {
     return r ? *r : generation_result{};
   }
   std::vector<int32_t> prompt() const { return m_->vocab().encode("Hello there, tiny model.", false, true); }
-  static sampling_params greedy(int n) {
-    sampling_params p;
-    p.temperature = 0;
-    p.max_tokens = n;
-    p.ignore_eos = true;
-    return p;
-  }
   std::shared_ptr<const model> m_;
   std::unique_ptr<cpu_backend> be_;
 };

@@ -15,9 +15,12 @@
 #include "runtime/model_drafter.hpp"
 #include "runtime/ngram_drafter.hpp"
 #include "tests/unit/test_models.hpp"
+#include "tests/sampling_presets.hpp"
 
 namespace fw {
 namespace {
+
+using ::fw::test::greedy;
 
 std::shared_ptr<const model> tiny(ggml_type t, uint64_t seed, const std::string& tag, weight_load_options o = {}) {
   tiny_model_spec spec;
@@ -53,13 +56,6 @@ class speculative_test : public ::testing::Test {
       ps.push_back(p);
     }
     return ps;
-  }
-  static sampling_params greedy(int n) {
-    sampling_params p;
-    p.temperature = 0;
-    p.max_tokens = n;
-    p.ignore_eos = true;
-    return p;
   }
   void expect_greedy_identical(drafter& d, int k_fixed) {
     auto be = backend();
