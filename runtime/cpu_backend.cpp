@@ -39,8 +39,7 @@ cpu_backend::cpu_backend(const model_config& config, const llama_weights& weight
             (opts.kv_tokens + opts.kv_block_tokens - 1) / opts.kv_block_tokens) {
   const auto level = cpu::best_simd_level();
   for (ggml_type t : weights.matrix_types()) kernels_.emplace(t, cpu::select_dot_kernel(t, level));
-  attn_dot_ = cpu::select_dot_kernel(ggml_type::f32, level);
-  scores_.resize(threads_->size());
+  attend_ = cpu::select_attention(level, static_cast<int>(config.head_dim), static_cast<int>(opts.kv_block_tokens));
   plugins_ = std::move(opts.kernel_plugins);
   layers_ = weights.layers;
   output_ = weights.output;
@@ -61,8 +60,14 @@ void cpu_backend::pack(cpu::weight_view& v) {
   const auto& k = kernel_for(v.type);
   if (!k.pack || v.packed || v.n < cpu::packed_group_rows || plugin_for(v.type)) return;
   const size_t bytes = v.row_bytes * static_cast<size_t>(v.n);
-  auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  // 2 MiB aligned and advised onto transparent huge pages when large: decode streams every
+  // weight once per token, and with 4 KiB pages that is a TLB miss every 4 KiB.
+  constexpr size_t huge_page = size_t{2} << 20;
+  const size_t align = bytes >= huge_page ? huge_page : 64;
+  const size_t alloc = (bytes + align - 1) / align * align;
+  auto* dst = static_cast<uint8_t*>(std::aligned_alloc(align, alloc));
   if (!dst) return;  // keep the unpacked view
+  if (align == huge_page) (void)::madvise(dst, alloc, MADV_HUGEPAGE);
   k.pack(v.data, v.row_bytes, v.n, v.k, dst);
   // The mapped original is not read again by this backend: give its pages back (they stay in
   // the page cache for whoever maps the file).
@@ -110,43 +115,68 @@ void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t m, float
   cpu::matmul(w, kernel_for(w.type), x, w.k, m, y, w.n, *threads_, mm_scratch_);
 }
 
-void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
+void cpu_backend::plan_attention(const forward_batch& b) {
+  // Queries ordered by (sequence, kv head, row, head of the group); a task answers a run of at
+  // most 16 rows' queries of one (sequence, kv head), so each loaded key tile serves them all.
   const int64_t rows = static_cast<int64_t>(b.rows());
-  const int hd = static_cast<int>(cfg_.head_dim);
-  const int n_head = static_cast<int>(cfg_.n_head);
+  const uint32_t hd = cfg_.head_dim, gqa = cfg_.n_gqa();
+  const int64_t e = cfg_.n_embd;
+  attn_.q.clear(), attn_.out.clear(), attn_.n_keys.clear(), attn_.query_slot.clear(), attn_.tasks.clear();
+  std::vector<std::vector<int64_t>> rows_of(b.kv.size());
+  for (int64_t r = 0; r < rows; ++r) rows_of[b.seq[r]].push_back(r);
+  constexpr size_t rows_per_task = 16;
+  for (uint32_t s = 0; s < rows_of.size(); ++s) {
+    const auto& rs = rows_of[s];
+    for (uint32_t g = 0; g < cfg_.n_head_kv; ++g) {
+      for (size_t r0 = 0; r0 < rs.size(); r0 += rows_per_task) {
+        attention_task t{s, g, attn_.q.size(), 0};
+        for (size_t i = r0; i < std::min(rs.size(), r0 + rows_per_task); ++i) {
+          const int64_t r = rs[i];
+          for (uint32_t j = 0; j < gqa; ++j) {
+            const int64_t h = g * gqa + j;
+            attn_.q.push_back(q_.data() + r * e + h * hd);
+            attn_.out.push_back(att_.data() + r * e + h * hd);
+            attn_.n_keys.push_back(b.positions[r] + 1);
+            attn_.query_slot.push_back(r * cfg_.n_head + h);
+          }
+        }
+        t.end = attn_.q.size();
+        attn_.tasks.push_back(t);
+      }
+    }
+  }
+  attn_.entropy.resize(attn_.q.size());
+  attn_.k_tiles.resize(threads_->size());
+  attn_.v_tiles.resize(threads_->size());
+}
+
+void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
   const uint32_t bt = pool_.layout().block_tokens;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const auto dot = attn_dot_.dot;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
   const bool last_layer = layer + 1 == cfg_.n_layer;
-  if (last_layer) head_entropy_.assign(rows * n_head, 0.f);
-  threads_->for_each(rows * n_head, [&](int64_t task, int thread) {
-    const int64_t r = task / n_head;
-    const int h = static_cast<int>(task % n_head);
-    const uint32_t kvh = static_cast<uint32_t>(h) / cfg_.n_gqa();
-    const kv_handle& kv = *b.kv[b.seq[r]];
-    const int64_t n_ctx = b.positions[r] + 1;
-    auto& sc = scores_[thread];
-    if (static_cast<int64_t>(sc.size()) < n_ctx) sc.resize(n_ctx);
-    const float* q = q_.data() + r * cfg_.n_embd + h * hd;
-    for (int64_t t = 0; t < n_ctx; ++t) {
-      const float* kt = pool_.k(kv.blocks[t / bt], layer, kvh) + (t % bt) * hd;
-      sc[t] = dot(hd, kt, q) * scale;
+  threads_->for_each(static_cast<int64_t>(attn_.tasks.size()), [&](int64_t ti, int thread) {
+    const attention_task& t = attn_.tasks[ti];
+    const kv_handle& kv = *b.kv[t.seq];
+    int32_t max_keys = 0;
+    for (size_t i = t.begin; i < t.end; ++i) max_keys = std::max(max_keys, attn_.n_keys[i]);
+    const int n_tiles = static_cast<int>((max_keys + bt - 1) / bt);
+    auto& kt = attn_.k_tiles[thread];
+    auto& vt = attn_.v_tiles[thread];
+    kt.resize(n_tiles), vt.resize(n_tiles);
+    for (int i = 0; i < n_tiles; ++i) {
+      kt[i] = pool_.k(kv.blocks[i], layer, t.kv_head);
+      vt[i] = pool_.v(kv.blocks[i], layer, t.kv_head);
     }
-    cpu::softmax(sc.data(), n_ctx);
-    if (last_layer && b.want_logits[r]) {
-      double h_ent = 0;
-      for (int64_t t = 0; t < n_ctx; ++t)
-        if (sc[t] > 0) h_ent -= sc[t] * std::log(sc[t]);
-      head_entropy_[task] = static_cast<float>(h_ent);
-    }
-    float* out = att_.data() + r * cfg_.n_embd + h * hd;
-    std::fill(out, out + hd, 0.f);
-    for (int64_t t = 0; t < n_ctx; ++t) {
-      const float* vt = pool_.v(kv.blocks[t / bt], layer, kvh) + (t % bt) * hd;
-      const float p = sc[t];
-      for (int i = 0; i < hd; ++i) out[i] += p * vt[i];
-    }
+    const cpu::kv_tiles tiles{kt.data(), vt.data(), n_tiles, static_cast<int>(bt), static_cast<int>(cfg_.head_dim)};
+    const cpu::attention_queries qs{static_cast<int>(t.end - t.begin), attn_.q.data() + t.begin,
+                                    attn_.out.data() + t.begin, attn_.n_keys.data() + t.begin,
+                                    last_layer ? attn_.entropy.data() + t.begin : nullptr};
+    attend_(tiles, qs, scale);
   });
+  if (last_layer) {
+    head_entropy_.assign(b.rows() * cfg_.n_head, 0.f);
+    for (size_t i = 0; i < attn_.query_slot.size(); ++i) head_entropy_[attn_.query_slot[i]] = attn_.entropy[i];
+  }
 }
 
 expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& logits) {
@@ -185,7 +215,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
     dequantize_row_ref(te.type, te.data + b.tokens[r] * te.row_bytes, x_.data() + r * e, e);
   }
 
-  const uint32_t bt = pool_.layout().block_tokens;
+  plan_attention(b);
   for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
     const auto& L = layers_[il];
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.attn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
@@ -197,12 +227,8 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
       cpu::rope_norm(q_.data() + r * e, cfg_.n_head, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
       cpu::rope_norm(k_.data() + r * kvd, cfg_.n_head_kv, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
       const kv_handle& kv = *b.kv[b.seq[r]];
-      const uint32_t blk = kv.blocks[pos / bt];
-      const uint32_t off = (pos % bt) * cfg_.head_dim;
-      for (uint32_t h = 0; h < cfg_.n_head_kv; ++h) {
-        std::memcpy(pool_.k(blk, il, h) + off, k_.data() + r * kvd + h * cfg_.head_dim, cfg_.head_dim * sizeof(float));
-        std::memcpy(pool_.v(blk, il, h) + off, v_.data() + r * kvd + h * cfg_.head_dim, cfg_.head_dim * sizeof(float));
-      }
+      for (uint32_t h = 0; h < cfg_.n_head_kv; ++h)
+        pool_.write_token(kv, pos, il, h, k_.data() + r * kvd + h * cfg_.head_dim, v_.data() + r * kvd + h * cfg_.head_dim);
     }
     attention(b, il);
     mm(L.wo, att_.data(), m, tmp_.data());

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/thread_pool.hpp"
 #include "runtime/backend.hpp"
@@ -51,6 +52,7 @@ class cpu_backend final : public backend {
   void pack(cpu::weight_view& v);
   /// The tied output head is the embedding table, whose rows the forward pass still reads.
   bool shares_embedding(const cpu::weight_view& v) const { return v.data == w_.tok_embd.data; }
+  void plan_attention(const forward_batch& batch);  ///< once per forward: who attends to what
   void attention(const forward_batch& batch, uint32_t layer);
 
   const model_config& cfg_;
@@ -62,14 +64,26 @@ class cpu_backend final : public backend {
   std::shared_ptr<cpu::thread_pool> threads_;
   kv_block_pool pool_;
   std::map<ggml_type, cpu::dot_kernel> kernels_;
-  cpu::dot_kernel attn_dot_;
+  cpu::attention_fn attend_;
   std::mutex forward_mutex_;
   std::vector<std::shared_ptr<quant_kernel_plugin>> plugins_;
   quant_kernel_plugin* plugin_for(ggml_type t) const;
   cpu::matmul_scratch mm_scratch_;
   // Activations, [rows][dim].
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
-  std::vector<std::vector<float>> scores_;  ///< per thread
+  struct attention_task {
+    uint32_t seq, kv_head;
+    size_t begin, end;  ///< queries [begin, end) of attn_
+  };
+  struct attention_plan {
+    std::vector<const float*> q;
+    std::vector<float*> out;
+    std::vector<int32_t> n_keys;
+    std::vector<int64_t> query_slot;  ///< row * n_head + head
+    std::vector<float> entropy;
+    std::vector<attention_task> tasks;
+    std::vector<std::vector<const float*>> k_tiles, v_tiles;  ///< per thread
+  } attn_;
   std::vector<float> head_entropy_;  ///< [rows][heads] of the last layer, rows with logits only
   std::vector<float> entropy_;       ///< per logits row, averaged over heads
 };

@@ -6,12 +6,18 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <vector>
+
+#include <sys/mman.h>
 
 namespace fw {
 
 namespace {
 
-constexpr std::align_val_t data_alignment{64};  // a cache line; enough for AVX-512 loads
+// 2 MiB: the pool can sit on transparent huge pages. Attention reads a sequence's tiles from
+// blocks far apart, one 4 KiB page per tile: with small pages every tile is a TLB miss.
+constexpr size_t huge_page = size_t{2} << 20;
+constexpr std::align_val_t data_alignment{huge_page};
 
 std::string describe(const kv_handle& h) {
   return "kv handle (pool " + std::to_string(h.pool_id) + ", epoch " + std::to_string(h.epoch) +
@@ -36,6 +42,9 @@ kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_bloc
   const size_t n_floats = size_t{n_blocks} * layout.block_floats();
   if (n_floats > 0) {
     data_.reset(static_cast<float*>(::operator new[](n_floats * sizeof(float), data_alignment)));
+    // A hint (THP in "madvise" mode needs it); failure only costs speed.
+    if (n_floats * sizeof(float) >= huge_page)
+      (void)::madvise(data_.get(), (n_floats * sizeof(float) + huge_page - 1) / huge_page * huge_page, MADV_HUGEPAGE);
     std::memset(data_.get(), 0, n_floats * sizeof(float));
   }
   free_.reserve(n_blocks);
@@ -293,17 +302,18 @@ expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_han
   const size_t hd = layout_.head_dim;
   for (uint32_t l = 0; l < layout_.n_layer; ++l) {
     for (uint32_t hh = 0; hh < layout_.n_head_kv; ++hh) {
-      if (src_bt == dst_bt) {  // whole tiles at a time
+      if (src_bt == dst_bt) {  // whole tiles at a time (a K tile is transposed: copy all of it)
         for (uint32_t t = 0; t < n; t += dst_bt) {
-          const size_t count = std::min(dst_bt, n - t) * hd * sizeof(float);
           const uint32_t i = t / dst_bt;
-          std::memcpy(k(to.blocks[i], l, hh), src.k(from.blocks[i], l, hh), count);
-          std::memcpy(v(to.blocks[i], l, hh), src.v(from.blocks[i], l, hh), count);
+          std::memcpy(k(to.blocks[i], l, hh), src.k(from.blocks[i], l, hh), tile_floats_ * sizeof(float));
+          std::memcpy(v(to.blocks[i], l, hh), src.v(from.blocks[i], l, hh),
+                      std::min(dst_bt, n - t) * hd * sizeof(float));
         }
       } else {  // token by token
+        std::vector<float> kt(hd), vt(hd);
         for (uint32_t t = 0; t < n; ++t) {
-          std::memcpy(k_row(to, t, l, hh), src.k_row(from, t, l, hh), hd * sizeof(float));
-          std::memcpy(v_row(to, t, l, hh), src.v_row(from, t, l, hh), hd * sizeof(float));
+          src.read_token(from, t, l, hh, kt.data(), vt.data());
+          write_token(to, t, l, hh, kt.data(), vt.data());
         }
       }
     }
@@ -337,19 +347,28 @@ const float* kv_block_pool::v(uint32_t block, uint32_t layer, uint32_t head) con
   return const_cast<kv_block_pool*>(this)->v(block, layer, head);
 }
 
-float* kv_block_pool::k_row(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head) {
+void kv_block_pool::write_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head,
+                                const float* kv_k, const float* kv_v) {
   const uint32_t bt = layout_.block_tokens;
   assert(pos / bt < h.blocks.size());
-  return k(h.blocks[pos / bt], layer, head) + size_t{pos % bt} * layout_.head_dim;
+  float* kt = k(h.blocks[pos / bt], layer, head) + pos % bt;
+  for (uint32_t e = 0; e < layout_.head_dim; ++e) kt[size_t{e} * bt] = kv_k[e];
+  std::memcpy(v_row(h, pos, layer, head), kv_v, layout_.head_dim * sizeof(float));
 }
 
-const float* kv_block_pool::k_row(const kv_handle& h, uint32_t pos, uint32_t layer,
-                                  uint32_t head) const {
-  return const_cast<kv_block_pool*>(this)->k_row(h, pos, layer, head);
+void kv_block_pool::read_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head,
+                               float* kv_k, float* kv_v) const {
+  const uint32_t bt = layout_.block_tokens;
+  assert(pos / bt < h.blocks.size());
+  const float* kt = k(h.blocks[pos / bt], layer, head) + pos % bt;
+  for (uint32_t e = 0; e < layout_.head_dim; ++e) kv_k[e] = kt[size_t{e} * bt];
+  std::memcpy(kv_v, v_row(h, pos, layer, head), layout_.head_dim * sizeof(float));
 }
 
 float* kv_block_pool::v_row(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head) {
-  return k_row(h, pos, layer, head) + v_offset_;
+  const uint32_t bt = layout_.block_tokens;
+  assert(pos / bt < h.blocks.size());
+  return v(h.blocks[pos / bt], layer, head) + size_t{pos % bt} * layout_.head_dim;
 }
 
 const float* kv_block_pool::v_row(const kv_handle& h, uint32_t pos, uint32_t layer,

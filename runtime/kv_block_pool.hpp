@@ -2,10 +2,13 @@
 // lent out to sequences through kv_handle values.
 //
 // Memory layout (float32): block after block; inside block b the K tiles of every (layer, kv head)
-// then the V tiles, each tile [block_tokens][head_dim] with a token's head_dim floats contiguous:
+// then the V tiles:
 //   k(b, l, h) = data + b * block_floats + (l * n_head_kv + h) * tile_floats
 //   v(b, l, h) = k(b, l, h) + n_layer * n_head_kv * tile_floats
-// so attention streams whole tiles, and a block is one contiguous range for copies and transfer.
+// A K tile is [head_dim][block_tokens] (transposed: dimension e of token t at e * block_tokens + t,
+// so attention scores 16 keys per SIMD vector), a V tile [block_tokens][head_dim] (a token's values
+// contiguous, for the weighted sum). Attention streams whole tiles, and a block is one contiguous
+// range for copies and transfer. write_token / read_token hide the K transposition.
 //
 // Ownership: the pool owns the memory and the book of which allocation (epoch) owns each block.
 // A handle's owner (one actor at a time) owns the contents of its blocks. Every allocation gets a
@@ -104,20 +107,21 @@ class kv_block_pool {
 
   // -- memory (no lock) --
 
-  /// The K / V tile [block_tokens][head_dim] of (block, layer, kv head).
+  /// The K tile [head_dim][block_tokens] / V tile [block_tokens][head_dim] of (block, layer, kv head).
   [[nodiscard]] float* k(uint32_t block, uint32_t layer, uint32_t head);
   [[nodiscard]] const float* k(uint32_t block, uint32_t layer, uint32_t head) const;
   [[nodiscard]] float* v(uint32_t block, uint32_t layer, uint32_t head);
   [[nodiscard]] const float* v(uint32_t block, uint32_t layer, uint32_t head) const;
 
-  /// The head_dim floats of token position pos (< capacity(h)) of handle h.
-  [[nodiscard]] float* k_row(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head);
-  [[nodiscard]] const float* k_row(const kv_handle& h, uint32_t pos, uint32_t layer,
-                                   uint32_t head) const;
+  /// Stores / loads the head_dim K and V floats of token position pos (< capacity(h)) of handle h.
+  void write_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head, const float* k,
+                   const float* v);
+  void read_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head, float* k,
+                  float* v) const;
+  /// The head_dim V floats of token position pos (< capacity(h)) of handle h (contiguous).
   [[nodiscard]] float* v_row(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head);
   [[nodiscard]] const float* v_row(const kv_handle& h, uint32_t pos, uint32_t layer,
                                    uint32_t head) const;
-
   /// All floats of one block (layout.block_floats()), e.g. for a codec or a device copy.
   [[nodiscard]] std::span<float> block_data(uint32_t block);
   [[nodiscard]] std::span<const float> block_data(uint32_t block) const;

@@ -1,8 +1,27 @@
+// The scalar reference ops, the shared rope table, and the run-time choice of path.
 #include "kernels/cpu/ops.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "kernels/cpu/cpu_features.hpp"
 
 namespace fw::cpu {
+
+void rope_cos_sin(int n_rot, int pos, float freq_base, float freq_scale, float* cos_sin) {
+  // Same float arithmetic as ref::rope_norm (repeated multiplication, not pow per pair), so the
+  // angles, and therefore cos / sin, are the reference's bit for bit.
+  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+  float theta = static_cast<float>(pos) * freq_scale;
+  for (int i = 0; i < n_rot; i += 2) {
+    cos_sin[i] = std::cos(theta);
+    cos_sin[i + 1] = std::sin(theta);
+    theta *= theta_scale;
+  }
+}
+
+namespace ref {
 
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
   double ss = 0.0;
@@ -49,5 +68,74 @@ void softmax(float* x, int64_t n) {
 void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
+
+}  // namespace ref
+
+namespace {
+
+// Rope tables up to this many rotated dims live on the stack (heads are 64..256 wide).
+constexpr int rope_stack_rot = 256;
+
+// Scalar hosts still get the cheap part of the rope speed-up: cos / sin once per call instead of
+// once per head. Same table, same products as the reference, so the same bits.
+void rope_norm_table(float* x, int n_head, int head_dim, int n_rot, int pos, float freq_base,
+                     float freq_scale) {
+  float stack[rope_stack_rot];
+  std::vector<float> heap;
+  float* cs = stack;
+  if (n_rot > rope_stack_rot) {
+    heap.resize(static_cast<size_t>(n_rot));
+    cs = heap.data();
+  }
+  rope_cos_sin(n_rot, pos, freq_base, freq_scale, cs);
+  for (int h = 0; h < n_head; ++h) {
+    float* v = x + static_cast<int64_t>(h) * head_dim;
+    for (int i = 0; i < n_rot; i += 2) {
+      const float c = cs[i], s = cs[i + 1];
+      const float a = v[i], b = v[i + 1];
+      v[i] = a * c - b * s;
+      v[i + 1] = a * s + b * c;
+    }
+  }
+}
+
+struct op_paths {
+  decltype(&ref::rms_norm) rms_norm;
+  decltype(&ref::rope_norm) rope_norm;
+  decltype(&ref::silu_mul) silu_mul;
+  decltype(&ref::softmax) softmax;
+  decltype(&ref::add_inplace) add_inplace;
+};
+
+op_paths pick() {
+  // best_simd_level() honours FW_SIMD; has_avx512() guards against a cap above what the host has.
+  if (best_simd_level() >= simd_level::avx512 && host_features().has_avx512())
+    return {avx512::rms_norm, avx512::rope_norm, avx512::silu_mul, avx512::softmax,
+            avx512::add_inplace};
+  return {ref::rms_norm, rope_norm_table, ref::silu_mul, ref::softmax, ref::add_inplace};
+}
+
+// Chosen once: the ops run per token and per layer, CPUID and getenv must not.
+const op_paths& paths() {
+  static const op_paths p = pick();
+  return p;
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
+  paths().rms_norm(x, w, y, n, eps);
+}
+
+void rope_norm(float* x, int n_head, int head_dim, int n_rot, int pos, float freq_base,
+               float freq_scale) {
+  paths().rope_norm(x, n_head, head_dim, n_rot, pos, freq_base, freq_scale);
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) { paths().silu_mul(gate, up, n); }
+
+void softmax(float* x, int64_t n) { paths().softmax(x, n); }
+
+void add_inplace(float* y, const float* x, int64_t n) { paths().add_inplace(y, x, n); }
 
 }  // namespace fw::cpu

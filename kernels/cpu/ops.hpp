@@ -1,5 +1,7 @@
-// Element-wise and row-wise float ops of the Llama forward pass (scalar; the compiler vectorizes
-// the simple loops). Thread-safety: pure functions.
+// Element-wise and row-wise float ops of the Llama forward pass. The public functions pick a path
+// once, at first use, from best_simd_level(): AVX-512 (ops_avx512.cpp) when the host has it,
+// else the scalar code. The scalar code is the reference (namespace ref) that the AVX-512 path is
+// tested against. Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
@@ -22,5 +24,31 @@ void softmax(float* x, int64_t n);
 
 /// y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
+
+/// The rotation of rope_norm at `pos` (n_rot even): cos_sin[2 i] = cos(theta_i), cos_sin[2 i + 1] =
+/// sin(theta_i) for the n_rot / 2 pairs, with theta computed exactly as the reference does
+/// (theta_0 = pos * freq_scale, theta_{i+1} = theta_i * freq_base^(-2 / n_rot)), so a path that
+/// applies this table rotates bit-close to ref::rope_norm.
+void rope_cos_sin(int n_rot, int pos, float freq_base, float freq_scale, float* cos_sin);
+
+// -- per-path entry points (exposed for tests) --
+namespace ref {  // scalar: the reference
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+void rope_norm(float* x, int n_head, int head_dim, int n_rot, int pos, float freq_base,
+               float freq_scale);
+void silu_mul(float* gate, const float* up, int64_t n);
+void softmax(float* x, int64_t n);
+void add_inplace(float* y, const float* x, int64_t n);
+}  // namespace ref
+namespace avx512 {  // AVX-512F; call only when host_features().has_avx512()
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+void rope_norm(float* x, int n_head, int head_dim, int n_rot, int pos, float freq_base,
+               float freq_scale);
+void silu_mul(float* gate, const float* up, int64_t n);
+void softmax(float* x, int64_t n);
+void add_inplace(float* y, const float* x, int64_t n);
+/// x[i] = e^x[i] with exp512 (for tests of the vector exp).
+void exp_inplace(float* x, int64_t n);
+}  // namespace avx512
 
 }  // namespace fw::cpu

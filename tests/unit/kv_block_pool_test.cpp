@@ -24,11 +24,14 @@ void write_tokens(kv_block_pool& pool, const kv_handle& h, uint32_t tag, uint32_
   const kv_layout& lay = pool.layout();
   for (uint32_t t = from; t < to; ++t)
     for (uint32_t l = 0; l < lay.n_layer; ++l)
-      for (uint32_t hh = 0; hh < lay.n_head_kv; ++hh)
+      for (uint32_t hh = 0; hh < lay.n_head_kv; ++hh) {
+        std::vector<float> k(lay.head_dim), v(lay.head_dim);
         for (uint32_t e = 0; e < lay.head_dim; ++e) {
-          pool.k_row(h, t, l, hh)[e] = pattern(tag, t, l, hh, e, false);
-          pool.v_row(h, t, l, hh)[e] = pattern(tag, t, l, hh, e, true);
+          k[e] = pattern(tag, t, l, hh, e, false);
+          v[e] = pattern(tag, t, l, hh, e, true);
         }
+        pool.write_token(h, t, l, hh, k.data(), v.data());
+      }
 }
 
 ::testing::AssertionResult tokens_intact(const kv_block_pool& pool, const kv_handle& h,
@@ -36,13 +39,15 @@ void write_tokens(kv_block_pool& pool, const kv_handle& h, uint32_t tag, uint32_
   const kv_layout& lay = pool.layout();
   for (uint32_t t = 0; t < n; ++t)
     for (uint32_t l = 0; l < lay.n_layer; ++l)
-      for (uint32_t hh = 0; hh < lay.n_head_kv; ++hh)
+      for (uint32_t hh = 0; hh < lay.n_head_kv; ++hh) {
+        std::vector<float> k(lay.head_dim), v(lay.head_dim);
+        pool.read_token(h, t, l, hh, k.data(), v.data());
         for (uint32_t e = 0; e < lay.head_dim; ++e) {
-          if (pool.k_row(h, t, l, hh)[e] != pattern(tag, t, l, hh, e, false) ||
-              pool.v_row(h, t, l, hh)[e] != pattern(tag, t, l, hh, e, true))
+          if (k[e] != pattern(tag, t, l, hh, e, false) || v[e] != pattern(tag, t, l, hh, e, true))
             return ::testing::AssertionFailure() << "token " << t << " layer " << l << " head "
                                                  << hh << " element " << e;
         }
+      }
   return ::testing::AssertionSuccess();
 }
 
@@ -66,8 +71,14 @@ TEST(kv_block_pool_test, layout_and_sizes) {
   EXPECT_EQ(pool.block_data(1).size(), 128u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.k(0, 0, 0)) % 64, 0u);
   kv_handle h = *pool.allocate(8);
-  EXPECT_EQ(pool.k_row(h, 5, 1, 1), pool.k(h.blocks[1], 1, 1) + 4);
   EXPECT_EQ(pool.v_row(h, 5, 1, 1), pool.v(h.blocks[1], 1, 1) + 4);
+  // K tiles are transposed: element e of token t at e * block_tokens + t.
+  const float k5[4] = {1, 2, 3, 4}, v5[4] = {5, 6, 7, 8};
+  pool.write_token(h, 5, 1, 1, k5, v5);
+  EXPECT_EQ(pool.k(h.blocks[1], 1, 1)[1], 1.f);
+  EXPECT_EQ(pool.k(h.blocks[1], 1, 1)[4 + 1], 2.f);
+  EXPECT_EQ(pool.k(h.blocks[1], 1, 1)[3 * 4 + 1], 4.f);
+  EXPECT_EQ(pool.v(h.blocks[1], 1, 1)[4 + 3], 8.f);
 }
 
 TEST(kv_block_pool_test, create_validates) {

@@ -1,0 +1,55 @@
+#include "kernels/cpu/attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace fw::cpu {
+
+namespace ref {
+
+void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
+  const int hd = kv.head_dim, bt = kv.block_tokens;
+  std::vector<float> s;
+  for (int i = 0; i < qs.n_q; ++i) {
+    const int n = qs.n_keys[i];
+    s.resize(n);
+    const float* q = qs.q[i];
+    float mx = -INFINITY;
+    for (int t = 0; t < n; ++t) {
+      const float* kt = kv.k[t / bt] + t % bt;
+      float d = 0.f;
+      for (int e = 0; e < hd; ++e) d += q[e] * kt[e * bt];
+      s[t] = d * scale;
+      mx = std::max(mx, s[t]);
+    }
+    double sum = 0.0;
+    for (int t = 0; t < n; ++t) {
+      s[t] = std::exp(s[t] - mx);
+      sum += s[t];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    double h = 0.0;
+    for (int t = 0; t < n; ++t) {
+      s[t] *= inv;
+      if (s[t] > 0.f) h -= s[t] * std::log(static_cast<double>(s[t]));
+    }
+    if (qs.entropy) qs.entropy[i] = static_cast<float>(h);
+    float* out = qs.out[i];
+    std::fill(out, out + hd, 0.f);
+    for (int t = 0; t < n; ++t) {
+      const float* vt = kv.v[t / bt] + static_cast<int64_t>(t % bt) * hd;
+      for (int e = 0; e < hd; ++e) out[e] += s[t] * vt[e];
+    }
+  }
+}
+
+}  // namespace ref
+
+attention_fn select_attention(simd_level max_level, int head_dim, int block_tokens) {
+  if (max_level >= simd_level::avx512 && host_features().has_avx512() && avx512::supports(head_dim, block_tokens))
+    return avx512::attention;
+  return ref::attention;
+}
+
+}  // namespace fw::cpu

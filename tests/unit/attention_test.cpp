@@ -1,0 +1,125 @@
+// The AVX-512 attention kernel against the scalar reference: head sizes with and without a SIMD
+// path, block sizes of 16 and 32, causal prefixes that end inside and at the edge of a 16-key
+// chunk, query counts that leave partial register tiles, and the attention entropy.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/attention.hpp"
+
+namespace fw::cpu {
+namespace {
+
+constexpr float out_tolerance = 2e-5f;      // outputs are convex mixes of values in [-1, 1]
+constexpr float entropy_tolerance = 2e-4f;  // nats; online vs two-pass softmax sums
+
+struct problem {
+  int head_dim, block_tokens, n_keys;
+  std::vector<std::vector<float>> k, v;  // per tile
+  std::vector<const float*> kp, vp;
+  std::vector<std::vector<float>> q;
+  std::vector<const float*> qp;
+  std::vector<int32_t> nk;
+
+  problem(int hd, int bt, int n_keys_max, int n_q, float q_scale, uint32_t seed)
+      : head_dim(hd), block_tokens(bt), n_keys(n_keys_max) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    const int n_tiles = (n_keys_max + bt - 1) / bt;
+    k.assign(n_tiles, std::vector<float>(static_cast<size_t>(hd) * bt));
+    v.assign(n_tiles, std::vector<float>(static_cast<size_t>(hd) * bt));
+    for (int t = 0; t < n_tiles; ++t) {
+      for (float& x : k[t]) x = u(rng);
+      for (float& x : v[t]) x = u(rng);
+      kp.push_back(k[t].data());
+      vp.push_back(v[t].data());
+    }
+    for (int i = 0; i < n_q; ++i) {
+      q.emplace_back(hd);
+      for (float& x : q.back()) x = u(rng) * q_scale;
+      // Causal prefixes: the last queries see everything, earlier ones fewer keys (at least 1).
+      nk.push_back(std::max(1, n_keys_max - (n_q - 1 - i) * 3));
+    }
+    for (auto& x : q) qp.push_back(x.data());
+  }
+
+  kv_tiles tiles() const { return {kp.data(), vp.data(), static_cast<int>(kp.size()), block_tokens, head_dim}; }
+};
+
+void run(attention_fn fn, const problem& p, std::vector<std::vector<float>>& out, std::vector<float>& entropy) {
+  out.assign(p.q.size(), std::vector<float>(p.head_dim, -7.f));
+  std::vector<float*> op;
+  for (auto& o : out) op.push_back(o.data());
+  entropy.assign(p.q.size(), -1.f);
+  const attention_queries qs{static_cast<int>(p.q.size()), p.qp.data(), op.data(), p.nk.data(), entropy.data()};
+  fn(p.tiles(), qs, 1.f / std::sqrt(static_cast<float>(p.head_dim)));
+}
+
+TEST(attention_test, reference_is_softmax_weighted_sum) {
+  // One query, two keys: hand-computable.
+  // head_dim 2, block_tokens 16: k0 = (1, 0), k1 = (0, 0) in a transposed K tile.
+  std::vector<float> kt(2 * 16, 0.f), vt(16 * 2, 0.f);
+  kt[0 * 16 + 0] = 1.f;  // key 0, dim 0
+  vt[0 * 2 + 0] = 1.f;   // value 0 = (1, 0)
+  vt[1 * 2 + 1] = 1.f;   // value 1 = (0, 1)
+  const float* kp = kt.data();
+  const float* vp = vt.data();
+  const float q[2] = {std::log(3.f), 0.f};  // scores ln3 and 0 -> weights 3/4, 1/4
+  float out[2];
+  const float* qp = q;
+  float* outp = out;
+  const int32_t n = 2;
+  float h = 0;
+  ref::attention({&kp, &vp, 1, 16, 2}, {1, &qp, &outp, &n, &h}, 1.f);
+  EXPECT_NEAR(out[0], 0.75f, 1e-6);
+  EXPECT_NEAR(out[1], 0.25f, 1e-6);
+  EXPECT_NEAR(h, -(0.75 * std::log(0.75) + 0.25 * std::log(0.25)), 1e-6);
+}
+
+TEST(attention_test, avx512_matches_reference) {
+  if (!host_features().has_avx512()) GTEST_SKIP() << "host has no AVX-512: only the reference path runs here";
+  for (int hd : {32, 64, 128}) {
+    for (int bt : {16, 32}) {
+      for (int n_keys : {1, 15, 16, 17, 33, 100, 130}) {
+        for (int n_q : {1, 2, 3, 5, 9, 12}) {
+          for (float q_scale : {1.f, 8.f}) {  // flat and peaked distributions
+            const problem p(hd, bt, n_keys, n_q, q_scale, static_cast<uint32_t>(hd * 7 + bt + n_keys * 31 + n_q));
+            std::vector<std::vector<float>> want, got;
+            std::vector<float> h_want, h_got;
+            run(ref::attention, p, want, h_want);
+            run(avx512::attention, p, got, h_got);
+            for (int i = 0; i < n_q; ++i) {
+              SCOPED_TRACE(testing::Message() << "hd " << hd << " bt " << bt << " keys " << p.nk[i] << " query "
+                                              << i << "/" << n_q << " q_scale " << q_scale);
+              for (int e = 0; e < hd; ++e) ASSERT_NEAR(got[i][e], want[i][e], out_tolerance) << "element " << e;
+              ASSERT_NEAR(h_got[i], h_want[i], entropy_tolerance);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(attention_test, selection_falls_back_for_unsupported_shapes) {
+  EXPECT_EQ(select_attention(simd_level::scalar, 64, 16), &ref::attention);
+  EXPECT_EQ(select_attention(simd_level::avx512, 48, 16), &ref::attention);  // head_dim without a SIMD path
+  EXPECT_EQ(select_attention(simd_level::avx512, 64, 8), &ref::attention);   // block not a multiple of 16
+  if (host_features().has_avx512()) EXPECT_EQ(select_attention(simd_level::avx512, 64, 16), &avx512::attention);
+}
+
+TEST(attention_test, entropy_is_optional) {
+  const problem p(64, 16, 40, 3, 1.f, 5);
+  std::vector<std::vector<float>> out(3, std::vector<float>(64));
+  std::vector<float*> op;
+  for (auto& o : out) op.push_back(o.data());
+  const attention_queries qs{3, p.qp.data(), op.data(), p.nk.data(), nullptr};
+  select_attention(best_simd_level(), 64, 16)(p.tiles(), qs, 0.125f);
+  for (auto& o : out)
+    for (float x : o) ASSERT_TRUE(std::isfinite(x));
+}
+
+}  // namespace
+}  // namespace fw::cpu
