@@ -59,9 +59,10 @@ dot_kernel select_avx512(ggml_type t) {
   namespace k = avx512;
   const auto lvl = simd_level::avx512;
   switch (t) {
-    case ggml_type::f32: return make<k::dot_f32, k::gemm_f32>(t, lvl, nullptr);
-    case ggml_type::f16: return make<k::dot_f16, k::gemm_f16>(t, lvl, nullptr);
-    case ggml_type::bf16: return make<k::dot_bf16, k::gemm_bf16>(t, lvl, nullptr);
+    case ggml_type::f32: return make<k::dot_f32, k::gemm_f32>(t, lvl, nullptr, k::pack_f32, k::packed_gemm_f32);
+    case ggml_type::f16: return make<k::dot_f16, k::gemm_f16>(t, lvl, nullptr, k::pack_f16, k::packed_gemm_f16);
+    case ggml_type::bf16:
+      return make<k::dot_bf16, k::gemm_bf16>(t, lvl, nullptr, k::pack_bf16, k::packed_gemm_bf16);
     case ggml_type::q4_0:
       return make<k::dot_q4_0, k::gemm_q4_0>(t, lvl, k::quantize_q8x, k::pack_q4_0, k::packed_gemm_q4_0);
     case ggml_type::q4_1:

@@ -126,6 +126,15 @@ void packed_gemm_q4_1(int64_t k, const void* w, int64_t n, const void* x, size_t
                       int64_t ldy);
 void packed_gemm_q8_0(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
                       int64_t ldy);
+void pack_f32(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
+void pack_f16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
+void pack_bf16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
+void packed_gemm_f32(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
+                     int64_t ldy);
+void packed_gemm_f16(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
+                     int64_t ldy);
+void packed_gemm_bf16(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
+                      int64_t ldy);
 }  // namespace avx512
 
 }  // namespace fw::cpu

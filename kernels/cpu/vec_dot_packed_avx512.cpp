@@ -199,6 +199,105 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
     F::unpacked_gemm(k, wp + n_packed * rb, rb, n_rows - n_packed, x, x_stride, n_x, y + n_packed, ldy);
 }
 
+// -- float weights (f32, f16, bf16) --
+// Rows interleaved per element: within a group, element i of the 16 rows is 16 values side by side
+// (64 bytes for f32, 32 for f16 / bf16), so one load and convert gives lane r = row r and the
+// product is an outer product: acc[j] += x_j[i] * w_i for every activation row j. No horizontal
+// sums; each weight vector serves RX activation rows and each broadcast activation 16 rows.
+struct f32_packed {
+  using elem = float;
+  static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
+  static constexpr auto unpacked_gemm = gemm_f32;
+};
+struct f16_packed {
+  using elem = uint16_t;
+  static __m512 load(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static constexpr auto unpacked_gemm = gemm_f16;
+};
+struct bf16_packed {
+  using elem = uint16_t;
+  static __m512 load(const uint8_t* p) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+  static constexpr auto unpacked_gemm = gemm_bf16;
+};
+
+template <class F>
+void pack_float(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst) {
+  using elem = typename F::elem;
+  const size_t rb = static_cast<size_t>(k) * sizeof(elem);
+  const auto* s = static_cast<const uint8_t*>(src);
+  auto* d = static_cast<uint8_t*>(dst);
+  const int64_t n_packed = n_rows / group * group;
+  for (int64_t g = 0; g < n_packed; g += group) {
+    auto* out = reinterpret_cast<elem*>(d + g * rb);
+    for (int r = 0; r < group; ++r) {
+      const auto* row = reinterpret_cast<const elem*>(s + (g + r) * row_stride);
+      for (int64_t i = 0; i < k; ++i) out[i * group + r] = row[i];
+    }
+  }
+  for (int64_t i = n_packed; i < n_rows; ++i) std::memcpy(d + i * rb, s + i * row_stride, rb);
+}
+
+// y[j * ldy + r] for the 16 rows of one group and RX float activation rows; two accumulator sets
+// (even and odd elements) keep 2 RX independent FMA chains in flight.
+template <class F, int RX>
+void float_tile(int64_t k, const uint8_t* gp, const uint8_t* x, size_t x_stride, float* y, int64_t ldy) {
+  constexpr size_t step = group * sizeof(typename F::elem);
+  __m512 a0[RX], a1[RX];
+  const float* xr[RX];
+#pragma GCC unroll 16
+  for (int j = 0; j < RX; ++j) {
+    a0[j] = _mm512_setzero_ps(), a1[j] = _mm512_setzero_ps();
+    xr[j] = reinterpret_cast<const float*>(x + j * x_stride);
+  }
+  int64_t i = 0;
+  for (; i + 2 <= k; i += 2, gp += 2 * step) {
+    const __m512 w0 = F::load(gp), w1 = F::load(gp + step);
+#pragma GCC unroll 16
+    for (int j = 0; j < RX; ++j) {
+      a0[j] = _mm512_fmadd_ps(_mm512_set1_ps(xr[j][i]), w0, a0[j]);
+      a1[j] = _mm512_fmadd_ps(_mm512_set1_ps(xr[j][i + 1]), w1, a1[j]);
+    }
+  }
+  if (i < k) {
+    const __m512 w0 = F::load(gp);
+#pragma GCC unroll 16
+    for (int j = 0; j < RX; ++j) a0[j] = _mm512_fmadd_ps(_mm512_set1_ps(xr[j][i]), w0, a0[j]);
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < RX; ++j) _mm512_storeu_ps(y + j * ldy, _mm512_add_ps(a0[j], a1[j]));
+}
+
+template <class F>
+void packed_gemm_float(int64_t k, const void* w, int64_t n_rows, const void* x, size_t x_stride, int64_t n_x,
+                       float* y, int64_t ldy) {
+  const size_t rb = static_cast<size_t>(k) * sizeof(typename F::elem);
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* xp = static_cast<const uint8_t*>(x);
+  const int64_t n_packed = n_rows / group * group;
+  for (int64_t g = 0; g < n_packed; g += group) {
+    const uint8_t* gp = wp + g * rb;
+    int64_t j = 0;
+    for (; j + 8 <= n_x; j += 8) float_tile<F, 8>(k, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
+    const uint8_t* xj = xp + j * x_stride;
+    float* yj = y + j * ldy + g;
+    switch (n_x - j) {
+      case 7: float_tile<F, 7>(k, gp, xj, x_stride, yj, ldy); break;
+      case 6: float_tile<F, 6>(k, gp, xj, x_stride, yj, ldy); break;
+      case 5: float_tile<F, 5>(k, gp, xj, x_stride, yj, ldy); break;
+      case 4: float_tile<F, 4>(k, gp, xj, x_stride, yj, ldy); break;
+      case 3: float_tile<F, 3>(k, gp, xj, x_stride, yj, ldy); break;
+      case 2: float_tile<F, 2>(k, gp, xj, x_stride, yj, ldy); break;
+      case 1: float_tile<F, 1>(k, gp, xj, x_stride, yj, ldy); break;
+      default: break;
+    }
+  }
+  if (n_packed < n_rows)
+    F::unpacked_gemm(k, wp + n_packed * rb, rb, n_rows - n_packed, x, x_stride, n_x, y + n_packed, ldy);
+}
+
 }  // namespace
 
 void pack_q4_0(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack<q4_0_packed>(src, rs, n, k, dst); }
@@ -215,4 +314,19 @@ void packed_gemm_q8_0(int64_t k, const void* w, int64_t n, const void* x, size_t
   packed_gemm<q8_0_packed>(k, w, n, x, xs, nx, y, ldy);
 }
 
+}  // namespace fw::cpu::avx512
+
+namespace fw::cpu::avx512 {
+void pack_f32(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack_float<f32_packed>(src, rs, n, k, dst); }
+void pack_f16(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack_float<f16_packed>(src, rs, n, k, dst); }
+void pack_bf16(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack_float<bf16_packed>(src, rs, n, k, dst); }
+void packed_gemm_f32(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy) {
+  packed_gemm_float<f32_packed>(k, w, n, x, xs, nx, y, ldy);
+}
+void packed_gemm_f16(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy) {
+  packed_gemm_float<f16_packed>(k, w, n, x, xs, nx, y, ldy);
+}
+void packed_gemm_bf16(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy) {
+  packed_gemm_float<bf16_packed>(k, w, n, x, xs, nx, y, ldy);
+}
 }  // namespace fw::cpu::avx512

@@ -190,12 +190,17 @@ TEST_P(vec_dot_test, packed_gemm_matches_scalar_reference) {
       const int64_t n_packed = n / packed_group_rows * packed_group_rows;
       EXPECT_TRUE(std::equal(w.begin() + n_packed * rb, w.end(), packed.begin() + n_packed * rb)) << "tail rows changed";
       for (int64_t nx : {1, 3, 4, 9}) {
+        // Activations in the kernel's format: int8 blocks for quantized weights, floats otherwise.
         std::vector<row_data> xs;
-        const size_t x_stride = k / 32 * sizeof(block_q8x);
+        const bool q8x = kern.act == act_format::q8x;
+        const size_t x_stride = q8x ? k / 32 * sizeof(block_q8x) : k * sizeof(float);
         std::vector<uint8_t> x(x_stride * nx);
         for (int64_t j = 0; j < nx; ++j) {
           xs.push_back(make_row(t, k, 500 + j));
-          std::memcpy(x.data() + j * x_stride, xs.back().xq.data(), x_stride);
+          if (q8x)
+            std::memcpy(x.data() + j * x_stride, xs.back().xq.data(), x_stride);
+          else
+            std::memcpy(x.data() + j * x_stride, xs.back().x.data(), x_stride);
         }
         for (int64_t first : {int64_t{0}, int64_t{16}}) {
           if (first >= n || (first > 0 && first >= n_packed)) continue;
