@@ -107,12 +107,13 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
   return out;
 }
 
-void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t m, float* y) {
+void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t m, float* y, bool same_x) {
   if (quant_kernel_plugin* p = w.packed ? nullptr : plugin_for(w.type)) {
+    mm_scratch_.act_of = nullptr;  // the next same_x call must not trust an older quantization
     if (p->gemv(static_cast<uint32_t>(w.type), w.data, w.row_bytes, w.k, w.n, x, m, y)) return;
     // A failing plugin must not fail the request: fall back to the built-in kernel.
   }
-  cpu::matmul(w, kernel_for(w.type), x, w.k, m, y, w.n, *threads_, mm_scratch_);
+  cpu::matmul(w, kernel_for(w.type), x, w.k, m, y, w.n, *threads_, mm_scratch_, same_x);
 }
 
 void cpu_backend::plan_attention(const forward_batch& b) {
@@ -220,8 +221,8 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
     const auto& L = layers_[il];
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.attn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
     mm(L.wq, xn_.data(), m, q_.data());
-    mm(L.wk, xn_.data(), m, k_.data());
-    mm(L.wv, xn_.data(), m, v_.data());
+    mm(L.wk, xn_.data(), m, k_.data(), true);  // xn_ unchanged: reuse its 8-bit quantization
+    mm(L.wv, xn_.data(), m, v_.data(), true);
     for (int64_t r = 0; r < m; ++r) {
       const int pos = b.positions[r];
       cpu::rope_norm(q_.data() + r * e, cfg_.n_head, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
@@ -235,7 +236,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
     cpu::add_inplace(x_.data(), tmp_.data(), m * e);
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.ffn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
     mm(L.w_gate, xn_.data(), m, gate_.data());
-    mm(L.w_up, xn_.data(), m, up_.data());
+    mm(L.w_up, xn_.data(), m, up_.data(), true);
     cpu::silu_mul(gate_.data(), up_.data(), m * ff);
     mm(L.w_down, gate_.data(), m, tmp_.data());
     cpu::add_inplace(x_.data(), tmp_.data(), m * e);

@@ -48,7 +48,7 @@ class cpu_backend final : public backend {
 
  private:
   const cpu::dot_kernel& kernel_for(ggml_type t) const { return kernels_.at(t); }
-  void mm(const cpu::weight_view& w, const float* x, int64_t m, float* y);
+  void mm(const cpu::weight_view& w, const float* x, int64_t m, float* y, bool same_x = false);
   void pack(cpu::weight_view& v);
   /// The tied output head is the embedding table, whose rows the forward pass still reads.
   bool shares_embedding(const cpu::weight_view& v) const { return v.data == w_.tok_embd.data; }

@@ -174,6 +174,19 @@ expected<sampler> sampler::make(const sampling_params& params, int32_t n_vocab) 
 void sampler::run_chain(const sampling_params& sp, std::span<const float> logits,
                         std::span<const int32_t> history, std::vector<candidate>& out,
                         std::vector<int32_t>& window) {
+  const bool penalties =
+      sp.repeat_penalty != 1.0f || sp.frequency_penalty != 0.0f || sp.presence_penalty != 0.0f;
+  if (sp.temperature <= 0.0f && !penalties && !logits.empty()) {
+    // Greedy without penalties: the argmax straight from the logits (no candidate list; a
+    // batched decode step samples every row). Same result as the chain below: NaN counts as
+    // -inf and the lowest id wins ties.
+    size_t best = 0;
+    float best_logit = std::isnan(logits[0]) ? neg_inf : logits[0];
+    for (size_t i = 1; i < logits.size(); ++i)
+      if (logits[i] > best_logit) best = i, best_logit = logits[i];
+    out.assign(1, candidate{static_cast<int32_t>(best), best_logit, 1.0f});
+    return;
+  }
   out.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) {
     const float l = logits[i];

@@ -5,19 +5,24 @@
 namespace fw::cpu {
 
 void matmul(const weight_view& w, const dot_kernel& kernel, const float* x, int64_t ldx, int64_t m,
-            float* y, int64_t ldy, thread_pool& pool, matmul_scratch& scratch) {
+            float* y, int64_t ldy, thread_pool& pool, matmul_scratch& scratch, bool same_x) {
   const void* act = x;
   size_t act_stride = static_cast<size_t>(ldx) * sizeof(float);
   if (kernel.act == act_format::q8x) {
     act_stride = static_cast<size_t>(w.k / 32) * sizeof(block_q8x);
-    scratch.act.resize(act_stride * m);
-    uint8_t* q = scratch.act.data();
     auto quant = kernel.quantize;
-    pool.parallel_for(m, 8, [&](int64_t b, int64_t e, int) {
-      for (int64_t r = b; r < e; ++r)
-        quant(x + r * ldx, reinterpret_cast<block_q8x*>(q + r * act_stride), w.k);
-    });
-    act = q;
+    const bool reuse = same_x && scratch.act_of == x && scratch.act_m == m && scratch.act_k == w.k &&
+                       scratch.act_ld == ldx && scratch.act_fn == quant;
+    if (!reuse) {
+      scratch.act.resize(act_stride * m);
+      uint8_t* q = scratch.act.data();
+      pool.parallel_for(m, 8, [&](int64_t b, int64_t e, int) {
+        for (int64_t r = b; r < e; ++r)
+          quant(x + r * ldx, reinterpret_cast<block_q8x*>(q + r * act_stride), w.k);
+      });
+      scratch.act_of = x, scratch.act_m = m, scratch.act_k = w.k, scratch.act_ld = ldx, scratch.act_fn = quant;
+    }
+    act = scratch.act.data();
   }
   const auto* a = static_cast<const uint8_t*>(act);
   if (w.packed) {

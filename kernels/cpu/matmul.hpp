@@ -23,13 +23,18 @@ struct weight_view {
   bool packed = false;   ///< data is in the kernel path's packed layout (dot_kernel::pack)
 };
 
-/// Scratch memory reused across calls (activation quantization).
+/// Scratch memory reused across calls: the last quantized activations and what they came from.
 struct matmul_scratch {
   std::vector<uint8_t> act;
+  const float* act_of = nullptr;  ///< x of the last quantization (nullptr: none valid)
+  int64_t act_m = 0, act_k = 0, act_ld = 0;
+  quantize_q8x_fn act_fn = nullptr;
 };
 
 /// y (m rows, stride ldy) = x (m rows of w.k floats, stride ldx) times w^T.
+/// same_x: the caller promises x is unchanged since the previous call with this scratch (q, k and
+/// v of one input; gate and up): its 8-bit quantization is reused when it matches.
 void matmul(const weight_view& w, const dot_kernel& kernel, const float* x, int64_t ldx, int64_t m,
-            float* y, int64_t ldy, thread_pool& pool, matmul_scratch& scratch);
+            float* y, int64_t ldy, thread_pool& pool, matmul_scratch& scratch, bool same_x = false);
 
 }  // namespace fw::cpu
