@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "runtime/expected.hpp"
+#include "runtime/kv_handle.hpp"
 #include "runtime/sampling_params.hpp"
 
 namespace fw {
@@ -55,6 +56,8 @@ struct kv_cache_section {
   uint32_t block_tokens = 16;   ///< tokens per block
   uint32_t pool_tokens = 16384; ///< pool size in tokens (all sequences together); 0: use pool_mib
   uint32_t pool_mib = 0;        ///< pool size in MiB; 0: use pool_tokens
+  std::string type = "f16";     ///< element type of cached K and V: f16 | f32
+  [[nodiscard]] kv_dtype dtype() const { return type == "f32" ? kv_dtype::f32 : kv_dtype::f16; }
   bool operator==(const kv_cache_section&) const = default;
 };
 

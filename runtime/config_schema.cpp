@@ -212,6 +212,8 @@ field<T> then(field<T> f, After after) {
   return f;
 }
 
+const std::vector<std::string_view> kv_types = {"f16", "f32"};
+
 std::vector<section> build_sections() {
   constexpr int64_t max_ctx = int64_t{1} << 20;
   std::vector<section> s;
@@ -232,7 +234,8 @@ std::vector<section> build_sections() {
             [](kv_cache_section& k) { if (k.pool_tokens > 0) k.pool_mib = 0; }),
        then(integer("pool_mib", &kv_cache_section::pool_mib, 0, int64_t{1} << 20,
                     "0 = size by pool_tokens"),
-            [](kv_cache_section& k) { if (k.pool_mib > 0) k.pool_tokens = 0; })}));
+            [](kv_cache_section& k) { if (k.pool_mib > 0) k.pool_tokens = 0; }),
+       one_of("type", &kv_cache_section::type, kv_types)}));
   s.push_back(make_section<sampling_section>(
       "sampling", &config::sampling,
       {number("temperature", &sampling_section::temperature, 0, 100, false, "0 = greedy"),

@@ -19,8 +19,9 @@ int resolve_threads(int requested) {
   return hw == 0 ? 1 : static_cast<int>(hw);
 }
 
-kv_layout layout_of(const model_config& c, uint32_t block_tokens) {
+kv_layout layout_of(const model_config& c, uint32_t block_tokens, kv_dtype dtype) {
   kv_layout l;
+  l.dtype = dtype;
   l.n_layer = c.n_layer;
   l.n_head_kv = c.n_head_kv;
   l.head_dim = c.head_dim;
@@ -35,7 +36,7 @@ cpu_backend::cpu_backend(const model_config& config, const llama_weights& weight
     : cfg_(config),
       w_(weights),
       threads_(opts.shared_threads ? opts.shared_threads : std::make_shared<cpu::thread_pool>(resolve_threads(opts.threads))),
-      pool_(0, layout_of(config, opts.kv_block_tokens),
+      pool_(0, layout_of(config, opts.kv_block_tokens, opts.kv_type),
             (opts.kv_tokens + opts.kv_block_tokens - 1) / opts.kv_block_tokens) {
   const auto level = cpu::best_simd_level();
   for (ggml_type t : weights.matrix_types()) kernels_.emplace(t, cpu::select_dot_kernel(t, level));
@@ -165,10 +166,11 @@ void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
     auto& vt = attn_.v_tiles[thread];
     kt.resize(n_tiles), vt.resize(n_tiles);
     for (int i = 0; i < n_tiles; ++i) {
-      kt[i] = pool_.k(kv.blocks[i], layer, t.kv_head);
-      vt[i] = pool_.v(kv.blocks[i], layer, t.kv_head);
+      kt[i] = pool_.k_data(kv.blocks[i], layer, t.kv_head);
+      vt[i] = pool_.v_data(kv.blocks[i], layer, t.kv_head);
     }
-    const cpu::kv_tiles tiles{kt.data(), vt.data(), n_tiles, static_cast<int>(bt), static_cast<int>(cfg_.head_dim)};
+    const cpu::kv_tiles tiles{kt.data(), vt.data(), n_tiles, static_cast<int>(bt), static_cast<int>(cfg_.head_dim),
+                              pool_.layout().dtype == kv_dtype::f16};
     const cpu::attention_queries qs{static_cast<int>(t.end - t.begin), attn_.q.data() + t.begin,
                                     attn_.out.data() + t.begin, attn_.n_keys.data() + t.begin,
                                     last_layer ? attn_.entropy.data() + t.begin : nullptr};

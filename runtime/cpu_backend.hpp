@@ -22,6 +22,7 @@ struct cpu_backend_options {
   int threads = 0;                ///< 0 = hardware concurrency
   uint32_t kv_tokens = 8192;      ///< KV pool capacity in tokens (all sequences together)
   uint32_t kv_block_tokens = 16;  ///< tokens per KV block
+  kv_dtype kv_type = kv_dtype::f32;  ///< element type of the cached K and V
   /// Share another backend's kernel threads (a draft model next to its target) instead of
   /// starting a pool of `threads`.
   std::shared_ptr<cpu::thread_pool> shared_threads;
@@ -82,7 +83,7 @@ class cpu_backend final : public backend {
     std::vector<int64_t> query_slot;  ///< row * n_head + head
     std::vector<float> entropy;
     std::vector<attention_task> tasks;
-    std::vector<std::vector<const float*>> k_tiles, v_tiles;  ///< per thread
+    std::vector<std::vector<const void*>> k_tiles, v_tiles;  ///< per thread
   } attn_;
   std::vector<float> head_entropy_;  ///< [rows][heads] of the last layer, rows with logits only
   std::vector<float> entropy_;       ///< per logits row, averaged over heads

@@ -1,5 +1,8 @@
 #include "runtime/kv_block_pool.hpp"
 
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cpu/quant_ref.hpp"
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -26,7 +29,7 @@ std::string describe(const kv_handle& h) {
 
 }  // namespace
 
-void kv_block_pool::aligned_free::operator()(float* p) const {
+void kv_block_pool::aligned_free::operator()(std::byte* p) const {
   ::operator delete[](p, data_alignment);
 }
 
@@ -34,18 +37,17 @@ kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_bloc
     : pool_id_(pool_id),
       layout_(layout),
       n_blocks_(n_blocks),
-      tile_floats_(layout.tile_floats()),
-      v_offset_(size_t{layout.n_layer} * layout.n_head_kv * layout.tile_floats()),
+      tile_bytes_(layout.tile_elems() * layout.elem_bytes()),
+      v_offset_(size_t{layout.n_layer} * layout.n_head_kv * layout.tile_elems() * layout.elem_bytes()),
       owner_(n_blocks, 0) {
   assert(layout.n_layer > 0 && layout.n_head_kv > 0 && layout.head_dim > 0 &&
          layout.block_tokens > 0);
-  const size_t n_floats = size_t{n_blocks} * layout.block_floats();
-  if (n_floats > 0) {
-    data_.reset(static_cast<float*>(::operator new[](n_floats * sizeof(float), data_alignment)));
+  const size_t bytes = size_t{n_blocks} * layout.block_bytes();
+  if (bytes > 0) {
+    data_.reset(static_cast<std::byte*>(::operator new[](bytes, data_alignment)));
     // A hint (THP in "madvise" mode needs it); failure only costs speed.
-    if (n_floats * sizeof(float) >= huge_page)
-      (void)::madvise(data_.get(), (n_floats * sizeof(float) + huge_page - 1) / huge_page * huge_page, MADV_HUGEPAGE);
-    std::memset(data_.get(), 0, n_floats * sizeof(float));
+    if (bytes >= huge_page) (void)::madvise(data_.get(), (bytes + huge_page - 1) / huge_page * huge_page, MADV_HUGEPAGE);
+    std::memset(data_.get(), 0, bytes);
   }
   free_.reserve(n_blocks);
   for (uint32_t b = n_blocks; b > 0; --b) free_.push_back(b - 1);  // hands out 0, 1, 2, ...
@@ -302,14 +304,15 @@ expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_han
   const size_t hd = layout_.head_dim;
   for (uint32_t l = 0; l < layout_.n_layer; ++l) {
     for (uint32_t hh = 0; hh < layout_.n_head_kv; ++hh) {
-      if (src_bt == dst_bt) {  // whole tiles at a time (a K tile is transposed: copy all of it)
+      if (src_bt == dst_bt && src.layout_.dtype == layout_.dtype) {
+        // Whole tiles at a time (a K tile is transposed: copy all of it).
+        const size_t eb = layout_.elem_bytes();
         for (uint32_t t = 0; t < n; t += dst_bt) {
           const uint32_t i = t / dst_bt;
-          std::memcpy(k(to.blocks[i], l, hh), src.k(from.blocks[i], l, hh), tile_floats_ * sizeof(float));
-          std::memcpy(v(to.blocks[i], l, hh), src.v(from.blocks[i], l, hh),
-                      std::min(dst_bt, n - t) * hd * sizeof(float));
+          std::memcpy(k_data(to.blocks[i], l, hh), src.k_data(from.blocks[i], l, hh), tile_bytes_);
+          std::memcpy(v_data(to.blocks[i], l, hh), src.v_data(from.blocks[i], l, hh), std::min(dst_bt, n - t) * hd * eb);
         }
-      } else {  // token by token
+      } else {  // token by token, converting the element type if it differs
         std::vector<float> kt(hd), vt(hd);
         for (uint32_t t = 0; t < n; ++t) {
           src.read_token(from, t, l, hh, kt.data(), vt.data());
@@ -326,13 +329,29 @@ expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_han
 
 size_t kv_block_pool::block_offset(uint32_t block) const {
   assert(block < n_blocks_);
-  return size_t{block} * layout_.block_floats();
+  return size_t{block} * layout_.block_bytes();
+}
+
+void* kv_block_pool::k_data(uint32_t block, uint32_t layer, uint32_t head) {
+  assert(layer < layout_.n_layer && head < layout_.n_head_kv);
+  return data_.get() + block_offset(block) + (size_t{layer} * layout_.n_head_kv + head) * tile_bytes_;
+}
+
+const void* kv_block_pool::k_data(uint32_t block, uint32_t layer, uint32_t head) const {
+  return const_cast<kv_block_pool*>(this)->k_data(block, layer, head);
+}
+
+void* kv_block_pool::v_data(uint32_t block, uint32_t layer, uint32_t head) {
+  return static_cast<std::byte*>(k_data(block, layer, head)) + v_offset_;
+}
+
+const void* kv_block_pool::v_data(uint32_t block, uint32_t layer, uint32_t head) const {
+  return const_cast<kv_block_pool*>(this)->v_data(block, layer, head);
 }
 
 float* kv_block_pool::k(uint32_t block, uint32_t layer, uint32_t head) {
-  assert(layer < layout_.n_layer && head < layout_.n_head_kv);
-  return data_.get() + block_offset(block) +
-         (size_t{layer} * layout_.n_head_kv + head) * tile_floats_;
+  assert(layout_.dtype == kv_dtype::f32);
+  return static_cast<float*>(k_data(block, layer, head));
 }
 
 const float* kv_block_pool::k(uint32_t block, uint32_t layer, uint32_t head) const {
@@ -340,7 +359,8 @@ const float* kv_block_pool::k(uint32_t block, uint32_t layer, uint32_t head) con
 }
 
 float* kv_block_pool::v(uint32_t block, uint32_t layer, uint32_t head) {
-  return k(block, layer, head) + v_offset_;
+  assert(layout_.dtype == kv_dtype::f32);
+  return static_cast<float*>(v_data(block, layer, head));
 }
 
 const float* kv_block_pool::v(uint32_t block, uint32_t layer, uint32_t head) const {
@@ -349,20 +369,41 @@ const float* kv_block_pool::v(uint32_t block, uint32_t layer, uint32_t head) con
 
 void kv_block_pool::write_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head,
                                 const float* kv_k, const float* kv_v) {
-  const uint32_t bt = layout_.block_tokens;
+  const uint32_t bt = layout_.block_tokens, hd = layout_.head_dim;
   assert(pos / bt < h.blocks.size());
-  float* kt = k(h.blocks[pos / bt], layer, head) + pos % bt;
-  for (uint32_t e = 0; e < layout_.head_dim; ++e) kt[size_t{e} * bt] = kv_k[e];
-  std::memcpy(v_row(h, pos, layer, head), kv_v, layout_.head_dim * sizeof(float));
+  const uint32_t b = h.blocks[pos / bt], t = pos % bt;
+  if (layout_.dtype == kv_dtype::f16) {
+    auto* kt = static_cast<uint16_t*>(k_data(b, layer, head)) + t;
+    auto* vt = static_cast<uint16_t*>(v_data(b, layer, head)) + size_t{t} * hd;
+    cpu::fp32_to_fp16_row(kv_v, vt, hd);  // F16C when the host has it
+    uint16_t stack[256];
+    std::vector<uint16_t> heap;
+    uint16_t* kh = stack;
+    if (hd > 256) heap.resize(hd), kh = heap.data();
+    cpu::fp32_to_fp16_row(kv_k, kh, hd);
+    for (uint32_t e = 0; e < hd; ++e) kt[size_t{e} * bt] = kh[e];
+    return;
+  }
+  float* kt = k(b, layer, head) + t;
+  for (uint32_t e = 0; e < hd; ++e) kt[size_t{e} * bt] = kv_k[e];
+  std::memcpy(v(b, layer, head) + size_t{t} * hd, kv_v, hd * sizeof(float));
 }
 
 void kv_block_pool::read_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head,
                                float* kv_k, float* kv_v) const {
-  const uint32_t bt = layout_.block_tokens;
+  const uint32_t bt = layout_.block_tokens, hd = layout_.head_dim;
   assert(pos / bt < h.blocks.size());
-  const float* kt = k(h.blocks[pos / bt], layer, head) + pos % bt;
-  for (uint32_t e = 0; e < layout_.head_dim; ++e) kv_k[e] = kt[size_t{e} * bt];
-  std::memcpy(kv_v, v_row(h, pos, layer, head), layout_.head_dim * sizeof(float));
+  const uint32_t b = h.blocks[pos / bt], t = pos % bt;
+  if (layout_.dtype == kv_dtype::f16) {
+    const auto* kt = static_cast<const uint16_t*>(k_data(b, layer, head)) + t;
+    const auto* vt = static_cast<const uint16_t*>(v_data(b, layer, head)) + size_t{t} * hd;
+    for (uint32_t e = 0; e < hd; ++e) kv_k[e] = fp16_to_fp32(kt[size_t{e} * bt]);
+    for (uint32_t e = 0; e < hd; ++e) kv_v[e] = fp16_to_fp32(vt[e]);
+    return;
+  }
+  const float* kt = k(b, layer, head) + t;
+  for (uint32_t e = 0; e < hd; ++e) kv_k[e] = kt[size_t{e} * bt];
+  std::memcpy(kv_v, v(b, layer, head) + size_t{t} * hd, hd * sizeof(float));
 }
 
 float* kv_block_pool::v_row(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head) {
@@ -376,12 +417,12 @@ const float* kv_block_pool::v_row(const kv_handle& h, uint32_t pos, uint32_t lay
   return const_cast<kv_block_pool*>(this)->v_row(h, pos, layer, head);
 }
 
-std::span<float> kv_block_pool::block_data(uint32_t block) {
-  return {data_.get() + block_offset(block), layout_.block_floats()};
+std::span<std::byte> kv_block_pool::block_data(uint32_t block) {
+  return {data_.get() + block_offset(block), layout_.block_bytes()};
 }
 
-std::span<const float> kv_block_pool::block_data(uint32_t block) const {
-  return {data_.get() + block_offset(block), layout_.block_floats()};
+std::span<const std::byte> kv_block_pool::block_data(uint32_t block) const {
+  return {data_.get() + block_offset(block), layout_.block_bytes()};
 }
 
 }  // namespace fw

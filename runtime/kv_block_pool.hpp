@@ -1,10 +1,10 @@
 // kv_block_pool: one device's KV cache memory (host memory here), cut into fixed-size blocks and
 // lent out to sequences through kv_handle values.
 //
-// Memory layout (float32): block after block; inside block b the K tiles of every (layer, kv head)
-// then the V tiles:
-//   k(b, l, h) = data + b * block_floats + (l * n_head_kv + h) * tile_floats
-//   v(b, l, h) = k(b, l, h) + n_layer * n_head_kv * tile_floats
+// Memory layout (elements of layout.dtype, float32 or half): block after block; inside block b the
+// K tiles of every (layer, kv head) then the V tiles:
+//   k(b, l, h) = data + b * block_elems + (l * n_head_kv + h) * tile_elems
+//   v(b, l, h) = k(b, l, h) + n_layer * n_head_kv * tile_elems
 // A K tile is [head_dim][block_tokens] (transposed: dimension e of token t at e * block_tokens + t,
 // so attention scores 16 keys per SIMD vector), a V tile [block_tokens][head_dim] (a token's values
 // contiguous, for the weighted sum). Attention streams whole tiles, and a block is one contiguous
@@ -107,31 +107,38 @@ class kv_block_pool {
 
   // -- memory (no lock) --
 
-  /// The K tile [head_dim][block_tokens] / V tile [block_tokens][head_dim] of (block, layer, kv head).
+  /// The K tile [head_dim][block_tokens] / V tile [block_tokens][head_dim] of (block, layer, kv head),
+  /// in layout().dtype.
+  [[nodiscard]] void* k_data(uint32_t block, uint32_t layer, uint32_t head);
+  [[nodiscard]] const void* k_data(uint32_t block, uint32_t layer, uint32_t head) const;
+  [[nodiscard]] void* v_data(uint32_t block, uint32_t layer, uint32_t head);
+  [[nodiscard]] const void* v_data(uint32_t block, uint32_t layer, uint32_t head) const;
+  /// The same tiles as floats: float32 pools only (asserted).
   [[nodiscard]] float* k(uint32_t block, uint32_t layer, uint32_t head);
   [[nodiscard]] const float* k(uint32_t block, uint32_t layer, uint32_t head) const;
   [[nodiscard]] float* v(uint32_t block, uint32_t layer, uint32_t head);
   [[nodiscard]] const float* v(uint32_t block, uint32_t layer, uint32_t head) const;
-
-  /// Stores / loads the head_dim K and V floats of token position pos (< capacity(h)) of handle h.
+  /// Stores / loads the head_dim K and V floats of token position pos (< capacity(h)) of handle h
+  /// (converted to and from the pool's dtype).
   void write_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head, const float* k,
                    const float* v);
   void read_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head, float* k,
                   float* v) const;
-  /// The head_dim V floats of token position pos (< capacity(h)) of handle h (contiguous).
+  /// The head_dim V floats of token position pos (< capacity(h)) of handle h (contiguous;
+  /// float32 pools only).
   [[nodiscard]] float* v_row(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head);
   [[nodiscard]] const float* v_row(const kv_handle& h, uint32_t pos, uint32_t layer,
                                    uint32_t head) const;
-  /// All floats of one block (layout.block_floats()), e.g. for a codec or a device copy.
-  [[nodiscard]] std::span<float> block_data(uint32_t block);
-  [[nodiscard]] std::span<const float> block_data(uint32_t block) const;
+  /// All bytes of one block (layout.block_bytes()), e.g. for a codec or a device copy.
+  [[nodiscard]] std::span<std::byte> block_data(uint32_t block);
+  [[nodiscard]] std::span<const std::byte> block_data(uint32_t block) const;
 
   [[nodiscard]] uint32_t pool_id() const { return pool_id_; }
   [[nodiscard]] const kv_layout& layout() const { return layout_; }
 
  private:
   struct aligned_free {
-    void operator()(float* p) const;
+    void operator()(std::byte* p) const;
   };
 
   // Grows h to n_tokens of capacity; caller holds mutex_.
@@ -145,9 +152,9 @@ class kv_block_pool {
   const uint32_t pool_id_;
   const kv_layout layout_;
   const uint32_t n_blocks_;
-  const size_t tile_floats_;
-  const size_t v_offset_;  // floats from a block's K tiles to its V tiles
-  std::unique_ptr<float[], aligned_free> data_;
+  const size_t tile_bytes_;
+  const size_t v_offset_;  // bytes from a block's K tiles to its V tiles
+  std::unique_ptr<std::byte[], aligned_free> data_;
 
   mutable std::mutex mutex_;
   std::vector<uint32_t> owner_;      // GUARDED_BY(mutex_): epoch lent each block, 0 when free

@@ -13,26 +13,32 @@
 
 namespace fw {
 
+/// Element type of the cached K and V values: float32, or IEEE half (half the memory and the
+/// bandwidth attention needs; values rounded to 11 significant bits, as llama.cpp's default cache).
+enum class kv_dtype : uint8_t { f32, f16 };
+
 /// Shape of the KV cache kept in one pool. A block holds block_tokens tokens of every layer and
-/// KV head, for K and for V, as float32.
+/// KV head, for K and for V, as dtype.
 struct kv_layout {
   uint32_t n_layer = 0;
   uint32_t n_head_kv = 0;
   uint32_t head_dim = 0;
   uint32_t block_tokens = 16;
+  kv_dtype dtype = kv_dtype::f32;
 
-  /// Floats of one [block_tokens][head_dim] tile (one layer, one head, K or V).
-  [[nodiscard]] size_t tile_floats() const { return size_t{block_tokens} * head_dim; }
-  /// Floats of one block: K and V tiles of every layer and head.
-  [[nodiscard]] size_t block_floats() const {
-    return 2 * size_t{n_layer} * n_head_kv * tile_floats();
+  [[nodiscard]] size_t elem_bytes() const { return dtype == kv_dtype::f16 ? 2 : 4; }
+  /// Elements of one block_tokens x head_dim tile (one layer, one head, K or V).
+  [[nodiscard]] size_t tile_elems() const { return size_t{block_tokens} * head_dim; }
+  /// Elements of one block: K and V tiles of every layer and head.
+  [[nodiscard]] size_t block_elems() const {
+    return 2 * size_t{n_layer} * n_head_kv * tile_elems();
   }
-  [[nodiscard]] size_t block_bytes() const { return block_floats() * sizeof(float); }
+  [[nodiscard]] size_t block_bytes() const { return block_elems() * elem_bytes(); }
   /// Blocks needed to hold n tokens.
   [[nodiscard]] uint32_t blocks_for_tokens(uint32_t n) const {
     return static_cast<uint32_t>((uint64_t{n} + block_tokens - 1) / block_tokens);
   }
-  /// Same per-token shape (block_tokens may differ): tokens can be copied between the two.
+  /// Same per-token shape (block_tokens and dtype may differ): tokens can be copied between the two.
   [[nodiscard]] bool same_token_shape(const kv_layout& o) const {
     return n_layer == o.n_layer && n_head_kv == o.n_head_kv && head_dim == o.head_dim;
   }

@@ -4,9 +4,16 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/quant_ref.hpp"
+
 namespace fw::cpu {
 
 namespace ref {
+
+// Element i of a tile, as float.
+float at(const kv_tiles& kv, const void* tile, int64_t i) {
+  return kv.f16 ? fp16_to_fp32(static_cast<const uint16_t*>(tile)[i]) : static_cast<const float*>(tile)[i];
+}
 
 void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
   const int hd = kv.head_dim, bt = kv.block_tokens;
@@ -17,9 +24,9 @@ void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
     const float* q = qs.q[i];
     float mx = -INFINITY;
     for (int t = 0; t < n; ++t) {
-      const float* kt = kv.k[t / bt] + t % bt;
+      const void* kt = kv.k[t / bt];
       float d = 0.f;
-      for (int e = 0; e < hd; ++e) d += q[e] * kt[e * bt];
+      for (int e = 0; e < hd; ++e) d += q[e] * at(kv, kt, static_cast<int64_t>(e) * bt + t % bt);
       s[t] = d * scale;
       mx = std::max(mx, s[t]);
     }
@@ -38,8 +45,8 @@ void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
     float* out = qs.out[i];
     std::fill(out, out + hd, 0.f);
     for (int t = 0; t < n; ++t) {
-      const float* vt = kv.v[t / bt] + static_cast<int64_t>(t % bt) * hd;
-      for (int e = 0; e < hd; ++e) out[e] += s[t] * vt[e];
+      const void* vt = kv.v[t / bt];
+      for (int e = 0; e < hd; ++e) out[e] += s[t] * at(kv, vt, static_cast<int64_t>(t % bt) * hd + e);
     }
   }
 }

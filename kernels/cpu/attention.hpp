@@ -20,13 +20,15 @@
 
 namespace fw::cpu {
 
-/// One KV head's cache of one sequence, in tiles (see the layout above).
+/// One KV head's cache of one sequence, in tiles (see the layout above) of float32 or IEEE half
+/// elements (converted to float as they are loaded).
 struct kv_tiles {
-  const float* const* k = nullptr;  ///< n_tiles K tiles [head_dim][block_tokens]
-  const float* const* v = nullptr;  ///< n_tiles V tiles [block_tokens][head_dim]
+  const void* const* k = nullptr;  ///< n_tiles K tiles [head_dim][block_tokens]
+  const void* const* v = nullptr;  ///< n_tiles V tiles [block_tokens][head_dim]
   int n_tiles = 0;
   int block_tokens = 0;
   int head_dim = 0;
+  bool f16 = false;  ///< elements are IEEE half, else float32
 };
 
 /// Queries answered together: query i (head_dim floats at q[i]) attends to keys [0, n_keys[i])

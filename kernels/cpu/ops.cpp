@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.hpp"
+#include "kernels/cpu/quant_ref.hpp"
 
 namespace fw::cpu {
 
@@ -69,6 +70,10 @@ void add_inplace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
+void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = fw::fp32_to_fp16(x[i]);
+}
+
 }  // namespace ref
 
 namespace {
@@ -105,14 +110,15 @@ struct op_paths {
   decltype(&ref::silu_mul) silu_mul;
   decltype(&ref::softmax) softmax;
   decltype(&ref::add_inplace) add_inplace;
+  decltype(&ref::fp32_to_fp16_row) fp32_to_fp16_row;
 };
 
 op_paths pick() {
   // best_simd_level() honours FW_SIMD; has_avx512() guards against a cap above what the host has.
   if (best_simd_level() >= simd_level::avx512 && host_features().has_avx512())
     return {avx512::rms_norm, avx512::rope_norm, avx512::silu_mul, avx512::softmax,
-            avx512::add_inplace};
-  return {ref::rms_norm, rope_norm_table, ref::silu_mul, ref::softmax, ref::add_inplace};
+            avx512::add_inplace, avx512::fp32_to_fp16_row};
+  return {ref::rms_norm, rope_norm_table, ref::silu_mul, ref::softmax, ref::add_inplace, ref::fp32_to_fp16_row};
 }
 
 // Chosen once: the ops run per token and per layer, CPUID and getenv must not.
@@ -137,5 +143,6 @@ void silu_mul(float* gate, const float* up, int64_t n) { paths().silu_mul(gate, 
 void softmax(float* x, int64_t n) { paths().softmax(x, n); }
 
 void add_inplace(float* y, const float* x, int64_t n) { paths().add_inplace(y, x, n); }
+void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n) { paths().fp32_to_fp16_row(x, y, n); }
 
 }  // namespace fw::cpu

@@ -25,6 +25,9 @@ void softmax(float* x, int64_t n);
 /// y[i] += x[i]
 void add_inplace(float* y, const float* x, int64_t n);
 
+/// y[i] = x[i] as IEEE half, rounded to nearest even (a KV cache row being stored).
+void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n);
+
 /// The rotation of rope_norm at `pos` (n_rot even): cos_sin[2 i] = cos(theta_i), cos_sin[2 i + 1] =
 /// sin(theta_i) for the n_rot / 2 pairs, with theta computed exactly as the reference does
 /// (theta_0 = pos * freq_scale, theta_{i+1} = theta_i * freq_base^(-2 / n_rot)), so a path that
@@ -39,6 +42,7 @@ void rope_norm(float* x, int n_head, int head_dim, int n_rot, int pos, float fre
 void silu_mul(float* gate, const float* up, int64_t n);
 void softmax(float* x, int64_t n);
 void add_inplace(float* y, const float* x, int64_t n);
+void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace ref
 namespace avx512 {  // AVX-512F; call only when host_features().has_avx512()
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
@@ -49,6 +53,7 @@ void softmax(float* x, int64_t n);
 void add_inplace(float* y, const float* x, int64_t n);
 /// x[i] = e^x[i] with exp512 (for tests of the vector exp).
 void exp_inplace(float* x, int64_t n);
+void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace avx512
 
 }  // namespace fw::cpu

@@ -176,4 +176,15 @@ void exp_inplace(float* x, int64_t n) {
   }
 }
 
+void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_mask_storeu_epi16(y + i, m, h);
+  }
+}
+
 }  // namespace fw::cpu::avx512

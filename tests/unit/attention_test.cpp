@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention.hpp"
+#include "kernels/cpu/quant_ref.hpp"
 
 namespace fw::cpu {
 namespace {
@@ -17,14 +18,16 @@ constexpr float entropy_tolerance = 2e-4f;  // nats; online vs two-pass softmax 
 
 struct problem {
   int head_dim, block_tokens, n_keys;
+  bool f16;
   std::vector<std::vector<float>> k, v;  // per tile
-  std::vector<const float*> kp, vp;
+  std::vector<std::vector<uint16_t>> k16, v16;  // the same values as IEEE half, when f16
+  std::vector<const void*> kp, vp;
   std::vector<std::vector<float>> q;
   std::vector<const float*> qp;
   std::vector<int32_t> nk;
 
-  problem(int hd, int bt, int n_keys_max, int n_q, float q_scale, uint32_t seed)
-      : head_dim(hd), block_tokens(bt), n_keys(n_keys_max) {
+  problem(int hd, int bt, int n_keys_max, int n_q, float q_scale, uint32_t seed, bool half = false)
+      : head_dim(hd), block_tokens(bt), n_keys(n_keys_max), f16(half) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> u(-1.f, 1.f);
     const int n_tiles = (n_keys_max + bt - 1) / bt;
@@ -33,8 +36,15 @@ struct problem {
     for (int t = 0; t < n_tiles; ++t) {
       for (float& x : k[t]) x = u(rng);
       for (float& x : v[t]) x = u(rng);
-      kp.push_back(k[t].data());
-      vp.push_back(v[t].data());
+    }
+    if (f16) {
+      for (int t = 0; t < n_tiles; ++t) {
+        k16.emplace_back(k[t].size()), v16.emplace_back(v[t].size());
+        for (size_t i = 0; i < k[t].size(); ++i) k16[t][i] = fp32_to_fp16(k[t][i]), v16[t][i] = fp32_to_fp16(v[t][i]);
+        kp.push_back(k16[t].data()), vp.push_back(v16[t].data());
+      }
+    } else {
+      for (int t = 0; t < n_tiles; ++t) kp.push_back(k[t].data()), vp.push_back(v[t].data());
     }
     for (int i = 0; i < n_q; ++i) {
       q.emplace_back(hd);
@@ -45,7 +55,7 @@ struct problem {
     for (auto& x : q) qp.push_back(x.data());
   }
 
-  kv_tiles tiles() const { return {kp.data(), vp.data(), static_cast<int>(kp.size()), block_tokens, head_dim}; }
+  kv_tiles tiles() const { return {kp.data(), vp.data(), static_cast<int>(kp.size()), block_tokens, head_dim, f16}; }
 };
 
 void run(attention_fn fn, const problem& p, std::vector<std::vector<float>>& out, std::vector<float>& entropy) {
@@ -64,15 +74,15 @@ TEST(attention_test, reference_is_softmax_weighted_sum) {
   kt[0 * 16 + 0] = 1.f;  // key 0, dim 0
   vt[0 * 2 + 0] = 1.f;   // value 0 = (1, 0)
   vt[1 * 2 + 1] = 1.f;   // value 1 = (0, 1)
-  const float* kp = kt.data();
-  const float* vp = vt.data();
+  const void* kp = kt.data();
+  const void* vp = vt.data();
   const float q[2] = {std::log(3.f), 0.f};  // scores ln3 and 0 -> weights 3/4, 1/4
   float out[2];
   const float* qp = q;
   float* outp = out;
   const int32_t n = 2;
   float h = 0;
-  ref::attention({&kp, &vp, 1, 16, 2}, {1, &qp, &outp, &n, &h}, 1.f);
+  ref::attention({&kp, &vp, 1, 16, 2, false}, {1, &qp, &outp, &n, &h}, 1.f);
   EXPECT_NEAR(out[0], 0.75f, 1e-6);
   EXPECT_NEAR(out[1], 0.25f, 1e-6);
   EXPECT_NEAR(h, -(0.75 * std::log(0.75) + 0.25 * std::log(0.25)), 1e-6);
@@ -80,18 +90,19 @@ TEST(attention_test, reference_is_softmax_weighted_sum) {
 
 TEST(attention_test, avx512_matches_reference) {
   if (!host_features().has_avx512()) GTEST_SKIP() << "host has no AVX-512: only the reference path runs here";
+  for (bool f16 : {false, true}) {
   for (int hd : {32, 64, 128}) {
     for (int bt : {16, 32}) {
       for (int n_keys : {1, 15, 16, 17, 33, 100, 130}) {
         for (int n_q : {1, 2, 3, 5, 9, 12}) {
           for (float q_scale : {1.f, 8.f}) {  // flat and peaked distributions
-            const problem p(hd, bt, n_keys, n_q, q_scale, static_cast<uint32_t>(hd * 7 + bt + n_keys * 31 + n_q));
+            const problem p(hd, bt, n_keys, n_q, q_scale, static_cast<uint32_t>(hd * 7 + bt + n_keys * 31 + n_q), f16);
             std::vector<std::vector<float>> want, got;
             std::vector<float> h_want, h_got;
             run(ref::attention, p, want, h_want);
             run(avx512::attention, p, got, h_got);
             for (int i = 0; i < n_q; ++i) {
-              SCOPED_TRACE(testing::Message() << "hd " << hd << " bt " << bt << " keys " << p.nk[i] << " query "
+              SCOPED_TRACE(testing::Message() << (f16 ? "f16 " : "f32 ") << "hd " << hd << " bt " << bt << " keys " << p.nk[i] << " query "
                                               << i << "/" << n_q << " q_scale " << q_scale);
               for (int e = 0; e < hd; ++e) ASSERT_NEAR(got[i][e], want[i][e], out_tolerance) << "element " << e;
               ASSERT_NEAR(h_got[i], h_want[i], entropy_tolerance);
@@ -101,6 +112,19 @@ TEST(attention_test, avx512_matches_reference) {
       }
     }
   }
+  }
+}
+
+// A half-precision cache changes the result only by the rounding of K and V to 11 bits.
+TEST(attention_test, f16_cache_is_close_to_f32) {
+  const problem p32(64, 16, 100, 6, 4.f, 9, false), p16(64, 16, 100, 6, 4.f, 9, true);
+  std::vector<std::vector<float>> a, b;
+  std::vector<float> ha, hb;
+  const auto fn = select_attention(best_simd_level(), 64, 16);
+  run(fn, p32, a, ha);
+  run(fn, p16, b, hb);
+  for (size_t i = 0; i < a.size(); ++i)
+    for (int e = 0; e < 64; ++e) ASSERT_NEAR(a[i][e], b[i][e], 2e-3) << "query " << i << " element " << e;
 }
 
 TEST(attention_test, selection_falls_back_for_unsupported_shapes) {

@@ -1,3 +1,4 @@
+#include "kernels/cpu/quant_ref.hpp"
 #include "runtime/kv_block_pool.hpp"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <cmath>
 #include <vector>
 
 namespace fw {
@@ -52,8 +54,8 @@ void write_tokens(kv_block_pool& pool, const kv_handle& h, uint32_t tag, uint32_
 }
 
 TEST(kv_block_pool_test, layout_and_sizes) {
-  EXPECT_EQ(small_layout.tile_floats(), 16u);
-  EXPECT_EQ(small_layout.block_floats(), 2u * 2 * 2 * 16);
+  EXPECT_EQ(small_layout.tile_elems(), 16u);
+  EXPECT_EQ(small_layout.block_elems(), 2u * 2 * 2 * 16);
   EXPECT_EQ(small_layout.block_bytes(), 2u * 2 * 2 * 16 * 4);
   EXPECT_EQ(small_layout.blocks_for_tokens(0), 0u);
   EXPECT_EQ(small_layout.blocks_for_tokens(4), 1u);
@@ -67,8 +69,8 @@ TEST(kv_block_pool_test, layout_and_sizes) {
   EXPECT_EQ(pool.k(0, 1, 0) - pool.k(0, 0, 0), 32);
   EXPECT_EQ(pool.v(0, 0, 0) - pool.k(0, 0, 0), 64);
   EXPECT_EQ(pool.k(1, 0, 0) - pool.k(0, 0, 0), 128);
-  EXPECT_EQ(pool.block_data(1).data(), pool.k(1, 0, 0));
-  EXPECT_EQ(pool.block_data(1).size(), 128u);
+  EXPECT_EQ(static_cast<const void*>(pool.block_data(1).data()), static_cast<const void*>(pool.k(1, 0, 0)));
+  EXPECT_EQ(pool.block_data(1).size(), 128u * sizeof(float));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(pool.k(0, 0, 0)) % 64, 0u);
   kv_handle h = *pool.allocate(8);
   EXPECT_EQ(pool.v_row(h, 5, 1, 1), pool.v(h.blocks[1], 1, 1) + 4);
@@ -328,6 +330,40 @@ TEST(kv_block_pool_test, concurrent_allocate_release_without_leaks) {
   ASSERT_TRUE(all);
   EXPECT_EQ(std::set<uint32_t>(all->blocks.begin(), all->blocks.end()).size(), 64u);
   EXPECT_FALSE(pool.allocate(1));
+}
+
+TEST(kv_block_pool_test, half_precision_pool_rounds_and_converts_on_copy) {
+  kv_layout half = small_layout;
+  half.dtype = kv_dtype::f16;
+  EXPECT_EQ(half.block_bytes() * 2, small_layout.block_bytes());
+  kv_block_pool h16(1, half, 4), f32(2, small_layout, 4), h16b(3, half, 4);
+  auto h = h16.allocate(5);
+  ASSERT_TRUE(h);
+  const float k[4] = {0.5f, -1.25f, 1.f / 3.f, 70000.f}, v[4] = {2.f, 0.1f, -0.f, 1e-8f};
+  for (uint32_t t = 0; t < 5; ++t) h16.write_token(*h, t, 1, 1, k, v);
+  ASSERT_TRUE(h16.set_length(*h, 5));
+  float rk[4], rv[4];
+  h16.read_token(*h, 4, 1, 1, rk, rv);
+  EXPECT_EQ(rk[0], 0.5f);
+  EXPECT_EQ(rk[1], -1.25f);
+  EXPECT_EQ(rk[2], 0.333251953125f);  // 1/3 to 11 significant bits
+  EXPECT_TRUE(std::isinf(rk[3]));     // past the half range
+  EXPECT_EQ(rv[1], fp16_to_fp32(fp32_to_fp16(0.1f)));
+  // Into a float32 pool (converted token by token) and another half pool (tile copies).
+  kv_handle a, b;
+  ASSERT_TRUE(f32.copy_tokens(h16, *h, a));
+  ASSERT_TRUE(h16b.copy_tokens(h16, *h, b));
+  for (uint32_t t = 0; t < 5; ++t) {
+    float ak[4], av[4], bk[4], bv[4];
+    f32.read_token(a, t, 1, 1, ak, av);
+    h16b.read_token(b, t, 1, 1, bk, bv);
+    for (int e = 0; e < 4; ++e) {
+      EXPECT_EQ(ak[e], rk[e]) << t << "," << e;
+      EXPECT_EQ(bk[e], rk[e]) << t << "," << e;
+      EXPECT_EQ(av[e], rv[e]) << t << "," << e;
+      EXPECT_EQ(bv[e], rv[e]) << t << "," << e;
+    }
+  }
 }
 
 TEST(kv_block_pool_test, copy_tokens_between_pools) {

@@ -290,3 +290,24 @@ TEST(ops_test, public_ops_match_reference_on_the_chosen_path) {
 
 }  // namespace
 }  // namespace fw::cpu
+
+namespace fw::cpu {
+namespace {
+
+TEST(ops_fp16_row, avx512_matches_reference_bit_for_bit) {
+  if (!host_features().has_avx512()) GTEST_SKIP() << "host has no AVX-512: only the reference path runs here";
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.f, 100.f);
+  for (int64_t n : {1, 7, 16, 17, 64, 100}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = nd(rng);
+    x[0] = 70000.f;  // past the half range: +inf on both paths
+    std::vector<uint16_t> a(n + 1, 0xabcd), b(n + 1, 0xabcd);
+    ref::fp32_to_fp16_row(x.data(), a.data(), n);
+    avx512::fp32_to_fp16_row(x.data(), b.data(), n);
+    EXPECT_EQ(a, b) << "n = " << n;  // includes the untouched sentinel past the end
+  }
+}
+
+}  // namespace
+}  // namespace fw::cpu

@@ -29,6 +29,7 @@ expected<nlohmann::json> run_concurrency_bench(model_session& s, const concurren
     cpu_backend_options bo;
     bo.threads = s.cfg.compute.threads;
     bo.kv_block_tokens = s.cfg.kv_cache.block_tokens;
+    bo.kv_type = s.cfg.kv_cache.dtype();
     bo.kv_tokens = static_cast<uint32_t>(level * (o.prompt_tokens + o.gen_tokens + 32));
     auto be = std::make_unique<cpu_backend>(cfg, s.m->weights(), bo);
     actors::engine_limits lim;

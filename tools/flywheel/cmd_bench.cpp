@@ -316,6 +316,7 @@ int cmd_bench(int argc, char** argv) {
   cpu_backend_options o;
   o.threads = s->backend->threads();
   o.kv_block_tokens = s->cfg.kv_cache.block_tokens;
+  o.kv_type = s->cfg.kv_cache.dtype();
   o.kv_tokens = static_cast<uint32_t>(seqs) * (static_cast<uint32_t>(max_depth + longest) + o.kv_block_tokens);
   s->backend.reset();
   s->backend = std::make_unique<cpu_backend>(cfg, s->m->weights(), o);

@@ -138,6 +138,7 @@ int cmd_console(int argc, char** argv) {
     o.threads = cfg->compute.threads;
     o.kv_tokens = kv_tokens;
     o.kv_block_tokens = cfg->kv_cache.block_tokens;
+    o.kv_type = cfg->kv_cache.dtype();
     auto backend = std::make_unique<cpu_backend>(mdl.config(), mdl.weights(), o);
     be = backend.get();
     actors::engine_limits lim;

@@ -66,6 +66,7 @@ expected<model_session> model_session::open(const arg_parser& args, bool verbose
   o.threads = s.cfg.compute.threads;
   o.kv_tokens = s.n_ctx;  // one sequence at a time here; [kv_cache] pool sizes serve the runtime
   o.kv_block_tokens = s.cfg.kv_cache.block_tokens;
+  o.kv_type = s.cfg.kv_cache.dtype();
   s.backend = std::make_unique<cpu_backend>(s.m->config(), s.m->weights(), o);
   if (auto ok = s.rebuild_draft(); !ok) return ok.err();
   if (verbose) {
