@@ -18,6 +18,7 @@ batch_decoder::~batch_decoder() { clear(); }
 void batch_decoder::set_speculation(drafter* draft, k_policy policy) {
   draft_ = draft;
   policy_ = policy;
+  gate_ = spec_gate{};
 }
 
 void batch_decoder::add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy) {
@@ -61,9 +62,13 @@ expected<std::vector<step_event>> batch_decoder::step() {
   // Drafts first (each sequence with its own k), then one target forward over every row.
   std::vector<draft_proposal> proposals(rows.size());
   const auto t_draft = std::chrono::steady_clock::now();
+  // With k = auto the gate may hold drafting off (measuring plain decoding, or because it is faster).
+  const bool gated = draft_ && policy_.config().adaptive;
+  const bool drafting = !gated || gate_.allow_drafts();
+  if (!drafting) ++spec_.gated_steps;
   for (size_t i = 0; i < rows.size(); ++i) {
     slot& sl = *rows[i];
-    if (!sl.draft) continue;
+    if (!sl.draft || !drafting) continue;
     const int k = policy_.k_for(sl.k, sl.seq->remaining());
     if (k <= 0) {
       policy_.observe(sl.k, 0, 0);
@@ -77,7 +82,8 @@ expected<std::vector<step_event>> batch_decoder::step() {
     }
   }
   const bool any_draft = std::any_of(proposals.begin(), proposals.end(), [](const auto& p) { return !p.tokens.empty(); });
-  if (any_draft) spec_.draft_ms += ms_since(t_draft);
+  const double step_draft_ms = ms_since(t_draft);
+  if (any_draft) spec_.draft_ms += step_draft_ms;
 
   const auto t_verify = std::chrono::steady_clock::now();
   batch_.clear();
@@ -131,6 +137,7 @@ expected<std::vector<step_event>> batch_decoder::step() {
     }
   }
   if (any_draft) spec_.verify_ms += ms_since(t_verify);
+  if (gated) gate_.observe(any_draft, events.size(), ms_since(t_draft), step_draft_ms);
   for (const auto& e : events)
     if (e.finished) remove(e.id);
   return events;

@@ -14,6 +14,7 @@
 #include "runtime/backend.hpp"
 #include "runtime/drafter.hpp"
 #include "runtime/k_policy.hpp"
+#include "runtime/spec_gate.hpp"
 #include "runtime/model.hpp"
 #include "runtime/sequence.hpp"
 
@@ -39,6 +40,7 @@ struct spec_stats {
   std::vector<uint64_t> accepted_at;  ///< per position i: steps that accepted >= i + 1 tokens
   double draft_ms = 0;
   double verify_ms = 0;          ///< target forward passes and acceptance
+  uint64_t gated_steps = 0;      ///< steps decoded plainly because speculation measured slower (k = auto)
 
   double acceptance_rate() const { return draft_tokens ? double(accepted_tokens) / draft_tokens : 0; }
   /// Mean tokens gained per speculative sequence-step (accepted + the target's own token).
@@ -72,6 +74,10 @@ class batch_decoder {
   /// The drafter must outlive the decoder or the next call.
   void set_speculation(drafter* draft, k_policy policy);
   const spec_stats& speculation_stats() const { return spec_; }
+  /// The speculation gate's measurements (k = auto), to carry over to a later decoder of the same
+  /// target and draft (the generator keeps it across requests).
+  const spec_gate& gate() const { return gate_; }
+  void set_gate(const spec_gate& g) { gate_ = g; }
 
  private:
   const model& model_;
@@ -85,6 +91,7 @@ class batch_decoder {
   std::map<uint64_t, slot> seqs_;
   drafter* draft_ = nullptr;
   k_policy policy_;
+  spec_gate gate_;  ///< with an adaptive policy: drafting off while plain decoding is faster
   spec_stats spec_;
   forward_batch batch_;
   std::vector<float> logits_;

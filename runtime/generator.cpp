@@ -115,6 +115,7 @@ expected<generation_result> generator::run(std::span<const int32_t> prompt,
     guard.reset();  // the decoder owns the sequence and its KV from here
     batch_decoder dec(model_, backend_, 1);
     dec.set_speculation(opts_.draft, opts_.policy);
+    dec.set_gate(gate_);  // what earlier requests measured: whether drafting pays here
     res.tokens = seq->generated();
     if (going) {
       dec.add(std::move(seq), entropy);
@@ -133,6 +134,7 @@ expected<generation_result> generator::run(std::span<const int32_t> prompt,
     }
     res.spec = dec.speculation_stats();
     res.spec_used = true;
+    gate_ = dec.gate();
   }
   res.decode_ms = ms_since(t1) - (res.ttft_ms - res.prefill_ms);
   return res;

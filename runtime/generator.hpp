@@ -59,6 +59,7 @@ class generator {
   const model& model_;
   backend& backend_;
   generator_options opts_;
+  spec_gate gate_;  ///< carried from request to request (see batch_decoder::gate)
 };
 
 }  // namespace fw

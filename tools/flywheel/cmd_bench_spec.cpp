@@ -48,7 +48,7 @@ std::vector<std::string> split(const std::string& s) {
 
 struct set_result {
   double decode_ms = 0;
-  uint64_t tokens = 0, drafted = 0, accepted = 0, steps = 0;
+  uint64_t tokens = 0, drafted = 0, accepted = 0, steps = 0, gated = 0;
   bool identical = true;
 };
 
@@ -140,8 +140,8 @@ int cmd_bench_spec(int argc, char** argv) {
   if (!json) {
     std::printf("verification cost (forward over k+1 rows / one row):");
     for (const auto& v : verify) std::printf("  %d rows %.2fx", v["rows"].get<int>(), v["cost_vs_one_row"].get<double>());
-    std::printf("\n\n%-11s %-10s %-5s %10s %12s %9s %10s %s\n", "set", "draft", "k", "accept%", "tokens/step",
-                "speedup", "plain t/s", "identical");
+    std::printf("\n\n%-11s %-10s %-5s %10s %12s %9s %10s %9s %s\n", "set", "draft", "k", "accept%", "tokens/step",
+                "speedup", "plain t/s", "gated", "identical");
   }
   for (const auto& kind : split(args.str("drafts"))) {
     config c = session->cfg;
@@ -176,6 +176,7 @@ int cmd_bench_spec(int argc, char** argv) {
           sr.drafted += r->spec.draft_tokens;
           sr.accepted += r->spec.accepted_tokens;
           sr.steps += r->spec.steps;
+          sr.gated += r->spec.gated_steps;
           sr.identical = sr.identical && r->tokens == plain_tokens[si][pi];
         }
         const double accept = sr.drafted ? double(sr.accepted) / sr.drafted : 0;
@@ -184,10 +185,12 @@ int cmd_bench_spec(int argc, char** argv) {
         const double plain_tok_s = plain[si].tokens * 1000.0 / plain[si].decode_ms;
         results.push_back({{"set", sets[si].first}, {"draft", kind}, {"k", k}, {"acceptance_rate", accept},
                            {"mean_accepted_length", per_step}, {"speedup", speedup}, {"plain_tok_s", plain_tok_s},
-                           {"spec_tok_s", sr.tokens * 1000.0 / sr.decode_ms}, {"identical_to_plain", sr.identical}});
+                           {"spec_tok_s", sr.tokens * 1000.0 / sr.decode_ms}, {"identical_to_plain", sr.identical},
+                           {"gated_steps", sr.gated}});
         if (!json)
-          std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %8.2fx %10.1f %s\n", sets[si].first.c_str(), kind.c_str(), k.c_str(),
-                      100 * accept, per_step, speedup, plain_tok_s, sr.identical ? "yes" : "NO");
+          std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %8.2fx %10.1f %9llu %s\n", sets[si].first.c_str(), kind.c_str(),
+                      k.c_str(), 100 * accept, per_step, speedup, plain_tok_s, static_cast<unsigned long long>(sr.gated),
+                      sr.identical ? "yes" : "NO");
       }
     }
   }
