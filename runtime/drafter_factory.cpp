@@ -72,8 +72,9 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
   return std::unique_ptr<drafter>(std::move(*d));
 }
 
-k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs) {
+k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs, std::vector<double> verify_cost) {
   k_policy_config c;
+  c.verify_cost = std::move(verify_cost);
   if (auto k = spec.fixed_k()) {
     c.adaptive = false;
     c.fixed_k = static_cast<int>(*k);

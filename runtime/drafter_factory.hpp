@@ -25,7 +25,8 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
                                                 const cpu_backend& target_backend, uint32_t kv_tokens,
                                                 plugin_host* plugins = nullptr);
 
-/// The k policy a [speculative] section asks for, capped by the decode device's bandwidth.
-k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs);
+/// The k policy a [speculative] section asks for, capped by the decode device's bandwidth; with
+/// k = auto and a measured verify_cost (calibrate_verify_cost) it picks k by cost.
+k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs, std::vector<double> verify_cost = {});
 
 }  // namespace fw

@@ -44,11 +44,29 @@ void k_policy::observe(k_state& s, int proposed, int accepted) const {
   }
   const double rate = static_cast<double>(accepted) / proposed;
   s.acceptance_ema = s.acceptance_ema < 0 ? rate : c_.ema_alpha * rate + (1 - c_.ema_alpha) * s.acceptance_ema;
+  if (c_.verify_cost.size() > 1) {  // cost-aware: the best k for this acceptance (0: plain, re-probed)
+    s.k = std::max(c_.k_min, best_k(s.acceptance_ema, bandwidth_cap()));
+    return;
+  }
   if (s.acceptance_ema < c_.lower_at) {
     s.k = std::max(c_.k_min, s.k - 1);
   } else if (s.acceptance_ema > c_.raise_at) {
     s.k = std::min(bandwidth_cap(), s.k + 1);
   }
+}
+
+int k_policy::best_k(double a, int max_k) const {
+  max_k = std::min<int>(max_k, static_cast<int>(c_.verify_cost.size()) - 1);
+  int best = 0;
+  double best_rate = 1.0;  // plain decoding: one token per one-row step
+  double expected = 1.0, term = 1.0;
+  for (int k = 1; k <= max_k; ++k) {
+    term *= a;
+    expected += term;  // 1 + a + ... + a^k: the target's own token plus the accepted prefix
+    const double rate = expected / c_.verify_cost[k];
+    if (rate > best_rate) best = k, best_rate = rate;
+  }
+  return best;
 }
 
 int k_policy::k_for(const k_state& s, uint32_t remaining) const {

@@ -6,11 +6,16 @@
 //              mostly rejected (to 0 = no speculation, re-probing now and then) and up when they
 //              are mostly accepted, so speculation backs off where it does not pay.
 //   cap:       by the decode device's memory bandwidth (about 5 at 200 GB/s, 7 at 400 GB/s).
+//   cost-aware (adaptive, when the backend's verification cost is known): once a sequence has an
+//              acceptance estimate a, k maximizes expected tokens per step over the step's cost,
+//              (1 + a + ... + a^k) / cost(k + 1 rows), so k shrinks where extra rows are dear
+//              (a CPU whose multi-row steps are compute-bound) and grows where they are cheap.
 // Thread-safety: a k_policy is a value; per-sequence state lives in k_state.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace fw {
 
@@ -31,6 +36,10 @@ struct k_policy_config {
   double raise_at = 0.85;         ///< acceptance EMA above: k + 1
   int reprobe_every = 32;         ///< steps at k = 0 before trying k = 1 again
   double bandwidth_gbs = 0;       ///< decode device bandwidth; 0 = no cap
+  /// verify_cost[k]: time of a forward over k + 1 rows relative to one row (verify_cost[0] = 1),
+  /// measured on the target backend (calibrate_verify_cost); empty = unknown (acceptance
+  /// thresholds only).
+  std::vector<double> verify_cost;
 };
 
 /// Per-sequence adaptive state.
@@ -55,6 +64,9 @@ class k_policy {
   void observe(k_state& s, int proposed, int accepted) const;
   /// k to use now given the tokens the sequence may still generate.
   int k_for(const k_state& s, uint32_t remaining) const;
+  /// The k in [0, max_k] with the most expected tokens per unit of step cost at acceptance a
+  /// (needs verify_cost; max_k is also limited by its length).
+  int best_k(double acceptance, int max_k) const;
 
   const k_policy_config& config() const { return c_; }
 

@@ -14,6 +14,7 @@
 #include "runtime/k_policy.hpp"
 #include "runtime/model_drafter.hpp"
 #include "runtime/ngram_drafter.hpp"
+#include "runtime/verify_cost.hpp"
 #include "tests/unit/test_models.hpp"
 #include "tests/sampling_presets.hpp"
 
@@ -81,6 +82,26 @@ class speculative_test : public ::testing::Test {
 
   static inline std::shared_ptr<const model> target_;
 };
+
+TEST_F(speculative_test, verify_cost_calibration_measures_rows_and_leaves_the_pool_as_it_was) {
+  auto be = backend();
+  const uint32_t free_before = be->kv_pool().free_blocks();
+  auto cost = calibrate_verify_cost(*be, 6, 32, 2);
+  ASSERT_TRUE(cost) << cost.err().what();
+  ASSERT_EQ(cost->size(), 7u);
+  EXPECT_EQ((*cost)[0], 1.0);
+  for (size_t k = 1; k < cost->size(); ++k) EXPECT_GE((*cost)[k], (*cost)[k - 1]);
+  EXPECT_EQ(be->kv_pool().free_blocks(), free_before);
+  // A pool too small for the context is an error value, and nothing leaks.
+  cpu_backend_options o;
+  o.threads = 1;
+  o.kv_tokens = 16;
+  cpu_backend small(target_->config(), target_->weights(), o);
+  auto none = calibrate_verify_cost(small, 8, 64, 1);
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.err().code, errc::out_of_memory);
+  EXPECT_EQ(small.kv_pool().free_blocks(), small.kv_pool().total_blocks());
+}
 
 TEST_F(speculative_test, ngram_draft_is_lossless_under_greedy) {
   ngram_drafter d(3);
@@ -275,6 +296,31 @@ TEST(k_policy, fixed_by_prompt_by_entropy_and_bandwidth) {
   c.bandwidth_gbs = 100;
   EXPECT_EQ(k_policy(c).bandwidth_cap(), 3);
   EXPECT_EQ(k_policy(c).initial_k(200), 3);
+}
+
+TEST(k_policy, cost_aware_k_maximizes_tokens_per_step_cost) {
+  k_policy_config c;
+  c.verify_cost = {1.0, 1.09, 1.19, 1.39, 1.6, 1.8, 2.07, 2.4, 2.8};  // measured shape on a 2-core CPU
+  const k_policy p(c);
+  EXPECT_EQ(p.best_k(0.0, 8), 0);   // nothing accepted: plain decoding
+  EXPECT_EQ(p.best_k(0.05, 8), 0);  // 1.05 tokens for 1.09: still plain
+  EXPECT_EQ(p.best_k(0.17, 8), 1);  // 1.17 / 1.09 = 1.07 beats 1
+  EXPECT_EQ(p.best_k(0.45, 8), 2);  // 1.65 / 1.19 beats 1.45 / 1.09 and 1.74 / 1.39
+  EXPECT_GE(p.best_k(0.95, 8), 5);  // nearly always right: long drafts pay
+  EXPECT_LE(p.best_k(0.95, 3), 3);  // ... within the cap
+  // Free verification (a GPU or AMX): any acceptance above 0 wants the longest draft.
+  k_policy_config flat;
+  flat.verify_cost.assign(9, 1.0);
+  EXPECT_EQ(k_policy(flat).best_k(0.2, 8), 8);
+  // observe() follows it: a miss streak goes to 0 and re-probes; 50% acceptance settles at k = 2.
+  k_state t = p.start(200);
+  for (int i = 0; i < 10; ++i) p.observe(t, std::max(t.k, 1), 0);
+  EXPECT_EQ(t.k, 0);
+  for (int i = 0; i < c.reprobe_every; ++i) p.observe(t, 0, 0);
+  EXPECT_EQ(t.k, 1);  // probing again
+  k_state u = p.start(200);
+  for (int i = 0; i < 10; ++i) p.observe(u, 4, 2);  // 50% acceptance
+  EXPECT_EQ(u.k, 2);
 }
 
 TEST(k_policy, adaptive_backs_off_to_zero_reprobes_and_grows) {

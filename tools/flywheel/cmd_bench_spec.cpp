@@ -13,6 +13,7 @@
 
 #include "runtime/drafter_factory.hpp"
 #include "runtime/generator.hpp"
+#include "runtime/verify_cost.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
@@ -148,6 +149,9 @@ int cmd_bench_spec(int argc, char** argv) {
     (void)be.kv_pool().release(h);
   }
 
+  // What k = auto's cost-aware choice uses (the same calibration generate and the console run).
+  std::vector<double> calibrated;
+  if (auto cc = calibrate_verify_cost(*session->backend)) calibrated = std::move(*cc);
   nlohmann::json results = nlohmann::json::array();
   const bool json = args.on("json");
   if (!json) {
@@ -174,7 +178,7 @@ int cmd_bench_spec(int argc, char** argv) {
       }
       generator_options go = base;
       go.draft = d->get();
-      go.policy = make_k_policy(c.speculative, 0);
+      go.policy = make_k_policy(c.speculative, 0, calibrated);
       for (size_t si = 0; si < sets.size(); ++si) {
         generator g(m, *session->backend, go);
         set_result sr;

@@ -1,5 +1,7 @@
 #include "tools/flywheel/model_session.hpp"
 
+#include "runtime/verify_cost.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -97,7 +99,11 @@ expected<void> model_session::rebuild_draft() {
   double bandwidth = 0;
   for (const auto& dev : cfg.devices)
     if (dev.role == "decode" || dev.role == "both") bandwidth = std::max(bandwidth, dev.bandwidth_gbs);
-  policy = make_k_policy(cfg.speculative, bandwidth);
+  std::vector<double> cost;
+  if (draft && !cfg.speculative.fixed_k()) {  // k = auto: measure what verifying extra rows costs here
+    if (auto c = calibrate_verify_cost(*backend)) cost = std::move(*c);
+  }
+  policy = make_k_policy(cfg.speculative, bandwidth, std::move(cost));
   return {};
 }
 
