@@ -20,7 +20,6 @@ namespace {
 // 2 MiB: the pool can sit on transparent huge pages. Attention reads a sequence's tiles from
 // blocks far apart, one 4 KiB page per tile: with small pages every tile is a TLB miss.
 constexpr size_t huge_page = size_t{2} << 20;
-constexpr std::align_val_t data_alignment{huge_page};
 
 std::string describe(const kv_handle& h) {
   return "kv handle (pool " + std::to_string(h.pool_id) + ", epoch " + std::to_string(h.epoch) +
@@ -29,8 +28,8 @@ std::string describe(const kv_handle& h) {
 
 }  // namespace
 
-void kv_block_pool::aligned_free::operator()(std::byte* p) const {
-  ::operator delete[](p, data_alignment);
+void kv_block_pool::mapping_free::operator()(std::byte* p) const {
+  if (p) ::munmap(p, length);
 }
 
 kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_blocks)
@@ -44,10 +43,14 @@ kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_bloc
          layout.block_tokens > 0);
   const size_t bytes = size_t{n_blocks} * layout.block_bytes();
   if (bytes > 0) {
-    data_.reset(static_cast<std::byte*>(::operator new[](bytes, data_alignment)));
+    // Anonymous memory: zero-filled and committed page by page as blocks are first written, so a
+    // large pool costs resident memory only for the blocks in use (and nothing at start).
+    const size_t length = (bytes + huge_page - 1) / huge_page * huge_page;
+    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = std::unique_ptr<std::byte[], mapping_free>(static_cast<std::byte*>(p), mapping_free{length});
     // A hint (THP in "madvise" mode needs it); failure only costs speed.
-    if (bytes >= huge_page) (void)::madvise(data_.get(), (bytes + huge_page - 1) / huge_page * huge_page, MADV_HUGEPAGE);
-    std::memset(data_.get(), 0, bytes);
+    if (bytes >= huge_page) (void)::madvise(p, length, MADV_HUGEPAGE);
   }
   free_.reserve(n_blocks);
   for (uint32_t b = n_blocks; b > 0; --b) free_.push_back(b - 1);  // hands out 0, 1, 2, ...

@@ -37,7 +37,7 @@ namespace fw {
 
 class kv_block_pool {
  public:
-  /// Allocates (and zeroes) n_blocks blocks of layout. Precondition: layout dimensions are > 0
+  /// Maps n_blocks zeroed blocks of layout (memory is committed as blocks are first written). Precondition: layout dimensions are > 0
   /// (asserted); throws std::bad_alloc like any allocation - create() turns both into errors.
   kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_blocks);
 
@@ -137,7 +137,8 @@ class kv_block_pool {
   [[nodiscard]] const kv_layout& layout() const { return layout_; }
 
  private:
-  struct aligned_free {
+  struct mapping_free {
+    size_t length;  // no initializer: GCC rejects a nested default member initializer here
     void operator()(std::byte* p) const;
   };
 
@@ -154,7 +155,7 @@ class kv_block_pool {
   const uint32_t n_blocks_;
   const size_t tile_bytes_;
   const size_t v_offset_;  // bytes from a block's K tiles to its V tiles
-  std::unique_ptr<std::byte[], aligned_free> data_;
+  std::unique_ptr<std::byte[], mapping_free> data_;
 
   mutable std::mutex mutex_;
   std::vector<uint32_t> owner_;      // GUARDED_BY(mutex_): epoch lent each block, 0 when free
