@@ -45,8 +45,15 @@ cpu_backend::cpu_backend(const model_config& config, const llama_weights& weight
   layers_ = weights.layers;
   output_ = weights.output;
   if (opts.pack_weights) {
-    for (auto& l : layers_)
+    fused_.resize(layers_.size());
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      auto& l = layers_[i];
+      // q/k/v and gate/up as one product each: 3 fewer passes over the thread pool per layer
+      // (measured +3-5% decode tokens/s at 2 threads, where every pass ends in a barrier).
+      fused_[i].qkv = pack_fused({&l.wq, &l.wk, &l.wv});
+      fused_[i].gate_up = pack_fused({&l.w_gate, &l.w_up});
       for (auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*v);
+    }
     pack(output_);
   }
 }
@@ -57,19 +64,26 @@ quant_kernel_plugin* cpu_backend::plugin_for(ggml_type t) const {
   return nullptr;
 }
 
-void cpu_backend::pack(cpu::weight_view& v) {
-  const auto& k = kernel_for(v.type);
-  if (!k.pack || v.packed || v.n < cpu::packed_group_rows || plugin_for(v.type)) return;
-  const size_t bytes = v.row_bytes * static_cast<size_t>(v.n);
+bool cpu_backend::packable(const cpu::weight_view& v) const {
+  return kernel_for(v.type).pack && !v.packed && v.n >= cpu::packed_group_rows && !plugin_for(v.type);
+}
+
+uint8_t* cpu_backend::alloc_packed(size_t bytes) {
   // 2 MiB aligned and advised onto transparent huge pages when large: decode streams every
   // weight once per token, and with 4 KiB pages that is a TLB miss every 4 KiB.
   constexpr size_t huge_page = size_t{2} << 20;
   const size_t align = bytes >= huge_page ? huge_page : 64;
   const size_t alloc = (bytes + align - 1) / align * align;
   auto* dst = static_cast<uint8_t*>(std::aligned_alloc(align, alloc));
-  if (!dst) return;  // keep the unpacked view
+  if (!dst) return nullptr;
   if (align == huge_page) (void)::madvise(dst, alloc, MADV_HUGEPAGE);
-  k.pack(v.data, v.row_bytes, v.n, v.k, dst);
+  packed_.emplace_back(dst, std::free);
+  return dst;
+}
+
+void cpu_backend::pack_into(cpu::weight_view& v, uint8_t* dst) {
+  const size_t bytes = v.row_bytes * static_cast<size_t>(v.n);
+  kernel_for(v.type).pack(v.data, v.row_bytes, v.n, v.k, dst);
   // The mapped original is not read again by this backend: give its pages back (they stay in
   // the page cache for whoever maps the file).
   const uintptr_t page = 4096, begin = (reinterpret_cast<uintptr_t>(v.data) + page - 1) & ~(page - 1),
@@ -77,7 +91,39 @@ void cpu_backend::pack(cpu::weight_view& v) {
   if (end > begin && !shares_embedding(v)) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   v.data = dst;
   v.packed = true;
-  packed_.emplace_back(dst, std::free);
+}
+
+void cpu_backend::pack(cpu::weight_view& v) {
+  if (!packable(v)) return;
+  if (uint8_t* dst = alloc_packed(v.row_bytes * static_cast<size_t>(v.n))) pack_into(v, dst);
+}
+
+cpu::weight_view cpu_backend::pack_fused(std::initializer_list<cpu::weight_view*> parts) {
+  // One packed matrix whose rows are the parts' rows one after another: a single product (one
+  // pass over the thread pool instead of one per part) computes them all. Needs the same type and
+  // input width, and whole groups of 16 rows per part so each part stays addressable on its own.
+  const cpu::weight_view& first = **parts.begin();
+  bool ok = true;
+  size_t bytes = 0;
+  int64_t n = 0;
+  for (const auto* p : parts) {
+    ok = ok && packable(*p) && p->type == first.type && p->k == first.k && p->row_bytes == first.row_bytes &&
+         p->n % cpu::packed_group_rows == 0;
+    bytes += p->row_bytes * static_cast<size_t>(p->n);
+    n += p->n;
+  }
+  if (!ok) return {};
+  uint8_t* dst = alloc_packed(bytes);
+  if (!dst) return {};
+  cpu::weight_view fused = first;
+  fused.data = dst;
+  fused.n = n;
+  fused.packed = true;
+  for (auto* p : parts) {
+    pack_into(*p, dst);  // the part's view now points into the fused matrix
+    dst += p->row_bytes * static_cast<size_t>(p->n);
+  }
+  return fused;
 }
 
 std::vector<kernel_report> cpu_backend::kernel_paths() const {
@@ -108,13 +154,14 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
   return out;
 }
 
-void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t m, float* y, bool same_x) {
-  if (quant_kernel_plugin* p = w.packed ? nullptr : plugin_for(w.type)) {
+void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t m, float* y, bool same_x, int64_t ldx) {
+  if (ldx == 0) ldx = w.k;
+  if (quant_kernel_plugin* p = w.packed || ldx != w.k ? nullptr : plugin_for(w.type)) {
     mm_scratch_.act_of = nullptr;  // the next same_x call must not trust an older quantization
     if (p->gemv(static_cast<uint32_t>(w.type), w.data, w.row_bytes, w.k, w.n, x, m, y)) return;
     // A failing plugin must not fail the request: fall back to the built-in kernel.
   }
-  cpu::matmul(w, kernel_for(w.type), x, w.k, m, y, w.n, *threads_, mm_scratch_, same_x);
+  cpu::matmul(w, kernel_for(w.type), x, ldx, m, y, w.n, *threads_, mm_scratch_, same_x);
 }
 
 void cpu_backend::plan_attention(const forward_batch& b) {
@@ -222,9 +269,22 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
   for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
     const auto& L = layers_[il];
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.attn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
-    mm(L.wq, xn_.data(), m, q_.data());
-    mm(L.wk, xn_.data(), m, k_.data(), true);  // xn_ unchanged: reuse its 8-bit quantization
-    mm(L.wv, xn_.data(), m, v_.data(), true);
+    const fused_weights* F = il < fused_.size() ? &fused_[il] : nullptr;
+    if (F && F->qkv.data) {  // one product for q, k and v, then split the rows' columns
+      const int64_t nq = L.wq.n, nk = L.wk.n, nv = L.wv.n, nt = F->qkv.n;
+      fused_out_.resize(m * nt);
+      mm(F->qkv, xn_.data(), m, fused_out_.data());
+      for (int64_t r = 0; r < m; ++r) {
+        const float* row = fused_out_.data() + r * nt;
+        std::memcpy(q_.data() + r * nq, row, nq * sizeof(float));
+        std::memcpy(k_.data() + r * nk, row + nq, nk * sizeof(float));
+        std::memcpy(v_.data() + r * nv, row + nq + nk, nv * sizeof(float));
+      }
+    } else {
+      mm(L.wq, xn_.data(), m, q_.data());
+      mm(L.wk, xn_.data(), m, k_.data(), true);  // xn_ unchanged: reuse its 8-bit quantization
+      mm(L.wv, xn_.data(), m, v_.data(), true);
+    }
     for (int64_t r = 0; r < m; ++r) {
       const int pos = b.positions[r];
       cpu::rope_norm(q_.data() + r * e, cfg_.n_head, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
@@ -237,10 +297,17 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
     mm(L.wo, att_.data(), m, tmp_.data());
     cpu::add_inplace(x_.data(), tmp_.data(), m * e);
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.ffn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
-    mm(L.w_gate, xn_.data(), m, gate_.data());
-    mm(L.w_up, xn_.data(), m, up_.data(), true);
-    cpu::silu_mul(gate_.data(), up_.data(), m * ff);
-    mm(L.w_down, gate_.data(), m, tmp_.data());
+    if (F && F->gate_up.data) {  // gate and up in one product; silu(gate) * up in place
+      fused_out_.resize(m * 2 * ff);
+      mm(F->gate_up, xn_.data(), m, fused_out_.data());
+      for (int64_t r = 0; r < m; ++r) cpu::silu_mul(fused_out_.data() + r * 2 * ff, fused_out_.data() + r * 2 * ff + ff, ff);
+      mm(L.w_down, fused_out_.data(), m, tmp_.data(), false, 2 * ff);
+    } else {
+      mm(L.w_gate, xn_.data(), m, gate_.data());
+      mm(L.w_up, xn_.data(), m, up_.data(), true);
+      cpu::silu_mul(gate_.data(), up_.data(), m * ff);
+      mm(L.w_down, gate_.data(), m, tmp_.data());
+    }
     cpu::add_inplace(x_.data(), tmp_.data(), m * e);
   }
 

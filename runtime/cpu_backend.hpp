@@ -4,6 +4,7 @@
 // sharing one device); calls are serialized by an internal mutex.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -49,8 +50,15 @@ class cpu_backend final : public backend {
 
  private:
   const cpu::dot_kernel& kernel_for(ggml_type t) const { return kernels_.at(t); }
-  void mm(const cpu::weight_view& w, const float* x, int64_t m, float* y, bool same_x = false);
+  /// y = x w^T for m rows; x rows ldx floats apart (0: w.k).
+  void mm(const cpu::weight_view& w, const float* x, int64_t m, float* y, bool same_x = false, int64_t ldx = 0);
+  bool packable(const cpu::weight_view& v) const;
+  uint8_t* alloc_packed(size_t bytes);  ///< owned by packed_
+  void pack_into(cpu::weight_view& v, uint8_t* dst);
   void pack(cpu::weight_view& v);
+  /// Packs the parts into one matrix (their rows one after another) and points each part's view
+  /// into it; an empty view (data null) when they cannot share one (then nothing is packed).
+  cpu::weight_view pack_fused(std::initializer_list<cpu::weight_view*> parts);
   /// The tied output head is the embedding table, whose rows the forward pass still reads.
   bool shares_embedding(const cpu::weight_view& v) const { return v.data == w_.tok_embd.data; }
   void plan_attention(const forward_batch& batch);  ///< once per forward: who attends to what
@@ -62,6 +70,11 @@ class cpu_backend final : public backend {
   std::vector<llama_layer_weights> layers_;
   cpu::weight_view output_;
   std::vector<std::unique_ptr<uint8_t[], void (*)(void*)>> packed_;
+  struct fused_weights {
+    cpu::weight_view qkv;      ///< wq, wk, wv rows in one packed matrix (data null: separate)
+    cpu::weight_view gate_up;  ///< w_gate, w_up rows in one packed matrix (data null: separate)
+  };
+  std::vector<fused_weights> fused_;  ///< per layer
   std::shared_ptr<cpu::thread_pool> threads_;
   kv_block_pool pool_;
   std::map<ggml_type, cpu::dot_kernel> kernels_;
@@ -72,6 +85,7 @@ class cpu_backend final : public backend {
   cpu::matmul_scratch mm_scratch_;
   // Activations, [rows][dim].
   std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
+  std::vector<float> fused_out_;  ///< a fused product's rows before they are split
   struct attention_task {
     uint32_t seq, kv_head;
     size_t begin, end;  ///< queries [begin, end) of attn_
