@@ -24,6 +24,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/vec_dot.hpp"
 
@@ -102,8 +103,11 @@ inline __m512i piece(const block_q8x& xb, int p) {
 // chain per block (two when RX is small, so the vpdpbusd latency stays hidden) and finishes the
 // block with a convert and two multiply-adds. All loops are unrolled at compile time so the
 // accumulators live in registers (the project builds with -O2, which does not unroll by itself).
+// xs (q4_1 only): d_x * sum(x) per activation row and block, nb floats per row, computed once
+// per product by packed_gemm (saves a convert and a multiply per row and block here).
 template <class F, int RX>
-void group_tile(int64_t nb, const uint8_t* gp, const uint8_t* x, size_t x_stride, float* y, int64_t ldy) {
+void group_tile(int64_t nb, const uint8_t* gp, const uint8_t* x, size_t x_stride, float* y, int64_t ldy,
+                const float* xs = nullptr) {
   constexpr bool two_chains = RX <= 4;
   __m512 acc[RX];
 #pragma GCC unroll 16
@@ -161,8 +165,7 @@ void group_tile(int64_t nb, const uint8_t* gp, const uint8_t* x, size_t x_stride
       if constexpr (F::has_min) {
         // The min term as d_x * sum(x) in float, added on its own (rounding fp16 like llama.cpp's
         // q8_1 or folding it into one product measured further from llama.cpp's greedy output).
-        const __m512 xs = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_set1_epi32(xb.sum)), xd);
-        acc[j] = _mm512_fmadd_ps(mw, xs, acc[j]);
+        acc[j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xs[j * nb + b]), acc[j]);
       }
     }
   }
@@ -178,20 +181,32 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* xp = static_cast<const uint8_t*>(x);
   const int64_t n_packed = n_rows / group * group;
+  const float* xs = nullptr;
+  if constexpr (F::has_min) {
+    thread_local std::vector<float> xs_buf;
+    xs_buf.resize(static_cast<size_t>(n_x * nb));
+    for (int64_t j = 0; j < n_x; ++j) {
+      const auto* xb = reinterpret_cast<const block_q8x*>(xp + j * x_stride);
+      for (int64_t b = 0; b < nb; ++b) xs_buf[j * nb + b] = xb[b].d * static_cast<float>(xb[b].sum);
+    }
+    xs = xs_buf.data();
+  }
   for (int64_t g = 0; g < n_packed; g += group) {
     const uint8_t* gp = wp + g * rb;
     int64_t j = 0;
-    for (; j + 8 <= n_x; j += 8) group_tile<F, 8>(nb, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
+    for (; j + 8 <= n_x; j += 8)
+      group_tile<F, 8>(nb, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy, xs ? xs + j * nb : nullptr);
     const uint8_t* xj = xp + j * x_stride;
     float* yj = y + j * ldy + g;
+    const float* sj = xs ? xs + j * nb : nullptr;
     switch (n_x - j) {
-      case 7: group_tile<F, 7>(nb, gp, xj, x_stride, yj, ldy); break;
-      case 6: group_tile<F, 6>(nb, gp, xj, x_stride, yj, ldy); break;
-      case 5: group_tile<F, 5>(nb, gp, xj, x_stride, yj, ldy); break;
-      case 4: group_tile<F, 4>(nb, gp, xj, x_stride, yj, ldy); break;
-      case 3: group_tile<F, 3>(nb, gp, xj, x_stride, yj, ldy); break;
-      case 2: group_tile<F, 2>(nb, gp, xj, x_stride, yj, ldy); break;
-      case 1: group_tile<F, 1>(nb, gp, xj, x_stride, yj, ldy); break;
+      case 7: group_tile<F, 7>(nb, gp, xj, x_stride, yj, ldy, sj); break;
+      case 6: group_tile<F, 6>(nb, gp, xj, x_stride, yj, ldy, sj); break;
+      case 5: group_tile<F, 5>(nb, gp, xj, x_stride, yj, ldy, sj); break;
+      case 4: group_tile<F, 4>(nb, gp, xj, x_stride, yj, ldy, sj); break;
+      case 3: group_tile<F, 3>(nb, gp, xj, x_stride, yj, ldy, sj); break;
+      case 2: group_tile<F, 2>(nb, gp, xj, x_stride, yj, ldy, sj); break;
+      case 1: group_tile<F, 1>(nb, gp, xj, x_stride, yj, ldy, sj); break;
       default: break;
     }
   }
