@@ -78,21 +78,12 @@ void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n) {
 
 namespace {
 
-// Rope tables up to this many rotated dims live on the stack (heads are 64..256 wide).
-constexpr int rope_stack_rot = 256;
-
 // Scalar hosts still get the cheap part of the rope speed-up: cos / sin once per call instead of
 // once per head. Same table, same products as the reference, so the same bits.
 void rope_norm_table(float* x, int n_head, int head_dim, int n_rot, int pos, float freq_base,
                      float freq_scale) {
-  float stack[rope_stack_rot];
-  std::vector<float> heap;
-  float* cs = stack;
-  if (n_rot > rope_stack_rot) {
-    heap.resize(static_cast<size_t>(n_rot));
-    cs = heap.data();
-  }
-  rope_cos_sin(n_rot, pos, freq_base, freq_scale, cs);
+  const rope_table table(n_rot, pos, freq_base, freq_scale);
+  const float* cs = table.data();
   for (int h = 0; h < n_head; ++h) {
     float* v = x + static_cast<int64_t>(h) * head_dim;
     for (int i = 0; i < n_rot; i += 2) {

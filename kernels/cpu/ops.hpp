@@ -4,7 +4,9 @@
 // tested against. Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace fw::cpu {
 
@@ -33,6 +35,25 @@ void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n);
 /// (theta_0 = pos * freq_scale, theta_{i+1} = theta_i * freq_base^(-2 / n_rot)), so a path that
 /// applies this table rotates bit-close to ref::rope_norm.
 void rope_cos_sin(int n_rot, int pos, float freq_base, float freq_scale, float* cos_sin);
+
+/// rope_cos_sin's table for one call, on the stack for up to 256 rotated dims (heads are 64..256
+/// wide), on the heap beyond.
+class rope_table {
+ public:
+  rope_table(int n_rot, int pos, float freq_base, float freq_scale) {
+    if (n_rot > stack_rot) heap_.resize(static_cast<size_t>(n_rot)), cs_ = heap_.data();
+    rope_cos_sin(n_rot, pos, freq_base, freq_scale, cs_);
+  }
+  rope_table(const rope_table&) = delete;
+  rope_table& operator=(const rope_table&) = delete;
+  const float* data() const { return cs_; }
+
+ private:
+  static constexpr int stack_rot = 256;
+  float stack_[stack_rot];
+  std::vector<float> heap_;
+  float* cs_ = stack_;
+};
 
 // -- per-path entry points (exposed for tests) --
 namespace ref {  // scalar: the reference

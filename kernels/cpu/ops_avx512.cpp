@@ -21,8 +21,6 @@ namespace {
 // Lanes [0, rem) of a 16-lane vector, rem in [0, 16).
 inline __mmask16 first_lanes(int64_t rem) { return static_cast<__mmask16>((1u << rem) - 1u); }
 
-// Rope tables up to this many rotated dims live on the stack (heads are 64..256 wide).
-constexpr int rope_stack_rot = 256;
 
 }  // namespace
 
@@ -64,14 +62,8 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
 void rope_norm(float* x, int n_head, int head_dim, int n_rot, int pos, float freq_base,
                float freq_scale) {
   // cos / sin depend on (pos, pair) only: one table per call serves every head.
-  float stack[rope_stack_rot];
-  std::vector<float> heap;
-  float* cs = stack;
-  if (n_rot > rope_stack_rot) {
-    heap.resize(static_cast<size_t>(n_rot));
-    cs = heap.data();
-  }
-  rope_cos_sin(n_rot, pos, freq_base, freq_scale, cs);
+  const rope_table table(n_rot, pos, freq_base, freq_scale);
+  const float* cs = table.data();
 
   // With x = [a0 b0 a1 b1 ...], C = [c0 c0 c1 c1 ...] and S = [-s0 s0 -s1 s1 ...]:
   // x * C + swap_pairs(x) * S = [a0 c0 - b0 s0, b0 c0 + a0 s0, ...], the reference's rotation.

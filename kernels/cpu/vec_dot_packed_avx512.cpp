@@ -91,6 +91,24 @@ void pack(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* d
   for (int64_t i = n_packed; i < n_rows; ++i) std::memcpy(d + i * rb, s + i * row_stride, rb);
 }
 
+// Calls tile.template operator()<RX>(j) over activation rows [0, n_x): tiles of 8, then one tile
+// of the remaining 1..7 (each RX a separate, fully unrolled instantiation).
+template <class Tile>
+void for_row_tiles(int64_t n_x, Tile&& tile) {
+  int64_t j = 0;
+  for (; j + 8 <= n_x; j += 8) tile.template operator()<8>(j);
+  switch (n_x - j) {
+    case 7: tile.template operator()<7>(j); break;
+    case 6: tile.template operator()<6>(j); break;
+    case 5: tile.template operator()<5>(j); break;
+    case 4: tile.template operator()<4>(j); break;
+    case 3: tile.template operator()<3>(j); break;
+    case 2: tile.template operator()<2>(j); break;
+    case 1: tile.template operator()<1>(j); break;
+    default: break;
+  }
+}
+
 // Broadcast of the 4 activation bytes qs[4 p .. 4 p + 3] (folded into vpdpbusd as {1to16}).
 inline __m512i piece(const block_q8x& xb, int p) {
   int32_t v;
@@ -193,22 +211,9 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
   }
   for (int64_t g = 0; g < n_packed; g += group) {
     const uint8_t* gp = wp + g * rb;
-    int64_t j = 0;
-    for (; j + 8 <= n_x; j += 8)
-      group_tile<F, 8>(nb, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy, xs ? xs + j * nb : nullptr);
-    const uint8_t* xj = xp + j * x_stride;
-    float* yj = y + j * ldy + g;
-    const float* sj = xs ? xs + j * nb : nullptr;
-    switch (n_x - j) {
-      case 7: group_tile<F, 7>(nb, gp, xj, x_stride, yj, ldy, sj); break;
-      case 6: group_tile<F, 6>(nb, gp, xj, x_stride, yj, ldy, sj); break;
-      case 5: group_tile<F, 5>(nb, gp, xj, x_stride, yj, ldy, sj); break;
-      case 4: group_tile<F, 4>(nb, gp, xj, x_stride, yj, ldy, sj); break;
-      case 3: group_tile<F, 3>(nb, gp, xj, x_stride, yj, ldy, sj); break;
-      case 2: group_tile<F, 2>(nb, gp, xj, x_stride, yj, ldy, sj); break;
-      case 1: group_tile<F, 1>(nb, gp, xj, x_stride, yj, ldy, sj); break;
-      default: break;
-    }
+    for_row_tiles(n_x, [&]<int RX>(int64_t j) {
+      group_tile<F, RX>(nb, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy, xs ? xs + j * nb : nullptr);
+    });
   }
   if (n_packed < n_rows)
     F::unpacked_gemm(k, wp + n_packed * rb, rb, n_rows - n_packed, x, x_stride, n_x, y + n_packed, ldy);
@@ -294,20 +299,9 @@ void packed_gemm_float(int64_t k, const void* w, int64_t n_rows, const void* x, 
   const int64_t n_packed = n_rows / group * group;
   for (int64_t g = 0; g < n_packed; g += group) {
     const uint8_t* gp = wp + g * rb;
-    int64_t j = 0;
-    for (; j + 8 <= n_x; j += 8) float_tile<F, 8>(k, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
-    const uint8_t* xj = xp + j * x_stride;
-    float* yj = y + j * ldy + g;
-    switch (n_x - j) {
-      case 7: float_tile<F, 7>(k, gp, xj, x_stride, yj, ldy); break;
-      case 6: float_tile<F, 6>(k, gp, xj, x_stride, yj, ldy); break;
-      case 5: float_tile<F, 5>(k, gp, xj, x_stride, yj, ldy); break;
-      case 4: float_tile<F, 4>(k, gp, xj, x_stride, yj, ldy); break;
-      case 3: float_tile<F, 3>(k, gp, xj, x_stride, yj, ldy); break;
-      case 2: float_tile<F, 2>(k, gp, xj, x_stride, yj, ldy); break;
-      case 1: float_tile<F, 1>(k, gp, xj, x_stride, yj, ldy); break;
-      default: break;
-    }
+    for_row_tiles(n_x, [&]<int RX>(int64_t j) {
+      float_tile<F, RX>(k, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
+    });
   }
   if (n_packed < n_rows)
     F::unpacked_gemm(k, wp + n_packed * rb, rb, n_rows - n_packed, x, x_stride, n_x, y + n_packed, ldy);
