@@ -58,17 +58,14 @@ dot_kernel select_avx2(ggml_type t) {
 dot_kernel select_avx512(ggml_type t) {
   namespace k = avx512;
   const auto lvl = simd_level::avx512;
+  const auto p = k::packed_layout_for(t);
   switch (t) {
-    case ggml_type::f32: return make<k::dot_f32, k::gemm_f32>(t, lvl, nullptr, k::pack_f32, k::packed_gemm_f32);
-    case ggml_type::f16: return make<k::dot_f16, k::gemm_f16>(t, lvl, nullptr, k::pack_f16, k::packed_gemm_f16);
-    case ggml_type::bf16:
-      return make<k::dot_bf16, k::gemm_bf16>(t, lvl, nullptr, k::pack_bf16, k::packed_gemm_bf16);
-    case ggml_type::q4_0:
-      return make<k::dot_q4_0, k::gemm_q4_0>(t, lvl, k::quantize_q8x, k::pack_q4_0, k::packed_gemm_q4_0);
-    case ggml_type::q4_1:
-      return make<k::dot_q4_1, k::gemm_q4_1>(t, lvl, k::quantize_q8x, k::pack_q4_1, k::packed_gemm_q4_1);
-    case ggml_type::q8_0:
-      return make<k::dot_q8_0, k::gemm_q8_0>(t, lvl, k::quantize_q8x, k::pack_q8_0, k::packed_gemm_q8_0);
+    case ggml_type::f32: return make<k::dot_f32, k::gemm_f32>(t, lvl, nullptr, p.pack, p.gemm);
+    case ggml_type::f16: return make<k::dot_f16, k::gemm_f16>(t, lvl, nullptr, p.pack, p.gemm);
+    case ggml_type::bf16: return make<k::dot_bf16, k::gemm_bf16>(t, lvl, nullptr, p.pack, p.gemm);
+    case ggml_type::q4_0: return make<k::dot_q4_0, k::gemm_q4_0>(t, lvl, k::quantize_q8x, p.pack, p.gemm);
+    case ggml_type::q4_1: return make<k::dot_q4_1, k::gemm_q4_1>(t, lvl, k::quantize_q8x, p.pack, p.gemm);
+    case ggml_type::q8_0: return make<k::dot_q8_0, k::gemm_q8_0>(t, lvl, k::quantize_q8x, p.pack, p.gemm);
   }
   return select_avx2(t);
 }

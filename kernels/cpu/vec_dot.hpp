@@ -116,25 +116,12 @@ void gemm_q4_1(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, s
                float* y, int64_t ldy);
 void gemm_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
                float* y, int64_t ldy);
-// packed layout (vec_dot_packed_avx512.cpp)
-void pack_q4_0(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
-void pack_q4_1(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
-void pack_q8_0(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
-void packed_gemm_q4_0(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
-                      int64_t ldy);
-void packed_gemm_q4_1(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
-                      int64_t ldy);
-void packed_gemm_q8_0(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
-                      int64_t ldy);
-void pack_f32(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
-void pack_f16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
-void pack_bf16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
-void packed_gemm_f32(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
-                     int64_t ldy);
-void packed_gemm_f16(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
-                     int64_t ldy);
-void packed_gemm_bf16(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y,
-                      int64_t ldy);
+/// The packed layout of `type` on this path (vec_dot_packed_avx512.cpp): both null when none.
+struct packed_layout {
+  pack_rows_fn pack = nullptr;
+  packed_gemm_fn gemm = nullptr;
+};
+packed_layout packed_layout_for(ggml_type type);
 }  // namespace avx512
 
 }  // namespace fw::cpu

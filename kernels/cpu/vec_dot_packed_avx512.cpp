@@ -309,33 +309,16 @@ void packed_gemm_float(int64_t k, const void* w, int64_t n_rows, const void* x, 
 
 }  // namespace
 
-void pack_q4_0(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack<q4_0_packed>(src, rs, n, k, dst); }
-void pack_q4_1(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack<q4_1_packed>(src, rs, n, k, dst); }
-void pack_q8_0(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack<q8_0_packed>(src, rs, n, k, dst); }
-
-void packed_gemm_q4_0(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy) {
-  packed_gemm<q4_0_packed>(k, w, n, x, xs, nx, y, ldy);
-}
-void packed_gemm_q4_1(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy) {
-  packed_gemm<q4_1_packed>(k, w, n, x, xs, nx, y, ldy);
-}
-void packed_gemm_q8_0(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy) {
-  packed_gemm<q8_0_packed>(k, w, n, x, xs, nx, y, ldy);
+packed_layout packed_layout_for(ggml_type type) {
+  switch (type) {
+    case ggml_type::q4_0: return {pack<q4_0_packed>, packed_gemm<q4_0_packed>};
+    case ggml_type::q4_1: return {pack<q4_1_packed>, packed_gemm<q4_1_packed>};
+    case ggml_type::q8_0: return {pack<q8_0_packed>, packed_gemm<q8_0_packed>};
+    case ggml_type::f32: return {pack_float<f32_packed>, packed_gemm_float<f32_packed>};
+    case ggml_type::f16: return {pack_float<f16_packed>, packed_gemm_float<f16_packed>};
+    case ggml_type::bf16: return {pack_float<bf16_packed>, packed_gemm_float<bf16_packed>};
+  }
+  return {};
 }
 
-}  // namespace fw::cpu::avx512
-
-namespace fw::cpu::avx512 {
-void pack_f32(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack_float<f32_packed>(src, rs, n, k, dst); }
-void pack_f16(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack_float<f16_packed>(src, rs, n, k, dst); }
-void pack_bf16(const void* src, size_t rs, int64_t n, int64_t k, void* dst) { pack_float<bf16_packed>(src, rs, n, k, dst); }
-void packed_gemm_f32(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy) {
-  packed_gemm_float<f32_packed>(k, w, n, x, xs, nx, y, ldy);
-}
-void packed_gemm_f16(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy) {
-  packed_gemm_float<f16_packed>(k, w, n, x, xs, nx, y, ldy);
-}
-void packed_gemm_bf16(int64_t k, const void* w, int64_t n, const void* x, size_t xs, int64_t nx, float* y, int64_t ldy) {
-  packed_gemm_float<bf16_packed>(k, w, n, x, xs, nx, y, ldy);
-}
 }  // namespace fw::cpu::avx512
