@@ -21,6 +21,15 @@ namespace {
 // Lanes [0, rem) of a 16-lane vector, rem in [0, 16).
 inline __mmask16 first_lanes(int64_t rem) { return static_cast<__mmask16>((1u << rem) - 1u); }
 
+// f(i, mask) over [0, n) in steps of 16 lanes: every lane on in the body, the first n % 16 lanes on
+// in the tail (masked loads and stores cost the same as plain ones with a full mask).
+template <class F>
+inline void for_lanes(int64_t n, F&& f) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) f(i, static_cast<__mmask16>(0xffff));
+  if (i < n) f(i, first_lanes(n - i));
+}
+
 
 }  // namespace
 
@@ -50,13 +59,10 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(static_cast<double>(ss) / n) + eps);
 
   const __m512 s = _mm512_set1_ps(scale);
-  for (i = 0; i + 16 <= n; i += 16)  // (x * scale) * w, the reference's order
-    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), s), _mm512_loadu_ps(w + i)));
-  if (i < n) {
-    const __mmask16 m = first_lanes(n - i);
-    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), s);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + i)));
-  }
+  for_lanes(n, [&](int64_t j, __mmask16 m) {  // (x * scale) * w, the reference's order
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), s);
+    _mm512_mask_storeu_ps(y + j, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + j)));
+  });
 }
 
 void rope_norm(float* x, int n_head, int head_dim, int n_rot, int pos, float freq_base,
@@ -93,14 +99,9 @@ void silu_mul(float* gate, const float* up, int64_t n) {
     const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), g));
     return _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
   };
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(gate + i, silu_times(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
-  if (i < n) {
-    const __mmask16 m = first_lanes(n - i);
-    const __m512 r = silu_times(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i));
-    _mm512_mask_storeu_ps(gate + i, m, r);
-  }
+  for_lanes(n, [&](int64_t i, __mmask16 m) {
+    _mm512_mask_storeu_ps(gate + i, m, silu_times(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
+  });
 }
 
 void softmax(float* x, int64_t n) {
@@ -141,42 +142,27 @@ void softmax(float* x, int64_t n) {
 
   // Pass 3: normalize, with the reference's 1 / sum in double.
   const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / sum));
-  for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), inv));
-  if (i < n) {
-    const __mmask16 m = first_lanes(n - i);
-    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
-  }
+  for_lanes(n, [&](int64_t j, __mmask16 m) {
+    _mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), inv));
+  });
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i, _mm512_add_ps(_mm512_loadu_ps(y + i), _mm512_loadu_ps(x + i)));
-  if (i < n) {
-    const __mmask16 m = first_lanes(n - i);
-    const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i));
-    _mm512_mask_storeu_ps(y + i, m, sum);
-  }
+  for_lanes(n, [&](int64_t i, __mmask16 m) {
+    _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i)));
+  });
 }
 
 void exp_inplace(float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, exp512(_mm512_loadu_ps(x + i)));
-  if (i < n) {
-    const __mmask16 m = first_lanes(n - i);
+  for_lanes(n, [&](int64_t i, __mmask16 m) {
     _mm512_mask_storeu_ps(x + i, m, exp512(_mm512_maskz_loadu_ps(m, x + i)));
-  }
+  });
 }
 
 void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-  if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
-    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm256_mask_storeu_epi16(y + i, m, h);
-  }
+  for_lanes(n, [&](int64_t i, __mmask16 m) {
+    _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+  });
 }
 
 }  // namespace fw::cpu::avx512
