@@ -77,6 +77,14 @@ expected<int64_t> arg_parser::integer(const std::string& name) const {
   return static_cast<int64_t>(v);
 }
 
+expected<int64_t> arg_parser::integer(const std::string& name, int64_t min) const {
+  auto v = integer(name);
+  if (v && *v < min)
+    return make_error(errc::invalid_argument, command_ + ": --" + name + " must be at least " + std::to_string(min) +
+                                                  ", got " + std::to_string(*v));
+  return v;
+}
+
 expected<double> arg_parser::number(const std::string& name) const {
   const std::string s = str(name);
   char* end = nullptr;

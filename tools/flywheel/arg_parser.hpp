@@ -30,6 +30,8 @@ class arg_parser {
   bool on(const std::string& name) const { return has(name); }
   std::string str(const std::string& name) const;
   expected<int64_t> integer(const std::string& name) const;
+  /// An integer of at least `min` ("--name must be at least min" otherwise).
+  expected<int64_t> integer(const std::string& name, int64_t min) const;
   expected<double> number(const std::string& name) const;
   std::string usage() const;
 

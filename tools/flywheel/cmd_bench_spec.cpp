@@ -66,15 +66,13 @@ int cmd_bench_spec(int argc, char** argv) {
       .option("json-out", "also write the results as JSON to this file")
       .flag("json", "print one JSON object instead of a table");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
-  auto max_tokens = args.integer("max-tokens");
-  if (!max_tokens || *max_tokens < 1) {
-    std::fprintf(stderr, "bench-spec: --max-tokens must be a positive integer\n");
-    return 2;
-  }
-  auto reps = args.integer("reps");
-  if (!reps || *reps < 1) {
-    std::fprintf(stderr, "bench-spec: --reps must be a positive integer\n");
-    return 2;
+  auto max_tokens = args.integer("max-tokens", 1);
+  auto reps = args.integer("reps", 1);
+  for (const auto* v : {&max_tokens, &reps}) {
+    if (!*v) {
+      std::fprintf(stderr, "%s\n", v->err().message.c_str());
+      return 2;
+    }
   }
   auto session = model_session::open(args, false);
   if (!session) {
@@ -121,37 +119,13 @@ int cmd_bench_spec(int argc, char** argv) {
     }
   }
 
-  // Verification cost: one forward over k + 1 rows vs one row, after a 128-token context.
-  nlohmann::json verify = nlohmann::json::array();
-  {
-    auto& be = *session->backend;
-    std::vector<int32_t> ctx = encode(chat_set[0]);
-    kv_handle h = *be.kv_pool().allocate(0);
-    std::vector<float> logits;
-    forward_batch b;
-    b.add_sequence(&h, ctx.data(), ctx.size(), 0, false);
-    (void)be.forward(b, logits);
-    double one_row_ms = 0;
-    for (int rows : {1, 2, 3, 4, 6, 9}) {
-      double best = 1e30;
-      for (int rep = 0; rep < 5; ++rep) {
-        std::vector<int32_t> toks(rows, ctx.back());
-        b.clear();
-        b.add_sequence(&h, toks.data(), toks.size(), static_cast<int32_t>(ctx.size()), true);
-        const auto t0 = std::chrono::steady_clock::now();
-        (void)be.forward(b, logits);
-        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-        (void)be.kv_pool().truncate(h, static_cast<uint32_t>(ctx.size()));
-      }
-      if (rows == 1) one_row_ms = best;
-      verify.push_back({{"rows", rows}, {"ms", best}, {"cost_vs_one_row", best / one_row_ms}});
-    }
-    (void)be.kv_pool().release(h);
-  }
-
-  // What k = auto's cost-aware choice uses (the same calibration generate and the console run).
+  // Verification cost: one forward over k + 1 rows vs one row, after a 128-token context; the
+  // same calibration k = auto's cost-aware choice uses.
   std::vector<double> calibrated;
-  if (auto cc = calibrate_verify_cost(*session->backend)) calibrated = std::move(*cc);
+  if (auto cc = calibrate_verify_cost(*session->backend, 8, 128, 5)) calibrated = std::move(*cc);
+  nlohmann::json verify = nlohmann::json::array();
+  for (size_t k = 0; k < calibrated.size(); ++k) verify.push_back({{"rows", k + 1}, {"cost_vs_one_row", calibrated[k]}});
+
   nlohmann::json results = nlohmann::json::array();
   const bool json = args.on("json");
   if (!json) {
