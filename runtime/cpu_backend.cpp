@@ -154,14 +154,27 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
   return out;
 }
 
-void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t m, float* y, bool same_x, int64_t ldx) {
-  if (ldx == 0) ldx = w.k;
-  if (quant_kernel_plugin* p = w.packed || ldx != w.k ? nullptr : plugin_for(w.type)) {
+void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
+                     bool same_x) {
+  if (quant_kernel_plugin* p = w.packed ? nullptr : plugin_for(w.type)) {
     mm_scratch_.act_of = nullptr;  // the next same_x call must not trust an older quantization
-    if (p->gemv(static_cast<uint32_t>(w.type), w.data, w.row_bytes, w.k, w.n, x, m, y)) return;
+    // The plugin ABI takes dense rows: gather strided inputs, scatter strided outputs.
+    const float* xin = x;
+    float* yout = y;
+    if (ldx != w.k) {
+      plugin_x_.resize(static_cast<size_t>(m * w.k));
+      for (int64_t r = 0; r < m; ++r) std::memcpy(plugin_x_.data() + r * w.k, x + r * ldx, w.k * sizeof(float));
+      xin = plugin_x_.data();
+    }
+    if (ldy != w.n) plugin_y_.resize(static_cast<size_t>(m * w.n)), yout = plugin_y_.data();
+    if (p->gemv(static_cast<uint32_t>(w.type), w.data, w.row_bytes, w.k, w.n, xin, m, yout)) {
+      if (ldy != w.n)
+        for (int64_t r = 0; r < m; ++r) std::memcpy(y + r * ldy, yout + r * w.n, w.n * sizeof(float));
+      return;
+    }
     // A failing plugin must not fail the request: fall back to the built-in kernel.
   }
-  cpu::matmul(w, kernel_for(w.type), x, ldx, m, y, w.n, *threads_, mm_scratch_, same_x);
+  cpu::matmul(w, kernel_for(w.type), x, ldx, m, y, ldy, *threads_, mm_scratch_, same_x);
 }
 
 void cpu_backend::plan_attention(const forward_batch& b) {
@@ -183,7 +196,7 @@ void cpu_backend::plan_attention(const forward_batch& b) {
           const int64_t r = rs[i];
           for (uint32_t j = 0; j < gqa; ++j) {
             const int64_t h = g * gqa + j;
-            attn_.q.push_back(q_.data() + r * e + h * hd);
+            attn_.q.push_back(qkv_.data() + r * qkv_ld() + h * hd);
             attn_.out.push_back(att_.data() + r * e + h * hd);
             attn_.n_keys.push_back(b.positions[r] + 1);
             attn_.query_slot.push_back(r * cfg_.n_head + h);
@@ -252,12 +265,10 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
 
   x_.resize(m * e);
   xn_.resize(m * e);
-  q_.resize(m * e);
-  k_.resize(m * kvd);
-  v_.resize(m * kvd);
+  const int64_t qkv = qkv_ld(), gu = 2 * ff;  // row strides: q | k | v and gate | up
+  qkv_.resize(m * qkv);
   att_.resize(m * e);
-  gate_.resize(m * ff);
-  up_.resize(m * ff);
+  gate_up_.resize(m * gu);
   tmp_.resize(m * e);
 
   for (int64_t r = 0; r < m; ++r) {
@@ -269,45 +280,39 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
   for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
     const auto& L = layers_[il];
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.attn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
+    // q, k and v side by side in each row of qkv_ (one fused product, or three into the columns).
     const fused_weights* F = il < fused_.size() ? &fused_[il] : nullptr;
-    if (F && F->qkv.data) {  // one product for q, k and v, then split the rows' columns
-      const int64_t nq = L.wq.n, nk = L.wk.n, nv = L.wv.n, nt = F->qkv.n;
-      fused_out_.resize(m * nt);
-      mm(F->qkv, xn_.data(), m, fused_out_.data());
-      for (int64_t r = 0; r < m; ++r) {
-        const float* row = fused_out_.data() + r * nt;
-        std::memcpy(q_.data() + r * nq, row, nq * sizeof(float));
-        std::memcpy(k_.data() + r * nk, row + nq, nk * sizeof(float));
-        std::memcpy(v_.data() + r * nv, row + nq + nk, nv * sizeof(float));
-      }
+    if (F && F->qkv.data) {
+      mm(F->qkv, xn_.data(), e, m, qkv_.data(), qkv);
     } else {
-      mm(L.wq, xn_.data(), m, q_.data());
-      mm(L.wk, xn_.data(), m, k_.data(), true);  // xn_ unchanged: reuse its 8-bit quantization
-      mm(L.wv, xn_.data(), m, v_.data(), true);
+      mm(L.wq, xn_.data(), e, m, qkv_.data(), qkv);
+      mm(L.wk, xn_.data(), e, m, qkv_.data() + e, qkv, true);  // xn_ unchanged: reuse its 8-bit quantization
+      mm(L.wv, xn_.data(), e, m, qkv_.data() + e + kvd, qkv, true);
     }
     for (int64_t r = 0; r < m; ++r) {
       const int pos = b.positions[r];
-      cpu::rope_norm(q_.data() + r * e, cfg_.n_head, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
-      cpu::rope_norm(k_.data() + r * kvd, cfg_.n_head_kv, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
+      float* q = qkv_.data() + r * qkv;
+      float* k = q + e;
+      const float* v = k + kvd;
+      cpu::rope_norm(q, cfg_.n_head, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
+      cpu::rope_norm(k, cfg_.n_head_kv, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
       const kv_handle& kv = *b.kv[b.seq[r]];
       for (uint32_t h = 0; h < cfg_.n_head_kv; ++h)
-        pool_.write_token(kv, pos, il, h, k_.data() + r * kvd + h * cfg_.head_dim, v_.data() + r * kvd + h * cfg_.head_dim);
+        pool_.write_token(kv, pos, il, h, k + h * cfg_.head_dim, v + h * cfg_.head_dim);
     }
     attention(b, il);
-    mm(L.wo, att_.data(), m, tmp_.data());
+    mm(L.wo, att_.data(), e, m, tmp_.data(), e);
     cpu::add_inplace(x_.data(), tmp_.data(), m * e);
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.ffn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
-    if (F && F->gate_up.data) {  // gate and up in one product; silu(gate) * up in place
-      fused_out_.resize(m * 2 * ff);
-      mm(F->gate_up, xn_.data(), m, fused_out_.data());
-      for (int64_t r = 0; r < m; ++r) cpu::silu_mul(fused_out_.data() + r * 2 * ff, fused_out_.data() + r * 2 * ff + ff, ff);
-      mm(L.w_down, fused_out_.data(), m, tmp_.data(), false, 2 * ff);
+    // gate and up side by side in each row of gate_up_; silu(gate) * up in place, then down.
+    if (F && F->gate_up.data) {
+      mm(F->gate_up, xn_.data(), e, m, gate_up_.data(), gu);
     } else {
-      mm(L.w_gate, xn_.data(), m, gate_.data());
-      mm(L.w_up, xn_.data(), m, up_.data(), true);
-      cpu::silu_mul(gate_.data(), up_.data(), m * ff);
-      mm(L.w_down, gate_.data(), m, tmp_.data());
+      mm(L.w_gate, xn_.data(), e, m, gate_up_.data(), gu);
+      mm(L.w_up, xn_.data(), e, m, gate_up_.data() + ff, gu, true);
     }
+    for (int64_t r = 0; r < m; ++r) cpu::silu_mul(gate_up_.data() + r * gu, gate_up_.data() + r * gu + ff, ff);
+    mm(L.w_down, gate_up_.data(), gu, m, tmp_.data(), e);
     cpu::add_inplace(x_.data(), tmp_.data(), m * e);
   }
 
@@ -326,7 +331,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
     ++n_out;
   }
   logits.resize(n_out * cfg_.n_vocab);
-  if (n_out > 0) mm(output_, xn_.data(), n_out, logits.data());
+  if (n_out > 0) mm(output_, xn_.data(), e, n_out, logits.data(), cfg_.n_vocab);
   return {};
 }
 

@@ -50,8 +50,12 @@ class cpu_backend final : public backend {
 
  private:
   const cpu::dot_kernel& kernel_for(ggml_type t) const { return kernels_.at(t); }
-  /// y = x w^T for m rows; x rows ldx floats apart (0: w.k).
-  void mm(const cpu::weight_view& w, const float* x, int64_t m, float* y, bool same_x = false, int64_t ldx = 0);
+  /// y = x w^T for m rows; x rows ldx floats apart, y rows ldy apart (a column range of a wider
+  /// row, e.g. k within q | k | v).
+  void mm(const cpu::weight_view& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
+          bool same_x = false);
+  /// Floats per row of qkv_: q (n_embd), k and v (kv_dim each).
+  int64_t qkv_ld() const { return cfg_.n_embd + 2 * static_cast<int64_t>(cfg_.kv_dim()); }
   bool packable(const cpu::weight_view& v) const;
   uint8_t* alloc_packed(size_t bytes);  ///< owned by packed_
   void pack_into(cpu::weight_view& v, uint8_t* dst);
@@ -84,8 +88,10 @@ class cpu_backend final : public backend {
   quant_kernel_plugin* plugin_for(ggml_type t) const;
   cpu::matmul_scratch mm_scratch_;
   // Activations, [rows][dim].
-  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, tmp_;
-  std::vector<float> fused_out_;  ///< a fused product's rows before they are split
+  std::vector<float> x_, xn_, att_, tmp_;
+  std::vector<float> qkv_;      ///< [rows][q | k | v]
+  std::vector<float> gate_up_;  ///< [rows][gate | up]; gate becomes silu(gate) * up
+  std::vector<float> plugin_x_, plugin_y_;  ///< dense copies for kernel plugins of strided rows
   struct attention_task {
     uint32_t seq, kv_head;
     size_t begin, end;  ///< queries [begin, end) of attn_
