@@ -93,13 +93,7 @@ TEST_F(generator_test, invalid_sampling_parameters_are_rejected) {
 }
 
 TEST_F(generator_test, same_seed_same_tokens_and_different_seed_differs) {
-  sampling_params p;
-  p.temperature = 1.5f;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  p.max_tokens = 32;
-  p.ignore_eos = true;
+  sampling_params p = test::unfiltered(1.5f, 32);
   p.seed = 1234;
   const auto a = run(prompt(), p);
   const auto b = run(prompt(), p);

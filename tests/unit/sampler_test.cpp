@@ -1,4 +1,5 @@
 #include "runtime/sampler.hpp"
+#include "tests/sampling_presets.hpp"
 
 #include <gtest/gtest.h>
 
@@ -21,11 +22,7 @@ std::vector<float> random_logits(size_t n, uint32_t seed, float scale = 3.0f) {
 }
 
 sampling_params plain(float temperature) {  // no filters: pure softmax at temperature
-  sampling_params p;
-  p.temperature = temperature;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
+  sampling_params p = test::unfiltered(temperature);
   p.seed = 1234;
   return p;
 }

@@ -217,13 +217,7 @@ TEST_F(speculative_test, rejection_sampling_keeps_the_target_distribution) {
   std::vector<float> rows = logits_of(*be, *target_);
   rows.insert(rows.end(), rows.begin(), rows.end());  // the bonus row is not reached in this test's first token
   const std::vector<float> dlog = logits_of(dbe, *draft_m);
-  sampling_params sp;
-  sp.temperature = 1.5f;
-  sp.top_k = 0;
-  sp.top_p = 1.0f;
-  sp.min_p = 0.0f;
-  sp.max_tokens = 8;
-  sp.ignore_eos = true;
+  sampling_params sp = test::unfiltered(1.5f, 8);
   sampler ref(sp, static_cast<int32_t>(nv));
   const std::vector<float> p = ref.probabilities(std::span<const float>(rows.data(), nv), prompt);
   const std::vector<float> q = ref.probabilities(dlog, prompt);
