@@ -1,5 +1,7 @@
 #include "runtime/drafter_factory.hpp"
 
+#include "runtime/verify_cost.hpp"
+
 #include "runtime/model_drafter.hpp"
 #include "runtime/plugin_draft.hpp"
 #include "runtime/plugin_host.hpp"
@@ -82,6 +84,17 @@ k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs, st
   }
   c.bandwidth_gbs = bandwidth_gbs;
   return k_policy(c);
+}
+
+k_policy make_k_policy(const config& cfg, bool drafting, backend& target) {
+  double bandwidth = 0;
+  for (const auto& dev : cfg.devices)
+    if (dev.role == "decode" || dev.role == "both") bandwidth = std::max(bandwidth, dev.bandwidth_gbs);
+  std::vector<double> cost;
+  if (drafting && !cfg.speculative.fixed_k()) {  // k = auto: measure what verifying extra rows costs here
+    if (auto c = calibrate_verify_cost(target)) cost = std::move(*c);
+  }
+  return make_k_policy(cfg.speculative, bandwidth, std::move(cost));
 }
 
 }  // namespace fw

@@ -29,4 +29,9 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
 /// k = auto and a measured verify_cost (calibrate_verify_cost) it picks k by cost.
 k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs, std::vector<double> verify_cost = {});
 
+/// The k policy a whole config asks for, as the serving tools use it: capped by the bandwidth of
+/// its decode devices, and with k = auto and a draft (`drafting`), cost-aware by a verify-cost
+/// calibration on `target` (calibrate_verify_cost; ~0.2 s).
+k_policy make_k_policy(const config& cfg, bool drafting, backend& target);
+
 }  // namespace fw

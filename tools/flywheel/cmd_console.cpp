@@ -17,7 +17,6 @@
 #include "actors/engine.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/drafter_factory.hpp"
-#include "runtime/verify_cost.hpp"
 #include "runtime/plugin_host.hpp"
 #include "tools/console/console_session.hpp"
 #include "tools/console/interrupt.hpp"
@@ -157,14 +156,7 @@ int cmd_console(int argc, char** argv) {
     }
     draft = std::move(*d);
     lim.draft = draft.get();
-    double bandwidth = 0;
-    for (const auto& dev : cfg->devices)
-      if (dev.role == "decode" || dev.role == "both") bandwidth = std::max(bandwidth, dev.bandwidth_gbs);
-    std::vector<double> cost;
-    if (draft && !cfg->speculative.fixed_k()) {  // k = auto: measure what verifying extra rows costs here
-      if (auto c = calibrate_verify_cost(*backend)) cost = std::move(*c);
-    }
-    lim.policy = make_k_policy(cfg->speculative, bandwidth, std::move(cost));
+    lim.policy = make_k_policy(*cfg, draft != nullptr, *backend);
     auto e = actors::engine::start(*m, std::move(backend), lim);
     p.finish(e ? "done" : "failed");
     if (!e) {

@@ -1,6 +1,5 @@
 #include "tools/flywheel/model_session.hpp"
 
-#include "runtime/verify_cost.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -96,14 +95,7 @@ expected<void> model_session::rebuild_draft() {
   auto d = make_drafter(cfg.speculative, m, *backend, n_ctx, plugins.get());
   if (!d) return d.err();
   draft = std::move(*d);
-  double bandwidth = 0;
-  for (const auto& dev : cfg.devices)
-    if (dev.role == "decode" || dev.role == "both") bandwidth = std::max(bandwidth, dev.bandwidth_gbs);
-  std::vector<double> cost;
-  if (draft && !cfg.speculative.fixed_k()) {  // k = auto: measure what verifying extra rows costs here
-    if (auto c = calibrate_verify_cost(*backend)) cost = std::move(*c);
-  }
-  policy = make_k_policy(cfg.speculative, bandwidth, std::move(cost));
+  policy = make_k_policy(cfg, draft != nullptr, *backend);
   return {};
 }
 
