@@ -110,8 +110,10 @@ class editline_reader final : public line_reader {
     return text;
   }
 
-  // Reads one character; a Ctrl-C becomes the character ^C (bound to interrupt_line).
-  static int get_char(EditLine*, wchar_t* out) {
+  // Reads one character; a Ctrl-C becomes the character ^C (bound to interrupt_line). A Ctrl-D on
+  // an empty line is end of input, decided here rather than by libedit's key map: under load the
+  // console tests saw libedit take a Ctrl-D at an empty prompt and keep reading.
+  static int get_char(EditLine* el, wchar_t* out) {
     std::mbstate_t state{};
     char bytes[MB_LEN_MAX];
     size_t n = 0;
@@ -131,6 +133,10 @@ class editline_reader final : public line_reader {
       if (k == static_cast<size_t>(-1) || k == static_cast<size_t>(-2)) {
         state = {};
         wc = static_cast<unsigned char>(bytes[0]);
+      }
+      if (wc == L'\x04') {
+        const LineInfo* li = el_line(el);
+        if (li->buffer == li->lastchar) return 0;  // end of input
       }
       *out = wc;
       return 1;
