@@ -66,20 +66,28 @@ expected<std::vector<step_event>> batch_decoder::step() {
   const bool gated = draft_ && policy_.config().adaptive;
   const bool drafting = !gated || gate_.allow_drafts();
   if (!drafting) ++spec_.gated_steps;
+  // A scoring drafter whose whole proposal was trimmed away still hears the verdict (the plain
+  // step's token), so its acceptance estimates keep learning.
+  std::vector<bool> consulted(rows.size(), false);
   for (size_t i = 0; i < rows.size(); ++i) {
     slot& sl = *rows[i];
     if (!sl.draft || !drafting) continue;
-    const int k = policy_.k_for(sl.k, sl.seq->remaining());
+    const bool scored = sl.draft->scores_proposals();
+    const int k = scored ? policy_.k_for_scored(sl.seq->remaining()) : policy_.k_for(sl.k, sl.seq->remaining());
     if (k <= 0) {
-      policy_.observe(sl.k, 0, 0);
+      if (!scored) policy_.observe(sl.k, 0, 0);
       continue;
     }
     auto p = sl.draft->propose(sl.seq->id(), sl.seq->history(), k);
-    if (p) {
-      proposals[i] = std::move(*p);
-    } else {
+    if (!p) {
       ++spec_.draft_failures;
+      continue;
     }
+    if (scored && policy_.config().adaptive && !p->confidence.empty()) {
+      p->truncate(static_cast<size_t>(policy_.best_prefix(p->confidence)));
+      consulted[i] = p->tokens.empty();
+    }
+    proposals[i] = std::move(*p);
   }
   const bool any_draft = std::any_of(proposals.begin(), proposals.end(), [](const auto& p) { return !p.tokens.empty(); });
   const double step_draft_ms = ms_since(t_draft);
@@ -105,6 +113,7 @@ expected<std::vector<step_event>> batch_decoder::step() {
     if (prop.tokens.empty()) {
       outs.push_back(s.advance(std::span<const float>(logits_.data() + row * nv, nv), model_.vocab()));
       row += 1;
+      if (consulted[i]) sl.draft->accept(s.id(), s.history());
     } else {
       const size_t n_rows = prop.tokens.size() + 1;
       int accepted = 0;

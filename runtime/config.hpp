@@ -103,7 +103,7 @@ struct speculative_section {
   std::string k = "5";         ///< draft tokens per step: "1".."16", or "auto" (adaptive policy)
   uint32_t draft_layers = 0;   ///< layer-skip: target layers the draft runs; 0: half of them
   std::string draft_quant = "q4_0";  ///< self-quant: weight format of the draft copy
-  uint32_t ngram_n = 3;        ///< ngram: longest n-gram matched against the context
+  uint32_t ngram_min = 1;      ///< ngram: shortest agreeing context that proposes (1 = any earlier occurrence of the last token)
   double draft_stop_p = 0.0;   ///< the draft stops when its token probability falls below; 0: never
 
   /// The fixed k, or nullopt for "auto". Precondition: k was validated (parsed or set()).

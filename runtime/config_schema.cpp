@@ -268,7 +268,7 @@ std::vector<section> build_sections() {
        integer("draft_layers", &speculative_section::draft_layers, 0, 1024,
                "0 = half of the target's layers"),
        one_of("draft_quant", &speculative_section::draft_quant, quant_types),
-       integer("ngram_n", &speculative_section::ngram_n, 1, 16),
+       integer("ngram_min", &speculative_section::ngram_min, 1, 16),
        number("draft_stop_p", &speculative_section::draft_stop_p, 0, 1, false, "0 = never")}));
   s.push_back(make_section<plugins_section>(
       "plugins", &config::plugins, {text("dir", &plugins_section::dir, false)},

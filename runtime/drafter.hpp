@@ -19,10 +19,16 @@ namespace fw {
 
 /// Up to k proposed tokens and, for sampled decoding, the draft's probability distribution at
 /// each proposed position (n_vocab floats each). Empty `probs` means deterministic proposals
-/// (q is one-hot on the proposed token).
+/// (q is one-hot on the proposed token). A scoring drafter (scores_proposals()) also estimates,
+/// per token, the chance the target accepts it given that the tokens before it were accepted;
+/// the adaptive k policy verifies only the prefix that pays (k_policy::best_prefix).
 struct draft_proposal {
   std::vector<int32_t> tokens;
   std::vector<std::vector<float>> probs;
+  std::vector<float> confidence;  ///< empty, or one estimate per token
+
+  /// Keeps the first n tokens (and their probs and confidences).
+  void truncate(size_t n);
 };
 
 class drafter {
@@ -45,6 +51,17 @@ class drafter {
 
   /// Ends a sequence and frees its state.
   virtual void end(uint64_t seq) = 0;
+
+  /// True when proposals carry per-token acceptance estimates: with k = auto the decoder then
+  /// asks for the longest proposal the policy allows and verifies the prefix that pays, instead
+  /// of following the acceptance average.
+  virtual bool scores_proposals() const { return false; }
 };
+
+inline void draft_proposal::truncate(size_t n) {
+  if (tokens.size() > n) tokens.resize(n);
+  if (probs.size() > n) probs.resize(n);
+  if (confidence.size() > n) confidence.resize(n);
+}
 
 }  // namespace fw

@@ -44,7 +44,7 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
     if (!d) return make_error(d.err().code, "draft " + spec.draft + ": " + d.err().message);
     return std::unique_ptr<drafter>(std::make_unique<shared_drafter>(std::move(*d)));
   }
-  if (spec.draft == "ngram") return std::unique_ptr<drafter>(std::make_unique<ngram_drafter>(static_cast<int>(spec.ngram_n)));
+  if (spec.draft == "ngram") return std::unique_ptr<drafter>(std::make_unique<ngram_drafter>(static_cast<int>(spec.ngram_min)));
   weight_load_options o;
   std::string path = target->file().path();
   if (spec.draft == "layer-skip") {

@@ -1,6 +1,6 @@
 // make_drafter: builds the draft named by a [speculative] config section for a target model:
 //   none        -> nullptr (plain decoding)
-//   ngram       -> prompt lookup (ngram_n)
+//   ngram       -> prompt lookup (ngram_min)
 //   layer-skip  -> the target's first draft_layers layers plus its head (0: half the layers)
 //   self-quant  -> the target's weights re-quantized to draft_quant at load
 //   model       -> a separate GGUF (draft_model), vocabulary checked

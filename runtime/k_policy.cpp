@@ -69,6 +69,30 @@ int k_policy::best_k(double a, int max_k) const {
   return best;
 }
 
+int k_policy::best_prefix(std::span<const float> confidence) const {
+  const int n = static_cast<int>(confidence.size());
+  if (c_.verify_cost.size() < 2) {
+    int m = 0;
+    while (m < n && confidence[static_cast<size_t>(m)] >= c_.lower_at) ++m;
+    return m;
+  }
+  const int max_m = std::min<int>(n, static_cast<int>(c_.verify_cost.size()) - 1);
+  int best = 0;
+  double best_rate = 1.0, expected = 1.0, reach = 1.0;
+  for (int m = 1; m <= max_m; ++m) {
+    reach *= confidence[static_cast<size_t>(m - 1)];
+    expected += reach;
+    const double rate = expected / c_.verify_cost[static_cast<size_t>(m)];
+    if (rate > best_rate) best = m, best_rate = rate;
+  }
+  return best;
+}
+
+int k_policy::k_for_scored(uint32_t remaining) const {
+  const int k = c_.adaptive ? bandwidth_cap() : std::min(c_.fixed_k, bandwidth_cap());
+  return std::max(0, std::min<int>(k, static_cast<int>(remaining) - 1));
+}
+
 int k_policy::k_for(const k_state& s, uint32_t remaining) const {
   const int k = c_.adaptive ? s.k : std::min(c_.fixed_k, bandwidth_cap());
   // A proposal longer than what may still be generated is wasted work.

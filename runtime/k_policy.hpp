@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace fw {
@@ -67,6 +68,14 @@ class k_policy {
   /// The k in [0, max_k] with the most expected tokens per unit of step cost at acceptance a
   /// (needs verify_cost; max_k is also limited by its length).
   int best_k(double acceptance, int max_k) const;
+  /// For a scored proposal (confidence[i]: chance token i is accepted once the ones before it
+  /// are): the prefix length m with the most expected tokens, 1 + c0 + c0 c1 + ..., per unit of
+  /// the cost of verifying m + 1 rows; 0 = plain decoding pays more. Without a verify_cost: every
+  /// token up to the first estimate below lower_at.
+  int best_prefix(std::span<const float> confidence) const;
+  /// The proposal length to ask a scoring drafter for (scores_proposals()): with k = auto the
+  /// longest allowed (best_prefix then trims it), else the fixed k; never more than remaining - 1.
+  int k_for_scored(uint32_t remaining) const;
 
   const k_policy_config& config() const { return c_; }
 

@@ -1,31 +1,71 @@
-// ngram_drafter: draft-free prompt lookup. Finds the most recent earlier occurrence of the last
-// n tokens of the history (n from n_max down to 1) and proposes the k tokens that followed it.
-// Strong when the answer quotes the prompt (extraction, code edits, RAG); stateless and cheap.
-// Thread-safety: stateless apart from configuration.
+// ngram_drafter: draft-free prompt lookup. Finds the earlier place in the history (prompt and
+// output so far) whose preceding tokens agree longest with the end of the history and proposes
+// the tokens that followed it. Strong when the answer quotes the prompt (extraction, code edits,
+// RAG); cheap (one scan of the history, no model).
+//
+// Each proposed token carries an estimate of its acceptance: the length of the agreeing context
+// predicts it well (measured on SmolLM2-135M greedy answers: a 1-token match was accepted 15-24%
+// of the time, 2 tokens ~55%, 5 or more ~90%). The drafter learns that curve from the target's
+// verdicts (counts per match length, starting from a prior), so the cost-aware k policy can
+// verify long runs where a quoted passage continues and one token or none where it does not.
+// Thread-safety: one caller at a time (the drafter contract).
 #pragma once
+
+#include <algorithm>
+#include <array>
+#include <map>
 
 #include "runtime/drafter.hpp"
 
 namespace fw {
 
-/// The pure lookup: up to k tokens continuing the latest earlier match of history's last n
-/// tokens (trying n = n_max .. 1). Empty when nothing matches.
-std::vector<int32_t> ngram_lookup(std::span<const int32_t> history, int n_max, int k);
+/// The earlier occurrence that agrees longest with the end of `history`: `length` tokens ending
+/// at index `from - 1` equal the last `length` tokens of history (length capped at max_length;
+/// ties go to the latest). length 0 when the last token never occurred before.
+struct ngram_match {
+  int length = 0;
+  int64_t from = -1;  ///< index of the first continuation token
+};
+ngram_match longest_match(std::span<const int32_t> history, int max_length);
+
+/// Acceptance estimate of a proposed token whose agreeing context is `length` tokens, learned from
+/// verdicts: (accepted + w * prior) / (tried + w) per length, lengths past the table share the last
+/// entry.
+class match_acceptance {
+ public:
+  static constexpr int max_length = 16;
+  float estimate(int length) const;
+  void record(int length, bool accepted);
+
+ private:
+  static int slot(int length) { return std::clamp(length, 1, max_length) - 1; }
+  std::array<float, max_length> tried_{}, accepted_{};
+};
 
 class ngram_drafter final : public drafter {
  public:
-  explicit ngram_drafter(int n_max = 3) : n_max_(n_max) {}
+  /// min_match: shorter agreeing contexts propose nothing (1 = any earlier occurrence of the
+  /// last token).
+  explicit ngram_drafter(int min_match = 1) : min_match_(std::max(1, min_match)) {}
 
   std::string name() const override { return "ngram"; }
+  bool scores_proposals() const override { return true; }
   expected<void> begin(uint64_t, std::span<const int32_t>, const sampling_params&) override { return {}; }
-  expected<draft_proposal> propose(uint64_t, std::span<const int32_t> history, int k) override {
-    return draft_proposal{ngram_lookup(history, n_max_, k), {}};
-  }
-  void accept(uint64_t, std::span<const int32_t>) override {}
-  void end(uint64_t) override {}
+  expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) override;
+  void accept(uint64_t seq, std::span<const int32_t> history) override;
+  void end(uint64_t seq) override { pending_.erase(seq); }
+
+  const match_acceptance& acceptance() const { return acceptance_; }
 
  private:
-  int n_max_;
+  struct pending {
+    size_t history_size = 0;  ///< history length when proposed
+    int length = 0;           ///< agreeing context of the first proposed token
+    std::vector<int32_t> tokens;
+  };
+  int min_match_;
+  match_acceptance acceptance_;
+  std::map<uint64_t, pending> pending_;  ///< per sequence: the proposal awaiting its verdict
 };
 
 }  // namespace fw

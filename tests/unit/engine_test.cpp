@@ -130,7 +130,7 @@ TEST_F(engine_test, speculative_decode_actor_is_lossless_with_concurrent_request
     for (size_t j = 0; j < 20 + i; ++j) p.push_back(static_cast<int32_t>(3 + (j % (3 + i)) * 11));
     return p;
   };
-  ngram_drafter draft(3);
+  ngram_drafter draft(1);
   auto e = start(4096, 16, 256, &draft);
   std::vector<std::future<completed_request>> futs;
   for (size_t i = 0; i < 8; ++i)

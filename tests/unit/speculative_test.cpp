@@ -104,8 +104,13 @@ TEST_F(speculative_test, verify_cost_calibration_measures_rows_and_leaves_the_po
 }
 
 TEST_F(speculative_test, ngram_draft_is_lossless_under_greedy) {
-  ngram_drafter d(3);
+  ngram_drafter d(1);
   expect_greedy_identical(d, 5);
+}
+
+TEST_F(speculative_test, ngram_draft_with_auto_k_verifies_a_scored_prefix_and_stays_lossless) {
+  ngram_drafter d(1);
+  expect_greedy_identical(d, 0);  // k = auto: proposals trimmed by their acceptance estimates
 }
 
 TEST_F(speculative_test, layer_skip_draft_is_lossless_under_greedy) {
@@ -263,14 +268,86 @@ TEST_F(speculative_test, rejection_sampling_keeps_the_target_distribution) {
   EXPECT_LT(accepted_total, trials);
 }
 
-TEST(ngram_lookup, proposes_the_continuation_of_the_latest_match) {
-  const std::vector<int32_t> h{1, 2, 3, 4, 5, 9, 1, 2, 3, 7, 8, 1, 2, 3};
-  EXPECT_EQ(ngram_lookup(h, 3, 2), (std::vector<int32_t>{7, 8}));  // latest match wins
-  EXPECT_EQ(ngram_lookup(h, 3, 5), (std::vector<int32_t>{7, 8, 1, 2, 3}));
+TEST(ngram_match, prefers_the_longest_agreeing_context_then_the_latest) {
+  //                              0  1  2  3  4  5  6  7  8  9 10 11 12 13
+  const std::vector<int32_t> h{1, 2, 3, 4, 5, 9, 2, 3, 7, 8, 1, 2, 3};
+  // "1 2 3" occurs at 0..2 (continued by 4); "2 3" also at 6..7 (continued by 7), a shorter match.
+  ngram_match m = longest_match(h, 64);
+  EXPECT_EQ(m.length, 3);
+  EXPECT_EQ(m.from, 3);
+  EXPECT_EQ(longest_match(h, 2).length, 2);  // capped: the latest of the 2-token matches wins
+  EXPECT_EQ(longest_match(h, 2).from, 8);
   const std::vector<int32_t> h2{5, 6, 7, 8, 6};
-  EXPECT_EQ(ngram_lookup(h2, 3, 3), (std::vector<int32_t>{7, 8, 6}));  // falls back to n = 1
+  EXPECT_EQ(longest_match(h2, 64).length, 1);
+  EXPECT_EQ(longest_match(h2, 64).from, 2);
   const std::vector<int32_t> h3{1, 2, 3};
-  EXPECT_TRUE(ngram_lookup(h3, 3, 4).empty());
+  EXPECT_EQ(longest_match(h3, 64).length, 0);
+  EXPECT_EQ(longest_match(std::vector<int32_t>{4}, 64).length, 0);
+}
+
+TEST(ngram_drafter, scores_tokens_by_agreement_and_learns_from_verdicts) {
+  ngram_drafter d(1);
+  EXPECT_TRUE(d.scores_proposals());
+  const std::vector<int32_t> h{10, 11, 12, 13, 14, 15, 16, 20, 10, 11, 12};
+  auto p = d.propose(1, h, 3);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->tokens, (std::vector<int32_t>{13, 14, 15}));
+  ASSERT_EQ(p->confidence.size(), 3u);
+  // Each further token continues a longer agreeing context: estimates do not fall.
+  EXPECT_LE(p->confidence[0], p->confidence[1]);
+  EXPECT_LE(p->confidence[1], p->confidence[2]);
+  // A one-token match is trusted less than a three-token one.
+  auto weak = d.propose(2, std::vector<int32_t>{10, 11, 12, 30, 12}, 1);
+  ASSERT_TRUE(weak);
+  ASSERT_EQ(weak->confidence.size(), 1u);
+  EXPECT_LT(weak->confidence[0], p->confidence[0]);
+  // The target rejects the first token every time: the estimate for a 3-token context falls.
+  const float before = d.acceptance().estimate(3);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(d.propose(1, h, 3));
+    std::vector<int32_t> after = h;
+    after.push_back(99);  // the target's own token, not 13
+    d.accept(1, after);
+  }
+  EXPECT_LT(d.acceptance().estimate(3), before - 0.3f);
+  EXPECT_NEAR(d.acceptance().estimate(4), match_acceptance{}.estimate(4), 1e-6) << "never verified";
+  // ... and accepting every token raises the longer contexts' estimates.
+  const float before5 = d.acceptance().estimate(5);
+  for (int i = 0; i < 20; ++i) {
+    auto q = d.propose(1, h, 3);
+    ASSERT_TRUE(q);
+    std::vector<int32_t> after = h;
+    after.insert(after.end(), q->tokens.begin(), q->tokens.end());
+    after.push_back(16);
+    d.accept(1, after);
+  }
+  EXPECT_GT(d.acceptance().estimate(5), before5);
+  d.end(1);
+  d.end(2);
+}
+
+TEST(k_policy, best_prefix_verifies_what_pays) {
+  k_policy_config c;
+  c.verify_cost = {1.0, 1.07, 1.19, 1.34, 1.46, 1.63, 1.87, 2.13, 2.49};
+  const k_policy p(c);
+  EXPECT_EQ(p.best_prefix(std::vector<float>{0.02f, 0.9f}), 0);  // first token hopeless: plain step
+  EXPECT_EQ(p.best_prefix(std::vector<float>{0.2f, 0.2f, 0.2f}), 1);
+  const std::vector<float> sure{0.9f, 0.9f, 0.92f, 0.92f, 0.92f, 0.92f, 0.92f, 0.92f};
+  EXPECT_EQ(p.best_prefix(sure), 5);  // 4.77 tokens / 1.63 beats 6.37 / 2.49 at 8
+  k_policy_config flat;
+  flat.verify_cost.assign(9, 1.0);
+  EXPECT_EQ(k_policy(flat).best_prefix(sure), 8);  // free rows: verify everything
+  EXPECT_EQ(p.best_prefix(std::vector<float>{0.9f, 0.9f, 0.05f, 0.9f}), 2);  // stops before the doubtful one
+  EXPECT_EQ(p.best_prefix(std::vector<float>{}), 0);
+  // No cost measurement: every token up to the first estimate below lower_at.
+  EXPECT_EQ(k_policy(k_policy_config{}).best_prefix(std::vector<float>{0.9f, 0.6f, 0.3f, 0.9f}), 2);
+  // The length to ask for: the cap with k = auto, the fixed k otherwise, within what remains.
+  EXPECT_EQ(p.k_for_scored(100), c.k_max);
+  EXPECT_EQ(p.k_for_scored(3), 2);
+  k_policy_config fixed = c;
+  fixed.adaptive = false;
+  fixed.fixed_k = 3;
+  EXPECT_EQ(k_policy(fixed).k_for_scored(100), 3);
 }
 
 TEST(k_policy, fixed_by_prompt_by_entropy_and_bandwidth) {

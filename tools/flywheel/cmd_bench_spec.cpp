@@ -26,6 +26,10 @@ const std::vector<std::string> chat_set = {
     "Explain in simple terms why the sky is blue.",
     "Write a short, friendly reply to a customer asking when their order will arrive.",
     "What is the difference between a virus and a bacterium?",
+    "Give me a recipe idea for a quick vegetarian dinner.",
+    "How do I start learning to play the guitar?",
+    "What should I pack for a weekend camping trip?",
+    "How can I improve my sleep?",
 };
 
 const std::vector<std::string> extraction_set = {
@@ -38,6 +42,14 @@ const std::vector<std::string> extraction_set = {
     "review the hiring plan with Dave.\nList each person's task, quoting the notes.",
     "def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n\nRewrite the two functions above with "
     "type hints for integers, keeping everything else the same.",
+    "Email: \"Hi team, the server migration is scheduled for Saturday at 10 pm. Please save your work and log out "
+    "before 9:30 pm. The new address will be files.example.com.\"\nWhat time should people log out? Quote the email.",
+    "Recipe: Mix two cups of flour with one teaspoon of salt. Add one cup of warm water and knead for ten minutes. Let "
+    "the dough rest for an hour.\nRepeat the recipe steps as a numbered list.",
+    "Address list:\nJohn Smith, 45 Oak Road, Leeds\nMary Jones, 7 Hill Street, York\nPeter Brown, 120 Station Avenue, "
+    "Bath\nWho lives in York? Answer with the full line from the list.",
+    "Error log: \"2024-05-02 14:03:11 ERROR disk /dev/sda1 is 98% full; write to /var/log/app.log failed\"\nCopy the "
+    "error message and explain it.",
 };
 
 std::vector<std::string> split(const std::string& s) {
@@ -49,7 +61,7 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 struct set_result {
-  double decode_ms = 0;
+  double plain_ms = 0, spec_ms = 0;  ///< decode time, summed over the set's prompts (fastest rep each)
   uint64_t tokens = 0, drafted = 0, accepted = 0, steps = 0, gated = 0;
   bool identical = true;
 };
@@ -61,9 +73,10 @@ int cmd_bench_spec(int argc, char** argv) {
   model_session::declare_flags(args);
   args.option("drafts", "draft kinds to measure", "ngram,layer-skip,self-quant")
       .option("k", "draft lengths to measure (numbers and/or auto)", "1,2,3,4,5,6,7,8,auto")
-      .option("max-tokens", "tokens generated per prompt", "64")
+      .option("max-tokens", "tokens generated per prompt at most (answers end at end-of-sequence)", "128")
       .option("reps", "runs of every prompt per configuration; the fastest counts (a shared machine's noise)", "3")
       .option("json-out", "also write the results as JSON to this file")
+      .flag("ignore-eos", "generate max-tokens per prompt, past end-of-sequence")
       .flag("json", "print one JSON object instead of a table");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   auto max_tokens = args.integer("max-tokens", 1);
@@ -87,7 +100,7 @@ int cmd_bench_spec(int argc, char** argv) {
   sampling_params greedy;
   greedy.temperature = 0;
   greedy.max_tokens = static_cast<int32_t>(*max_tokens);
-  greedy.ignore_eos = true;  // same length for every configuration
+  greedy.ignore_eos = args.on("ignore-eos");
   auto encode = [&](const std::string& text) {
     return m.vocab().encode(m.chat()->apply({{"user", text}}, true), true, true);
   };
@@ -95,29 +108,6 @@ int cmd_bench_spec(int argc, char** argv) {
                                                                                      {"extraction", &extraction_set}};
   generator_options base;
   base.n_ctx = session->n_ctx;
-
-  // Plain decoding of each set: the reference tokens and time.
-  std::vector<std::vector<std::vector<int32_t>>> plain_tokens(sets.size());
-  std::vector<set_result> plain(sets.size());
-  for (size_t si = 0; si < sets.size(); ++si) {
-    generator g(m, *session->backend, base);
-    for (const auto& p : *sets[si].second) {
-      double best = 1e300;
-      for (int64_t rep = 0; rep < *reps; ++rep) {
-        auto r = g.run(encode(p), greedy);
-        if (!r) {
-          std::fprintf(stderr, "bench-spec: %s\n", r.err().what().c_str());
-          return 1;
-        }
-        best = std::min(best, r->decode_ms);
-        if (rep == 0) {
-          plain[si].tokens += r->tokens.size();
-          plain_tokens[si].push_back(r->tokens);
-        }
-      }
-      plain[si].decode_ms += best;
-    }
-  }
 
   // Verification cost: one forward over k + 1 rows vs one row, after a 128-token context; the
   // same calibration k = auto's cost-aware choice uses.
@@ -154,34 +144,41 @@ int cmd_bench_spec(int argc, char** argv) {
       go.draft = d->get();
       go.policy = make_k_policy(c.speculative, 0, calibrated);
       for (size_t si = 0; si < sets.size(); ++si) {
-        generator g(m, *session->backend, go);
+        // Plain and speculative runs of each prompt alternate, so both see the same machine load
+        // (a shared machine drifts over minutes); the fastest rep of each counts.
+        generator plain_gen(m, *session->backend, base);
+        generator spec_gen(m, *session->backend, go);
         set_result sr;
-        for (size_t pi = 0; pi < sets[si].second->size(); ++pi) {
-          expected<generation_result> r = make_error(errc::internal, "no run");
-          double best = 1e300;
+        for (const auto& text : *sets[si].second) {
+          const auto prompt = encode(text);
+          double best_plain = 1e300, best_spec = 1e300;
           for (int64_t rep = 0; rep < *reps; ++rep) {
-            r = g.run(encode((*sets[si].second)[pi]), greedy);
+            auto p = plain_gen.run(prompt, greedy);
+            auto r = p ? spec_gen.run(prompt, greedy) : p;
             if (!r) {
               std::fprintf(stderr, "bench-spec: %s\n", r.err().what().c_str());
               return 1;
             }
-            best = std::min(best, r->decode_ms);
+            best_plain = std::min(best_plain, p->decode_ms);
+            best_spec = std::min(best_spec, r->decode_ms);
+            sr.identical = sr.identical && r->tokens == p->tokens;
+            if (rep + 1 < *reps) continue;
+            sr.tokens += r->tokens.size();  // counts from the last rep
+            sr.drafted += r->spec.draft_tokens;
+            sr.accepted += r->spec.accepted_tokens;
+            sr.steps += r->spec.steps;
+            sr.gated += r->spec.gated_steps;
           }
-          sr.decode_ms += best;  // counts and identity from the last run
-          sr.tokens += r->tokens.size();
-          sr.drafted += r->spec.draft_tokens;
-          sr.accepted += r->spec.accepted_tokens;
-          sr.steps += r->spec.steps;
-          sr.gated += r->spec.gated_steps;
-          sr.identical = sr.identical && r->tokens == plain_tokens[si][pi];
+          sr.plain_ms += best_plain;
+          sr.spec_ms += best_spec;
         }
         const double accept = sr.drafted ? double(sr.accepted) / sr.drafted : 0;
         const double per_step = sr.steps ? double(sr.accepted + sr.steps) / sr.steps : 1;
-        const double speedup = plain[si].decode_ms / sr.decode_ms;
-        const double plain_tok_s = plain[si].tokens * 1000.0 / plain[si].decode_ms;
+        const double speedup = sr.plain_ms / sr.spec_ms;
+        const double plain_tok_s = sr.tokens * 1000.0 / sr.plain_ms;
         results.push_back({{"set", sets[si].first}, {"draft", kind}, {"k", k}, {"acceptance_rate", accept},
                            {"mean_accepted_length", per_step}, {"speedup", speedup}, {"plain_tok_s", plain_tok_s},
-                           {"spec_tok_s", sr.tokens * 1000.0 / sr.decode_ms}, {"identical_to_plain", sr.identical},
+                           {"spec_tok_s", sr.tokens * 1000.0 / sr.spec_ms}, {"tokens", sr.tokens}, {"identical_to_plain", sr.identical},
                            {"gated_steps", sr.gated}});
         if (!json)
           std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %8.2fx %10.1f %9llu %s\n", sets[si].first.c_str(), kind.c_str(),
