@@ -95,6 +95,8 @@ expected<std::vector<step_event>> batch_decoder::step() {
 
   const auto t_verify = std::chrono::steady_clock::now();
   batch_.clear();
+  batch_.hidden_out = std::any_of(rows.begin(), rows.end(), [](const slot* sl) { return sl->draft && sl->draft->wants_hidden(); })
+                          ? &hidden_ : nullptr;
   for (size_t i = 0; i < rows.size(); ++i) {
     sequence& s = *rows[i]->seq;
     std::vector<int32_t> toks{s.next_input()};
@@ -110,6 +112,7 @@ expected<std::vector<step_event>> batch_decoder::step() {
     sequence& s = *sl.seq;
     std::vector<token_outcome> outs;
     const auto& prop = proposals[i];
+    const size_t first_row = row;
     if (prop.tokens.empty()) {
       outs.push_back(s.advance(std::span<const float>(logits_.data() + row * nv, nv), model_.vocab()));
       row += 1;
@@ -133,6 +136,11 @@ expected<std::vector<step_event>> batch_decoder::step() {
       }
       for (size_t p = 0; p < prop.tokens.size(); ++p) ++spec_.proposed_at[p];
       for (int p = 0; p < accepted; ++p) ++spec_.accepted_at[p];
+    }
+    if (batch_.hidden_out && sl.draft && sl.draft->wants_hidden() && !s.finished() && !outs.empty()) {
+      const size_t e = model_.config().n_embd, r = first_row + outs.size() - 1;  // the row that chose the newest token
+      if (hidden_.size() >= (r + 1) * e)
+        sl.draft->observe_hidden(s.id(), s.history(), std::span<const float>(hidden_.data() + r * e, e));
     }
     for (auto& out : outs) {
       step_event e;

@@ -95,6 +95,7 @@ class batch_decoder {
   spec_stats spec_;
   forward_batch batch_;
   std::vector<float> logits_;
+  std::vector<float> hidden_;  ///< final hidden states of the last forward, for drafts that read them
 };
 
 /// Runs a prompt span through the backend in chunks (prefill), appending to `kv` from `start`.

@@ -98,8 +98,9 @@ struct logging_section {
 
 /// [speculative]: speculative decoding.
 struct speculative_section {
-  std::string draft = "none";  ///< none | model | self-quant | layer-skip | ngram
+  std::string draft = "none";  ///< none | model | self-quant | layer-skip | ngram | feature | hybrid
   std::string draft_model;     ///< GGUF draft for draft = "model"
+  std::string feature_map = "models/feature_draft.gguf";  ///< draft = "feature": the map `flywheel fit-draft` wrote
   std::string k = "5";         ///< draft tokens per step: "1".."16", or "auto" (adaptive policy)
   uint32_t draft_layers = 0;   ///< layer-skip: target layers the draft runs; 0: half of them
   std::string draft_quant = "q4_0";  ///< self-quant: weight format of the draft copy

@@ -14,7 +14,7 @@ namespace fw::config_schema {
 
 const std::vector<std::string_view> log_levels = {"debug", "info", "warn", "error"};
 const std::vector<std::string_view> draft_kinds = {"none", "model", "self-quant", "layer-skip",
-                                                   "ngram"};
+                                                   "ngram", "feature", "hybrid"};
 const std::vector<std::string_view> device_kinds = {"cpu", "cuda"};
 const std::vector<std::string_view> device_roles = {"prefill", "decode", "both", "offload"};
 
@@ -264,6 +264,7 @@ std::vector<section> build_sections() {
       "speculative", &config::speculative,
       {draft_kind(),
        text("draft_model", &speculative_section::draft_model, true),
+       text("feature_map", &speculative_section::feature_map, false),
        draft_k(),
        integer("draft_layers", &speculative_section::draft_layers, 0, 1024,
                "0 = half of the target's layers"),

@@ -330,6 +330,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
     cpu::rms_norm(x_.data() + r * e, w_.output_norm, xn_.data() + n_out * e, e, cfg_.rms_eps);
     ++n_out;
   }
+  if (b.hidden_out) b.hidden_out->assign(xn_.begin(), xn_.begin() + n_out * e);
   logits.resize(n_out * cfg_.n_vocab);
   if (n_out > 0) mm(output_, xn_.data(), e, n_out, logits.data(), cfg_.n_vocab);
   return {};

@@ -56,6 +56,13 @@ class drafter {
   /// asks for the longest proposal the policy allows and verifies the prefix that pays, instead
   /// of following the acceptance average.
   virtual bool scores_proposals() const { return false; }
+
+  /// True when the drafter reads the target's final hidden states (observe_hidden).
+  virtual bool wants_hidden() const { return false; }
+  /// After each step of a sequence (speculative or not): the target's final hidden state
+  /// (n_embd floats, after the output norm) at the position whose logits chose the newest token
+  /// of `history`.
+  virtual void observe_hidden(uint64_t /*seq*/, std::span<const int32_t> /*history*/, std::span<const float> /*hidden*/) {}
 };
 
 inline void draft_proposal::truncate(size_t n) {

@@ -5,6 +5,8 @@
 #include "runtime/model_drafter.hpp"
 #include "runtime/plugin_draft.hpp"
 #include "runtime/plugin_host.hpp"
+#include "runtime/feature_drafter.hpp"
+#include "runtime/hybrid_drafter.hpp"
 #include "runtime/ngram_drafter.hpp"
 
 namespace fw {
@@ -45,6 +47,17 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
     return std::unique_ptr<drafter>(std::make_unique<shared_drafter>(std::move(*d)));
   }
   if (spec.draft == "ngram") return std::unique_ptr<drafter>(std::make_unique<ngram_drafter>(static_cast<int>(spec.ngram_min)));
+  if (spec.draft == "feature" || spec.draft == "hybrid") {
+    auto map = load_feature_map(spec.feature_map);
+    if (!map)
+      return make_error(map.err().code, "draft " + spec.draft + ": " + map.err().message +
+                        " (make the feature map with `flywheel fit-draft --out " + spec.feature_map + "`)");
+    auto d = feature_drafter::create(*map, target, target_backend.thread_pool());
+    if (!d) return make_error(d.err().code, "draft " + spec.draft + ": " + d.err().message);
+    if (spec.draft == "feature") return std::unique_ptr<drafter>(std::move(*d));
+    return std::unique_ptr<drafter>(std::make_unique<hybrid_drafter>(
+        std::make_unique<ngram_drafter>(static_cast<int>(spec.ngram_min)), std::move(*d)));
+  }
   weight_load_options o;
   std::string path = target->file().path();
   if (spec.draft == "layer-skip") {
@@ -62,7 +75,7 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
     if (spec.draft_model.empty()) return make_error(errc::invalid_argument, "speculative.draft = \"model\" needs draft_model");
     path = spec.draft_model;
   } else {
-    return make_error(errc::invalid_argument, "unknown draft '" + spec.draft + "'; allowed: none, ngram, layer-skip, self-quant, model");
+    return make_error(errc::invalid_argument, "unknown draft '" + spec.draft + "'; allowed: none, ngram, feature, hybrid, layer-skip, self-quant, model");
   }
   auto m = model::load(path, o);
   if (!m) return make_error(m.err().code, "draft " + spec.draft + ": " + m.err().message);

@@ -1,6 +1,8 @@
 // make_drafter: builds the draft named by a [speculative] config section for a target model:
 //   none        -> nullptr (plain decoding)
 //   ngram       -> prompt lookup (ngram_min)
+//   feature     -> a linear next-state map fit on the target (feature_map, `flywheel fit-draft`)
+//   hybrid      -> ngram where the context repeats, feature elsewhere
 //   layer-skip  -> the target's first draft_layers layers plus its head (0: half the layers)
 //   self-quant  -> the target's weights re-quantized to draft_quant at load
 //   model       -> a separate GGUF (draft_model), vocabulary checked

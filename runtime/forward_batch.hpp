@@ -18,6 +18,10 @@ struct forward_batch {
   std::vector<uint32_t> seq;        ///< per row: index into `kv`
   std::vector<uint8_t> want_logits; ///< per row: 1 = return this row's logits
   std::vector<kv_handle*> kv;       ///< per sequence
+  /// When set, the backend also returns the final hidden state (after the output norm, what the
+  /// output head reads) of every logits row, n_embd floats each, in row order; a feature-level
+  /// draft predicts the next position's state from it. Backends that cannot leave it empty.
+  std::vector<float>* hidden_out = nullptr;
 
   size_t rows() const { return tokens.size(); }
   size_t logit_rows() const;
@@ -28,7 +32,7 @@ struct forward_batch {
   /// row only, or for all rows when all_logits (verification).
   uint32_t add_sequence(kv_handle* handle, const int32_t* tokens, size_t n, int32_t start_pos,
                         bool all_logits);
-  void clear();
+  void clear();  ///< removes the rows; hidden_out stays
 };
 
 }  // namespace fw

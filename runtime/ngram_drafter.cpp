@@ -6,13 +6,18 @@ namespace fw {
 
 namespace {
 // Prior acceptance per agreeing-context length 1..16 (SmolLM2-135M greedy answers to chat and
-// extraction prompts; see the header), worth prior_weight verdicts.
-constexpr std::array<float, match_acceptance::max_length> prior = {
-    0.2f, 0.55f, 0.65f, 0.75f, 0.8f, 0.85f, 0.88f, 0.9f, 0.9f, 0.9f, 0.9f, 0.9f, 0.9f, 0.9f, 0.9f, 0.92f};
+// extraction prompts; see the header), worth 4 verdicts.
+const std::vector<float> prior = {0.2f, 0.55f, 0.65f, 0.75f, 0.8f, 0.85f, 0.88f, 0.9f,
+                                  0.9f, 0.9f,  0.9f,  0.9f,  0.9f, 0.9f,  0.9f,  0.92f};
 constexpr float prior_weight = 4.0f;
 // Agreeing context measured at most this far back (longer agreement predicts no better).
 constexpr int max_context = 64;
+size_t bucket(int length) { return static_cast<size_t>(std::max(1, length) - 1); }
 }  // namespace
+
+ngram_drafter::ngram_drafter(int min_match) : min_match_(std::max(1, min_match)), acceptance_(prior, prior_weight) {}
+
+float ngram_drafter::estimate(int length) const { return acceptance_.estimate(bucket(length)); }
 
 ngram_match longest_match(std::span<const int32_t> h, int max_length) {
   ngram_match best;
@@ -31,17 +36,6 @@ ngram_match longest_match(std::span<const int32_t> h, int max_length) {
   return best;
 }
 
-float match_acceptance::estimate(int length) const {
-  const int i = slot(length);
-  return (accepted_[i] + prior_weight * prior[i]) / (tried_[i] + prior_weight);
-}
-
-void match_acceptance::record(int length, bool accepted) {
-  const int i = slot(length);
-  tried_[i] += 1;
-  if (accepted) accepted_[i] += 1;
-}
-
 expected<draft_proposal> ngram_drafter::propose(uint64_t seq, std::span<const int32_t> history, int k) {
   draft_proposal p;
   pending_.erase(seq);
@@ -51,7 +45,7 @@ expected<draft_proposal> ngram_drafter::propose(uint64_t seq, std::span<const in
   p.tokens.assign(history.begin() + m.from, history.begin() + m.from + take);
   // Token i continues the same alignment: if the ones before it are accepted, its agreeing
   // context is i tokens longer.
-  for (int64_t i = 0; i < take; ++i) p.confidence.push_back(acceptance_.estimate(m.length + static_cast<int>(i)));
+  for (int64_t i = 0; i < take; ++i) p.confidence.push_back(estimate(m.length + static_cast<int>(i)));
   pending_[seq] = {history.size(), m.length, p.tokens};
   return p;
 }
@@ -64,7 +58,7 @@ void ngram_drafter::accept(uint64_t seq, std::span<const int32_t> history) {
   const size_t added = history.size() > p.history_size ? history.size() - p.history_size : 0;
   for (size_t i = 0; i < p.tokens.size() && i < added; ++i) {
     const bool ok = history[p.history_size + i] == p.tokens[i];
-    acceptance_.record(p.length + static_cast<int>(i), ok);
+    acceptance_.record(bucket(p.length + static_cast<int>(i)), ok);
     if (!ok) break;
   }
   pending_.erase(it);

@@ -11,10 +11,9 @@
 // Thread-safety: one caller at a time (the drafter contract).
 #pragma once
 
-#include <algorithm>
-#include <array>
 #include <map>
 
+#include "runtime/acceptance_table.hpp"
 #include "runtime/drafter.hpp"
 
 namespace fw {
@@ -28,25 +27,11 @@ struct ngram_match {
 };
 ngram_match longest_match(std::span<const int32_t> history, int max_length);
 
-/// Acceptance estimate of a proposed token whose agreeing context is `length` tokens, learned from
-/// verdicts: (accepted + w * prior) / (tried + w) per length, lengths past the table share the last
-/// entry.
-class match_acceptance {
- public:
-  static constexpr int max_length = 16;
-  float estimate(int length) const;
-  void record(int length, bool accepted);
-
- private:
-  static int slot(int length) { return std::clamp(length, 1, max_length) - 1; }
-  std::array<float, max_length> tried_{}, accepted_{};
-};
-
 class ngram_drafter final : public drafter {
  public:
   /// min_match: shorter agreeing contexts propose nothing (1 = any earlier occurrence of the
   /// last token).
-  explicit ngram_drafter(int min_match = 1) : min_match_(std::max(1, min_match)) {}
+  explicit ngram_drafter(int min_match = 1);
 
   std::string name() const override { return "ngram"; }
   bool scores_proposals() const override { return true; }
@@ -55,7 +40,8 @@ class ngram_drafter final : public drafter {
   void accept(uint64_t seq, std::span<const int32_t> history) override;
   void end(uint64_t seq) override { pending_.erase(seq); }
 
-  const match_acceptance& acceptance() const { return acceptance_; }
+  /// Acceptance estimate of a token whose agreeing context is `length` tokens (learned).
+  float estimate(int length) const;
 
  private:
   struct pending {
@@ -64,7 +50,7 @@ class ngram_drafter final : public drafter {
     std::vector<int32_t> tokens;
   };
   int min_match_;
-  match_acceptance acceptance_;
+  acceptance_table acceptance_;  ///< bucket: agreeing-context length - 1 (16 and more share one)
   std::map<uint64_t, pending> pending_;  ///< per sequence: the proposal awaiting its verdict
 };
 

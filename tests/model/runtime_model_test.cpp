@@ -1,14 +1,17 @@
 // The actor runtime and speculative decoding on the real SmolLM2-135M model: 16 concurrent
 // requests through the engine equal sequential generation, and every draft kind reproduces
-// plain greedy decoding token for token (8 prompts x 64 tokens).
+// plain greedy decoding token for token (8 prompts x 64 tokens), the feature and hybrid drafts with a
+// map fit here on calibration prompts.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <future>
 
 #include "actors/engine.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/drafter_factory.hpp"
+#include "runtime/feature_drafter.hpp"
 #include "runtime/generator.hpp"
 #include "tests/model/model_fixture.hpp"
 #include "tests/sampling_presets.hpp"
@@ -63,6 +66,34 @@ TEST(runtime_real_model, sixteen_concurrent_requests_equal_sequential_generation
   (*e)->shutdown();
 }
 
+/// A feature map fit by fit_feature_map on the first 40 calibration prompts (48 tokens each;
+/// none of them is a test prompt), written once per test binary. Empty on failure.
+std::string fitted_feature_map(const std::shared_ptr<const model>& m) {
+  static const std::string path = [&]() -> std::string {
+    std::ifstream in(std::string(FW_SOURCE_DIR) + "/conf/calibration/prompts.txt");
+    std::vector<std::vector<int32_t>> prompts;
+    for (std::string line; std::getline(in, line) && prompts.size() < 40;)
+      if (!line.empty() && line[0] != '#') prompts.push_back(m->vocab().encode(m->chat()->apply({{"user", line}}, true), true, true));
+    auto be = make_backend(*m, 1024);
+    feature_fit_options o;
+    o.max_tokens = 48;
+    auto map = fit_feature_map(*m, *be, *be->thread_pool(), prompts, o);
+    if (!map) {
+      ADD_FAILURE() << map.err().what();
+      return {};
+    }
+    EXPECT_GE(map->samples, 2u * m->config().n_embd);
+    EXPECT_FALSE(map->vocab.empty());
+    const std::string out = ::testing::TempDir() + "/runtime_model_feature_map.gguf";
+    if (auto ok = save_feature_map(*map, out); !ok) {
+      ADD_FAILURE() << ok.err().what();
+      return {};
+    }
+    return out;
+  }();
+  return path;
+}
+
 class draft_kind_test : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(draft_kind_test, greedy_output_is_identical_to_plain_decoding) {
@@ -71,6 +102,12 @@ TEST_P(draft_kind_test, greedy_output_is_identical_to_plain_decoding) {
   config cfg;
   // A "model" draft: the target file itself (the only model of this vocabulary shipped here).
   if (std::string(GetParam()) == "model") ASSERT_TRUE(cfg.set("speculative.draft_model", test::real_model_path()));
+  // The feature and hybrid drafts: a map fit on calibration prompts (not the test prompts).
+  if (std::string(GetParam()) == "feature" || std::string(GetParam()) == "hybrid") {
+    const std::string map = fitted_feature_map(model_);
+    ASSERT_FALSE(map.empty());
+    ASSERT_TRUE(cfg.set("speculative.feature_map", map));
+  }
   ASSERT_TRUE(cfg.set("speculative.draft", GetParam()));
   ASSERT_TRUE(cfg.set("speculative.k", "auto"));
   auto d = make_drafter(cfg.speculative, model_, *be, 1024);
@@ -103,7 +140,7 @@ TEST_P(draft_kind_test, greedy_output_is_identical_to_plain_decoding) {
   EXPECT_EQ(be->kv_pool().used_blocks(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(all_drafts, draft_kind_test, ::testing::Values("ngram", "layer-skip", "self-quant", "model"),
+INSTANTIATE_TEST_SUITE_P(all_drafts, draft_kind_test, ::testing::Values("ngram", "feature", "hybrid", "layer-skip", "self-quant", "model"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (auto& c : s)

@@ -219,7 +219,7 @@ TEST(config_test, bad_enum_lists_the_values) {
             "bad.toml:2:9: logging.level = \"verbose\" is not allowed; allowed: debug, info, warn, error");
   EXPECT_EQ(error_of("[speculative]\ndraft = \"n-gram\"\n"),
             "bad.toml:2:9: speculative.draft = \"n-gram\" is not allowed (did you mean 'ngram'?); "
-            "allowed: none, model, self-quant, layer-skip, ngram, or \"plugin:NAME\" for a draft_model plugin");
+            "allowed: none, model, self-quant, layer-skip, ngram, feature, hybrid, or \"plugin:NAME\" for a draft_model plugin");
   EXPECT_EQ(error_of("[[devices]]\nrole = \"decoder\"\n"),
             "bad.toml:2:8: devices[0].role = \"decoder\" is not allowed (did you mean 'decode'?); "
             "allowed: prefill, decode, both, offload");

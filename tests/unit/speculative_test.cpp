@@ -302,17 +302,17 @@ TEST(ngram_drafter, scores_tokens_by_agreement_and_learns_from_verdicts) {
   ASSERT_EQ(weak->confidence.size(), 1u);
   EXPECT_LT(weak->confidence[0], p->confidence[0]);
   // The target rejects the first token every time: the estimate for a 3-token context falls.
-  const float before = d.acceptance().estimate(3);
+  const float before = d.estimate(3);
   for (int i = 0; i < 20; ++i) {
     ASSERT_TRUE(d.propose(1, h, 3));
     std::vector<int32_t> after = h;
     after.push_back(99);  // the target's own token, not 13
     d.accept(1, after);
   }
-  EXPECT_LT(d.acceptance().estimate(3), before - 0.3f);
-  EXPECT_NEAR(d.acceptance().estimate(4), match_acceptance{}.estimate(4), 1e-6) << "never verified";
+  EXPECT_LT(d.estimate(3), before - 0.3f);
+  EXPECT_NEAR(d.estimate(4), ngram_drafter{}.estimate(4), 1e-6) << "never verified";
   // ... and accepting every token raises the longer contexts' estimates.
-  const float before5 = d.acceptance().estimate(5);
+  const float before5 = d.estimate(5);
   for (int i = 0; i < 20; ++i) {
     auto q = d.propose(1, h, 3);
     ASSERT_TRUE(q);
@@ -321,7 +321,7 @@ TEST(ngram_drafter, scores_tokens_by_agreement_and_learns_from_verdicts) {
     after.push_back(16);
     d.accept(1, after);
   }
-  EXPECT_GT(d.acceptance().estimate(5), before5);
+  EXPECT_GT(d.estimate(5), before5);
   d.end(1);
   d.end(2);
 }

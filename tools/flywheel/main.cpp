@@ -19,6 +19,7 @@ constexpr command commands[] = {
     {"tokenize", fw::cli::cmd_tokenize, "print the token ids of a text as a JSON array"},
     {"bench", fw::cli::cmd_bench, "measure prefill and decode tokens/s like llama-bench (and the decode bound)"},
     {"bench-spec", fw::cli::cmd_bench_spec, "speculative decoding vs plain decoding: acceptance and speedup per draft and k"},
+    {"fit-draft", fw::cli::cmd_fit_draft, "fit the feature draft (--draft feature) on prompts: greedy answers, one linear solve"},
     {"info", fw::cli::cmd_info, "show a model's metadata and the kernel path of each weight type"},
     {"plugins", fw::cli::cmd_plugins, "list the config's plugins (name kind version file state users) or --check a file"},
 };

@@ -17,8 +17,9 @@ void model_session::declare_flags(arg_parser& args) {
       .option("threads", "CPU threads, 0 = all cores (overrides compute.threads; built-in: 0)")
       .option("ctx-size", "context window per sequence in tokens, 0 = the model's training context capped at 4096 "
                           "(overrides model.ctx_size; built-in: 4096)")
-      .option("draft", "speculative decoding draft: none|ngram|layer-skip|self-quant|model (overrides speculative.draft)")
+      .option("draft", "speculative decoding draft: none|ngram|feature|hybrid|layer-skip|self-quant|model (overrides speculative.draft)")
       .option("draft-model", "GGUF draft model for --draft model")
+      .option("feature-map", "feature map for --draft feature|hybrid (made by `flywheel fit-draft`)")
       .option("draft-k", "draft tokens per step: 1..16 or auto (adaptive)")
       .option("draft-layers", "layer-skip: target layers the draft runs (0 = half)")
       .option("draft-quant", "self-quant: q4_0|q4_1|q8_0");
@@ -34,7 +35,7 @@ expected<config> model_session::load_config(const arg_parser& args) {
   // Flags given explicitly override the file, with the file's checks.
   static const std::pair<const char*, const char*> overrides[] = {
       {"model", "model.path"}, {"threads", "compute.threads"}, {"ctx-size", "model.ctx_size"},
-      {"draft", "speculative.draft"}, {"draft-model", "speculative.draft_model"}, {"draft-k", "speculative.k"},
+      {"draft", "speculative.draft"}, {"draft-model", "speculative.draft_model"}, {"feature-map", "speculative.feature_map"}, {"draft-k", "speculative.k"},
       {"draft-layers", "speculative.draft_layers"}, {"draft-quant", "speculative.draft_quant"}};
   for (const auto& [flag, key] : overrides) {
     if (!args.has(flag)) continue;

@@ -1,0 +1,23 @@
+#include "runtime/acceptance_table.hpp"
+
+#include <utility>
+
+namespace fw {
+
+acceptance_table::acceptance_table(std::vector<float> prior, float prior_weight)
+    : prior_(std::move(prior)), tried_(prior_.size()), accepted_(prior_.size()), weight_(prior_weight) {
+  if (prior_.empty()) prior_ = {0.5f}, tried_ = {0.0f}, accepted_ = {0.0f};
+}
+
+float acceptance_table::estimate(size_t bucket) const {
+  const size_t i = slot(bucket);
+  return (accepted_[i] + weight_ * prior_[i]) / (tried_[i] + weight_);
+}
+
+void acceptance_table::record(size_t bucket, bool accepted) {
+  const size_t i = slot(bucket);
+  tried_[i] += 1;
+  if (accepted) accepted_[i] += 1;
+}
+
+}  // namespace fw

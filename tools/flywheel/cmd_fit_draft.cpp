@@ -1,0 +1,105 @@
+// flywheel fit-draft: fits the feature draft (--draft feature) on a prompt file: the target answers
+// each prompt greedily, its hidden states train a linear next-state map (runtime/feature_drafter),
+// and the map plus the answers' most frequent tokens are saved as a small GGUF.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "runtime/feature_drafter.hpp"
+#include "tools/flywheel/arg_parser.hpp"
+#include "tools/flywheel/commands.hpp"
+#include "tools/flywheel/model_session.hpp"
+
+namespace fw::cli {
+namespace {
+
+/// One user message per line; "\n" (backslash, n) stands for a line break; '#' and empty lines
+/// are skipped.
+expected<std::vector<std::string>> read_prompts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(errc::io_error, "cannot open prompt file " + path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::string text;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == 'n') {
+        text += '\n';
+        ++i;
+      } else {
+        text += line[i];
+      }
+    }
+    out.push_back(std::move(text));
+  }
+  if (out.empty()) return make_error(errc::invalid_argument, "prompt file " + path + " holds no prompts");
+  return out;
+}
+
+}  // namespace
+
+int cmd_fit_draft(int argc, char** argv) {
+  arg_parser args("fit-draft");
+  model_session::declare_flags(args);
+  args.option("prompts", "prompt file: one user message per line", "conf/calibration/prompts.txt")
+      .option("out", "feature map to write", "models/feature_draft.gguf")
+      .option("max-tokens", "greedy answer tokens per prompt at most", "96")
+      .option("vocab", "candidate tokens the draft may propose (most frequent in the answers)", "2048")
+      .option("ridge", "regularization per 10,000 training pairs", "1.0");
+  if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
+  auto max_tokens = args.integer("max-tokens", 2);
+  auto vocab = args.integer("vocab", 1);
+  for (const auto* v : {&max_tokens, &vocab}) {
+    if (!*v) {
+      std::fprintf(stderr, "fit-draft: %s\n", v->err().message.c_str());
+      return 2;
+    }
+  }
+  double ridge = 0;
+  try {
+    size_t used = 0;
+    ridge = std::stod(args.str("ridge"), &used);
+    if (used != args.str("ridge").size() || !(ridge >= 0)) throw std::invalid_argument("ridge");
+  } catch (const std::exception&) {
+    std::fprintf(stderr, "fit-draft: --ridge: expected a number >= 0, got '%s'\n", args.str("ridge").c_str());
+    return 2;
+  }
+  auto texts = read_prompts(args.str("prompts"));
+  if (!texts) {
+    std::fprintf(stderr, "fit-draft: %s\n", texts.err().what().c_str());
+    return 2;
+  }
+  auto session = model_session::open(args, false);
+  if (!session) {
+    std::fprintf(stderr, "fit-draft: %s\n", session.err().what().c_str());
+    return 1;
+  }
+  const model& m = *session->m;
+  std::vector<std::vector<int32_t>> prompts;
+  for (const auto& t : *texts)
+    prompts.push_back(m.chat() ? m.vocab().encode(m.chat()->apply({{"user", t}}, true), true, true)
+                               : m.vocab().encode(t, true, false));
+  feature_fit_options o;
+  o.max_tokens = static_cast<int>(*max_tokens);
+  o.vocab_size = static_cast<uint32_t>(*vocab);
+  o.ridge = ridge;
+  o.progress = [](size_t done, size_t total) {
+    std::fprintf(stderr, "\rfit-draft: answered %zu/%zu prompts", done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+  auto map = fit_feature_map(m, *session->backend, *session->backend->thread_pool(), prompts, o);
+  if (!map) {
+    std::fprintf(stderr, "fit-draft: %s\n", map.err().what().c_str());
+    return 1;
+  }
+  if (auto ok = save_feature_map(*map, args.str("out")); !ok) {
+    std::fprintf(stderr, "fit-draft: %s\n", ok.err().what().c_str());
+    return 1;
+  }
+  std::printf("fit-draft: %u training pairs, %zu candidate tokens -> %s\n", map->samples, map->vocab.size(),
+              args.str("out").c_str());
+  return 0;
+}
+
+}  // namespace fw::cli
