@@ -2,7 +2,7 @@
 // trained transformer layer). The target's final hidden state h at the position that chose token
 // t, together with t's embedding, predicts the hidden state at t's own position:
 //
-//     h' ~= W [h ; embed(t)]        (W: n_embd x 2 n_embd, fit by ridge regression)
+//     h' ~= W [h ; e ; h * e]       (e = embed(t); W: n_embd x 3 n_embd, fit by ridge regression)
 //
 // and the target's own output head, restricted to the tokens the target actually produces most
 // (a few thousand rows), turns h' into the next token. Chaining gives further tokens. A draft
@@ -31,13 +31,16 @@
 
 namespace fw {
 
+/// The map reads 3 n_embd inputs per token: the state, the token's embedding, their product.
+inline constexpr int64_t feature_inputs = 3;
+
 /// A fitted map and the candidate tokens: what fit_feature_map produces and the file holds.
 struct feature_map {
   uint32_t n_embd = 0;
   uint32_t n_vocab = 0;         ///< the target's vocabulary size (checked at load)
   std::string target_name;      ///< general.name of the target it was fit on (informational)
   uint32_t samples = 0;         ///< training pairs
-  std::vector<float> weights;   ///< n_embd rows of 2 n_embd: next state = W [h ; embed(t)]
+  std::vector<float> weights;   ///< n_embd rows of 3 n_embd: next state = W [h ; e ; h * e], e = embed(t)
   std::vector<int32_t> vocab;   ///< tokens the draft may propose, most frequent first
 };
 
@@ -55,7 +58,7 @@ struct feature_fit_options {
 };
 
 /// Generates greedy answers to `prompts` (token ids, chat template applied) on the target and
-/// fits the map on their hidden states. Needs at least 2 n_embd training pairs.
+/// fits the map on their hidden states. Needs at least 3 n_embd training pairs.
 /// `pool` runs the regression's products (the target backend's kernel threads).
 expected<feature_map> fit_feature_map(const model& target, backend& b, cpu::thread_pool& pool,
                                       const std::vector<std::vector<int32_t>>& prompts,

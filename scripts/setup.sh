@@ -47,3 +47,9 @@ if [ "${FW_SKIP_BUILD:-0}" != 1 ]; then
   cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$root/build" -j"$(nproc)"
 fi
+
+# -- the feature draft's map (--draft feature|hybrid), fit once on conf/calibration/prompts.txt
+#    (~2 min on 2 cores; `flywheel fit-draft --prompts YOURS.txt` refits it on your own prompts) --
+if [ "${FW_SKIP_BUILD:-0}" != 1 ] && [ -x "$root/build/tools/flywheel" ]; then
+  (cd "$root" && build/tools/flywheel fit-draft --if-missing --out models/feature_draft.gguf)
+fi

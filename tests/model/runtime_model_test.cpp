@@ -4,6 +4,9 @@
 // map fit here on calibration prompts.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <future>
 
@@ -66,31 +69,33 @@ TEST(runtime_real_model, sixteen_concurrent_requests_equal_sequential_generation
   (*e)->shutdown();
 }
 
-/// A feature map fit by fit_feature_map on the first 40 calibration prompts (48 tokens each;
-/// none of them is a test prompt), written once per test binary. Empty on failure.
+/// A feature map fit by fit_feature_map on the first 48 calibration prompts (48 tokens each;
+/// none of them is a test prompt). Kept in the build folder for the other test processes (each
+/// ctest case runs alone); written under a temporary name and renamed, so parallel cases never
+/// read half a file. Empty on failure.
 std::string fitted_feature_map(const std::shared_ptr<const model>& m) {
-  static const std::string path = [&]() -> std::string {
-    std::ifstream in(std::string(FW_SOURCE_DIR) + "/conf/calibration/prompts.txt");
-    std::vector<std::vector<int32_t>> prompts;
-    for (std::string line; std::getline(in, line) && prompts.size() < 40;)
-      if (!line.empty() && line[0] != '#') prompts.push_back(m->vocab().encode(m->chat()->apply({{"user", line}}, true), true, true));
-    auto be = make_backend(*m, 1024);
-    feature_fit_options o;
-    o.max_tokens = 48;
-    auto map = fit_feature_map(*m, *be, *be->thread_pool(), prompts, o);
-    if (!map) {
-      ADD_FAILURE() << map.err().what();
-      return {};
-    }
-    EXPECT_GE(map->samples, 2u * m->config().n_embd);
-    EXPECT_FALSE(map->vocab.empty());
-    const std::string out = ::testing::TempDir() + "/runtime_model_feature_map.gguf";
-    if (auto ok = save_feature_map(*map, out); !ok) {
-      ADD_FAILURE() << ok.err().what();
-      return {};
-    }
-    return out;
-  }();
+  const std::string path = std::string(FW_BINARY_DIR) + "/runtime_model_feature_map.gguf";
+  if (load_feature_map(path)) return path;
+  std::ifstream in(std::string(FW_SOURCE_DIR) + "/conf/calibration/prompts.txt");
+  std::vector<std::vector<int32_t>> prompts;
+  for (std::string line; std::getline(in, line) && prompts.size() < 48;)
+    if (!line.empty() && line[0] != '#') prompts.push_back(m->vocab().encode(m->chat()->apply({{"user", line}}, true), true, true));
+  auto be = make_backend(*m, 1024);
+  feature_fit_options o;
+  o.max_tokens = 48;
+  auto map = fit_feature_map(*m, *be, *be->thread_pool(), prompts, o);
+  if (!map) {
+    ADD_FAILURE() << map.err().what();
+    return {};
+  }
+  EXPECT_GE(map->samples, 3u * m->config().n_embd);
+  EXPECT_FALSE(map->vocab.empty());
+  const std::string part = path + "." + std::to_string(::getpid());
+  if (auto ok = save_feature_map(*map, part); !ok) {
+    ADD_FAILURE() << ok.err().what();
+    return {};
+  }
+  std::filesystem::rename(part, path);
   return path;
 }
 
@@ -123,7 +128,8 @@ TEST_P(draft_kind_test, greedy_output_is_identical_to_plain_decoding) {
       plain_tokens.push_back(a->tokens);
     }
   }
-  generator spec(*model_, *be, generator_options{1024, 512, false, d->get(), make_k_policy(cfg.speculative, 0)});
+  // k = auto as the tools run it: cost-aware, with the verify cost measured on this backend.
+  generator spec(*model_, *be, generator_options{1024, 512, false, d->get(), make_k_policy(cfg, true, *be)});
   uint64_t drafted = 0, accepted = 0;
   for (size_t i = 0; i < std::size(prompts); ++i) {
     const char* p = prompts[i];

@@ -86,8 +86,8 @@ TEST_F(feature_drafter_test, fit_produces_a_map_the_file_keeps_exactly) {
   const auto& cfg = target_->config();
   EXPECT_EQ(map_.n_embd, cfg.n_embd);
   EXPECT_EQ(map_.n_vocab, cfg.n_vocab);
-  EXPECT_GE(map_.samples, 2 * cfg.n_embd);
-  EXPECT_EQ(map_.weights.size(), 2u * cfg.n_embd * cfg.n_embd);
+  EXPECT_GE(map_.samples, 3 * cfg.n_embd);
+  EXPECT_EQ(map_.weights.size(), 3u * cfg.n_embd * cfg.n_embd);
   ASSERT_FALSE(map_.vocab.empty());
   const std::string path = test::temp_dir() + "/feature_map.gguf";
   ASSERT_TRUE(save_feature_map(map_, path));
@@ -156,12 +156,13 @@ TEST_F(feature_drafter_test, malformed_map_files_get_clear_errors) {
     EXPECT_TRUE(w.write(path));
     return path;
   };
-  expect_error(write("map_v9", 9, {3}, {2 * e, e}, 0), "version 9");
-  expect_error(write("map_bad_token", 1, {static_cast<int32_t>(map_.n_vocab)}, {2 * e, e}, 0), "outside the vocabulary");
-  expect_error(write("map_bad_shape", 1, {3}, {e, e}, 0), "[2 n_embd, n_embd]");
-  expect_error(write("map_nan", 1, {3}, {2 * e, e}, std::numeric_limits<float>::quiet_NaN()), "non-finite");
+  expect_error(write("map_v1", 1, {3}, {2 * e, e}, 0), "version 1, this build reads 2");
+  expect_error(write("map_v9", 9, {3}, {3 * e, e}, 0), "version 9");
+  expect_error(write("map_bad_token", 2, {static_cast<int32_t>(map_.n_vocab)}, {3 * e, e}, 0), "outside the vocabulary");
+  expect_error(write("map_bad_shape", 2, {3}, {2 * e, e}, 0), "[3 n_embd, n_embd]");
+  expect_error(write("map_nan", 2, {3}, {3 * e, e}, std::numeric_limits<float>::quiet_NaN()), "non-finite");
   // A valid hand-made map loads.
-  EXPECT_TRUE(load_feature_map(write("map_ok", 1, {3, 4}, {2 * e, e}, 0)));
+  EXPECT_TRUE(load_feature_map(write("map_ok", 2, {3, 4}, {3 * e, e}, 0)));
 }
 
 TEST_F(feature_drafter_test, fit_needs_enough_pairs) {

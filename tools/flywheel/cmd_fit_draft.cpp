@@ -1,6 +1,8 @@
 // flywheel fit-draft: fits the feature draft (--draft feature) on a prompt file: the target answers
 // each prompt greedily, its hidden states train a linear next-state map (runtime/feature_drafter),
 // and the map plus the answers' most frequent tokens are saved as a small GGUF.
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -46,7 +48,8 @@ int cmd_fit_draft(int argc, char** argv) {
       .option("out", "feature map to write", "models/feature_draft.gguf")
       .option("max-tokens", "greedy answer tokens per prompt at most", "96")
       .option("vocab", "candidate tokens the draft may propose (most frequent in the answers)", "2048")
-      .option("ridge", "regularization per 10,000 training pairs", "1.0");
+      .option("ridge", "regularization per 10,000 training pairs", "1.0")
+      .flag("if-missing", "do nothing when --out already holds a feature map this build reads (setup uses it)");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   auto max_tokens = args.integer("max-tokens", 2);
   auto vocab = args.integer("vocab", 1);
@@ -64,6 +67,12 @@ int cmd_fit_draft(int argc, char** argv) {
   } catch (const std::exception&) {
     std::fprintf(stderr, "fit-draft: --ridge: expected a number >= 0, got '%s'\n", args.str("ridge").c_str());
     return 2;
+  }
+  if (args.on("if-missing")) {
+    if (auto existing = load_feature_map(args.str("out"))) {
+      std::printf("fit-draft: %s is there (%u training pairs); not refitting\n", args.str("out").c_str(), existing->samples);
+      return 0;
+    }
   }
   auto texts = read_prompts(args.str("prompts"));
   if (!texts) {
@@ -84,9 +93,14 @@ int cmd_fit_draft(int argc, char** argv) {
   o.max_tokens = static_cast<int>(*max_tokens);
   o.vocab_size = static_cast<uint32_t>(*vocab);
   o.ridge = ridge;
-  o.progress = [](size_t done, size_t total) {
-    std::fprintf(stderr, "\rfit-draft: answered %zu/%zu prompts", done, total);
-    if (done == total) std::fprintf(stderr, "\n");
+  const bool tty = ::isatty(2) != 0;
+  o.progress = [tty](size_t done, size_t total) {
+    if (tty) {
+      std::fprintf(stderr, "\rfit-draft: answered %zu/%zu prompts", done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    } else if (done % 50 == 0 || done == total) {
+      std::fprintf(stderr, "fit-draft: answered %zu/%zu prompts\n", done, total);
+    }
   };
   auto map = fit_feature_map(m, *session->backend, *session->backend->thread_pool(), prompts, o);
   if (!map) {
