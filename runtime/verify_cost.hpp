@@ -17,6 +17,6 @@ namespace fw {
 /// made non-decreasing (more rows never cost less; a shorter best time is noise). Needs
 /// context + max_k + 1 free KV tokens in the backend's pool (errc::out_of_memory otherwise) and a
 /// vocabulary of at least 100 tokens. Leaves the pool as it found it.
-expected<std::vector<double>> calibrate_verify_cost(backend& b, int max_k = 8, int context = 64, int reps = 3);
+expected<std::vector<double>> calibrate_verify_cost(backend& b, int max_k = 8, int context = 64, int reps = 5);
 
 }  // namespace fw

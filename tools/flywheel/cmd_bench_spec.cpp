@@ -71,7 +71,7 @@ struct set_result {
 int cmd_bench_spec(int argc, char** argv) {
   arg_parser args("bench-spec");
   model_session::declare_flags(args);
-  args.option("drafts", "draft kinds to measure", "ngram,layer-skip,self-quant")
+  args.option("drafts", "draft kinds to measure", "ngram,hybrid,feature,layer-skip,self-quant")
       .option("k", "draft lengths to measure (numbers and/or auto)", "1,2,3,4,5,6,7,8,auto")
       .option("max-tokens", "tokens generated per prompt at most (answers end at end-of-sequence)", "128")
       .option("reps", "runs of every prompt per configuration; the fastest counts (a shared machine's noise)", "3")
