@@ -35,24 +35,30 @@ k_state k_policy::start(int prompt_tokens, std::optional<float> entropy) const {
 void k_policy::observe(k_state& s, int proposed, int accepted) const {
   if (!c_.adaptive) return;
   if (proposed <= 0) {
-    if (s.k == 0 && ++s.steps_at_zero >= c_.reprobe_every) {
+    if (s.k == 0 && ++s.steps_at_zero >= (s.reprobe_wait > 0 ? s.reprobe_wait : c_.reprobe_every)) {
       s.k = 1;  // probe again: the text may have become predictable
       s.steps_at_zero = 0;
       s.acceptance_ema = -1;  // judge the probe on its own results, not the old average
+      s.probing = true;
     }
     return;
   }
   const double rate = static_cast<double>(accepted) / proposed;
   s.acceptance_ema = s.acceptance_ema < 0 ? rate : c_.ema_alpha * rate + (1 - c_.ema_alpha) * s.acceptance_ema;
-  if (c_.verify_cost.size() > 1) {  // cost-aware: the best k for this acceptance (0: plain, re-probed)
-    s.k = std::max(c_.k_min, best_k(s.acceptance_ema, bandwidth_cap()));
-    return;
+  s.k = next_k(s);
+  if (s.probing) {  // a probe that falls back to 0 doubles the wait for the next one
+    s.probing = false;
+    const int wait = s.reprobe_wait > 0 ? s.reprobe_wait : c_.reprobe_every;
+    s.reprobe_wait = s.k == 0 ? std::min(2 * wait, c_.max_reprobe_wait) : 0;
   }
-  if (s.acceptance_ema < c_.lower_at) {
-    s.k = std::max(c_.k_min, s.k - 1);
-  } else if (s.acceptance_ema > c_.raise_at) {
-    s.k = std::min(bandwidth_cap(), s.k + 1);
-  }
+}
+
+int k_policy::next_k(const k_state& s) const {
+  if (c_.verify_cost.size() > 1)  // cost-aware: the best k for this acceptance (0: plain, re-probed)
+    return std::max(c_.k_min, best_k(s.acceptance_ema, bandwidth_cap()));
+  if (s.acceptance_ema < c_.lower_at) return std::max(c_.k_min, s.k - 1);
+  if (s.acceptance_ema > c_.raise_at) return std::min(bandwidth_cap(), s.k + 1);
+  return s.k;
 }
 
 int k_policy::best_k(double a, int max_k) const {

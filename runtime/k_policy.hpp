@@ -35,7 +35,8 @@ struct k_policy_config {
   /// (measured by `flywheel bench-spec`), so below ~50% acceptance drafting loses time.
   double lower_at = 0.5;
   double raise_at = 0.85;         ///< acceptance EMA above: k + 1
-  int reprobe_every = 32;         ///< steps at k = 0 before trying k = 1 again
+  int reprobe_every = 32;         ///< steps at k = 0 before trying k = 1 again (doubling per failed probe)
+  int max_reprobe_wait = 1024;    ///< the longest wait between probes
   double bandwidth_gbs = 0;       ///< decode device bandwidth; 0 = no cap
   /// verify_cost[k]: time of a forward over k + 1 rows relative to one row (verify_cost[0] = 1),
   /// measured on the target backend (calibrate_verify_cost); empty = unknown (acceptance
@@ -48,6 +49,11 @@ struct k_state {
   int k = 5;
   double acceptance_ema = -1;  ///< < 0: no observation yet
   int steps_at_zero = 0;
+  /// Plain steps before the next probe at k = 1 (0: reprobe_every). Doubles after each probe that
+  /// falls back to 0 (up to max_reprobe_wait): a model draft's probe must first catch up on every
+  /// token since the last one, which costs a few target steps each time.
+  int reprobe_wait = 0;
+  bool probing = false;  ///< the current k = 1 is a probe
 };
 
 class k_policy {
@@ -80,6 +86,9 @@ class k_policy {
   const k_policy_config& config() const { return c_; }
 
  private:
+  /// k after an observation updated s's acceptance average.
+  int next_k(const k_state& s) const;
+
   k_policy_config c_;
 };
 

@@ -389,6 +389,22 @@ TEST(k_policy, cost_aware_k_maximizes_tokens_per_step_cost) {
   EXPECT_EQ(t.k, 0);
   for (int i = 0; i < c.reprobe_every; ++i) p.observe(t, 0, 0);
   EXPECT_EQ(t.k, 1);  // probing again
+  // The probe fails: the next one waits twice as long, then four times (up to max_reprobe_wait).
+  p.observe(t, 1, 0);
+  EXPECT_EQ(t.k, 0);
+  for (int i = 0; i < c.reprobe_every; ++i) p.observe(t, 0, 0);
+  EXPECT_EQ(t.k, 0) << "probed again after only reprobe_every steps";
+  for (int i = 0; i < c.reprobe_every; ++i) p.observe(t, 0, 0);
+  EXPECT_EQ(t.k, 1);
+  p.observe(t, 1, 0);
+  for (int i = 0; i < 4 * c.reprobe_every - 1; ++i) p.observe(t, 0, 0);
+  EXPECT_EQ(t.k, 0);
+  p.observe(t, 0, 0);
+  EXPECT_EQ(t.k, 1);
+  // A probe that pays resets the wait.
+  p.observe(t, 1, 1);
+  EXPECT_GT(t.k, 0);
+  EXPECT_EQ(t.reprobe_wait, 0);
   k_state u = p.start(200);
   for (int i = 0; i < 10; ++i) p.observe(u, 4, 2);  // 50% acceptance
   EXPECT_EQ(u.k, 2);
