@@ -49,9 +49,11 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
   if (spec.draft == "ngram") return std::unique_ptr<drafter>(std::make_unique<ngram_drafter>(static_cast<int>(spec.ngram_min)));
   if (spec.draft == "feature" || spec.draft == "hybrid") {
     auto map = load_feature_map(spec.feature_map);
-    if (!map)
+    if (!map) {
+      const bool missing = map.err().code == errc::io_error;  // not there yet: say how to make it
       return make_error(map.err().code, "draft " + spec.draft + ": " + map.err().message +
-                        " (make the feature map with `flywheel fit-draft --out " + spec.feature_map + "`)");
+                        (missing ? " (make it with `flywheel fit-draft --out " + spec.feature_map + "`)" : ""));
+    }
     auto d = feature_drafter::create(*map, target, target_backend.thread_pool());
     if (!d) return make_error(d.err().code, "draft " + spec.draft + ": " + d.err().message);
     if (spec.draft == "feature") return std::unique_ptr<drafter>(std::move(*d));

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "runtime/cpu_backend.hpp"
+#include "runtime/drafter_factory.hpp"
 #include "runtime/feature_drafter.hpp"
 #include "runtime/generator.hpp"
 #include "runtime/gguf_writer.hpp"
@@ -163,6 +164,27 @@ TEST_F(feature_drafter_test, malformed_map_files_get_clear_errors) {
   expect_error(write("map_nan", 2, {3}, {3 * e, e}, std::numeric_limits<float>::quiet_NaN()), "non-finite");
   // A valid hand-made map loads.
   EXPECT_TRUE(load_feature_map(write("map_ok", 2, {3, 4}, {3 * e, e}, 0)));
+}
+
+TEST_F(feature_drafter_test, the_factory_builds_feature_and_hybrid_and_says_how_to_make_a_missing_map) {
+  const std::string path = test::temp_dir() + "/factory_map.gguf";
+  ASSERT_TRUE(save_feature_map(map_, path));
+  auto be = backend();
+  speculative_section spec;
+  spec.feature_map = path;
+  for (const char* kind : {"feature", "hybrid"}) {
+    spec.draft = kind;
+    auto d = make_drafter(spec, target_, *be, 1024);
+    ASSERT_TRUE(d) << d.err().what();
+    ASSERT_TRUE(*d);
+    EXPECT_EQ((*d)->name(), kind);
+    EXPECT_TRUE((*d)->wants_hidden());
+  }
+  spec.feature_map = test::temp_dir() + "/not_fitted_yet.gguf";
+  auto missing = make_drafter(spec, target_, *be, 1024);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.err().message.find("flywheel fit-draft --out " + spec.feature_map), std::string::npos)
+      << missing.err().message;
 }
 
 TEST_F(feature_drafter_test, fit_needs_enough_pairs) {
