@@ -20,4 +20,14 @@ void acceptance_table::record(size_t bucket, bool accepted) {
   if (accepted) accepted_[i] += 1;
 }
 
+void acceptance_table::record_verdicts(std::span<const int32_t> history, size_t proposed_at,
+                                       std::span<const int32_t> tokens, std::span<const size_t> buckets) {
+  const size_t added = history.size() > proposed_at ? history.size() - proposed_at : 0;
+  for (size_t i = 0; i < tokens.size() && i < buckets.size() && i < added; ++i) {
+    const bool ok = history[proposed_at + i] == tokens[i];
+    record(buckets[i], ok);
+    if (!ok) break;
+  }
+}
+
 }  // namespace fw

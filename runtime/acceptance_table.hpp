@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <vector>
 
 namespace fw {
@@ -18,6 +20,11 @@ class acceptance_table {
   /// (accepted + w * prior) / (tried + w) of a bucket; buckets past the end share the last one.
   float estimate(size_t bucket) const;
   void record(size_t bucket, bool accepted);
+  /// Records the target's verdicts on a proposal made when the history had `proposed_at` tokens
+  /// (token i in buckets[i]): token i was verified when every token before it was accepted, and
+  /// accepted when the history now holds it at proposed_at + i.
+  void record_verdicts(std::span<const int32_t> history, size_t proposed_at, std::span<const int32_t> tokens,
+                       std::span<const size_t> buckets);
   size_t size() const { return prior_.size(); }
 
  private:

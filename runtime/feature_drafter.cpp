@@ -336,13 +336,7 @@ void feature_drafter::accept(uint64_t seq, std::span<const int32_t> history) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
   seq_state& s = it->second;
-  // Tokens i < reached were verified (all before them accepted); the verdict is in the history.
-  const size_t added = history.size() > s.proposed_at ? history.size() - s.proposed_at : 0;
-  for (size_t i = 0; i < s.tokens.size() && i < added; ++i) {
-    const bool ok = history[s.proposed_at + i] == s.tokens[i];
-    acceptance_.record(s.buckets[i], ok);
-    if (!ok) break;
-  }
+  acceptance_.record_verdicts(history, s.proposed_at, s.tokens, s.buckets);
   s.tokens.clear();
   s.buckets.clear();
 }

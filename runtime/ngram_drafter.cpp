@@ -45,22 +45,19 @@ expected<draft_proposal> ngram_drafter::propose(uint64_t seq, std::span<const in
   p.tokens.assign(history.begin() + m.from, history.begin() + m.from + take);
   // Token i continues the same alignment: if the ones before it are accepted, its agreeing
   // context is i tokens longer.
-  for (int64_t i = 0; i < take; ++i) p.confidence.push_back(estimate(m.length + static_cast<int>(i)));
-  pending_[seq] = {history.size(), m.length, p.tokens};
+  pending& pend = pending_[seq];
+  pend = {history.size(), p.tokens, {}};
+  for (int64_t i = 0; i < take; ++i) {
+    pend.buckets.push_back(bucket(m.length + static_cast<int>(i)));
+    p.confidence.push_back(acceptance_.estimate(pend.buckets.back()));
+  }
   return p;
 }
 
 void ngram_drafter::accept(uint64_t seq, std::span<const int32_t> history) {
   auto it = pending_.find(seq);
   if (it == pending_.end()) return;
-  const pending& p = it->second;
-  // Tokens i < reached were verified (all before them accepted); the verdict is in the history.
-  const size_t added = history.size() > p.history_size ? history.size() - p.history_size : 0;
-  for (size_t i = 0; i < p.tokens.size() && i < added; ++i) {
-    const bool ok = history[p.history_size + i] == p.tokens[i];
-    acceptance_.record(bucket(p.length + static_cast<int>(i)), ok);
-    if (!ok) break;
-  }
+  acceptance_.record_verdicts(history, it->second.history_size, it->second.tokens, it->second.buckets);
   pending_.erase(it);
 }
 

@@ -46,8 +46,8 @@ class ngram_drafter final : public drafter {
  private:
   struct pending {
     size_t history_size = 0;  ///< history length when proposed
-    int length = 0;           ///< agreeing context of the first proposed token
     std::vector<int32_t> tokens;
+    std::vector<size_t> buckets;  ///< each token's acceptance bucket
   };
   int min_match_;
   acceptance_table acceptance_;  ///< bucket: agreeing-context length - 1 (16 and more share one)
