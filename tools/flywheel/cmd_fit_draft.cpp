@@ -59,13 +59,9 @@ int cmd_fit_draft(int argc, char** argv) {
       return 2;
     }
   }
-  double ridge = 0;
-  try {
-    size_t used = 0;
-    ridge = std::stod(args.str("ridge"), &used);
-    if (used != args.str("ridge").size() || !(ridge >= 0)) throw std::invalid_argument("ridge");
-  } catch (const std::exception&) {
-    std::fprintf(stderr, "fit-draft: --ridge: expected a number >= 0, got '%s'\n", args.str("ridge").c_str());
+  auto ridge = args.number("ridge");
+  if (!ridge || !(*ridge >= 0)) {
+    std::fprintf(stderr, "%s\n", ridge ? "fit-draft: --ridge must be at least 0" : ridge.err().message.c_str());
     return 2;
   }
   if (args.on("if-missing")) {
@@ -92,7 +88,7 @@ int cmd_fit_draft(int argc, char** argv) {
   feature_fit_options o;
   o.max_tokens = static_cast<int>(*max_tokens);
   o.vocab_size = static_cast<uint32_t>(*vocab);
-  o.ridge = ridge;
+  o.ridge = *ridge;
   const bool tty = ::isatty(2) != 0;
   o.progress = [tty](size_t done, size_t total) {
     if (tty) {
