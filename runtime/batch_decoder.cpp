@@ -26,6 +26,7 @@ void batch_decoder::add(std::unique_ptr<sequence> s, std::optional<float> attent
   slot sl;
   if (draft_ && draft_->begin(id, s->history(), s->params())) {
     sl.draft = draft_;
+    draft_->bind_target_kv(id, &s->kv());
     sl.k = policy_.start(static_cast<int>(s->prompt_size()), attention_entropy);
   } else if (draft_) {
     ++spec_.draft_failures;  // the sequence decodes plainly

@@ -212,10 +212,9 @@ void cpu_backend::plan_attention(const forward_batch& b) {
   attn_.v_tiles.resize(threads_->size());
 }
 
-void cpu_backend::attention(const forward_batch& b, uint32_t layer) {
+void cpu_backend::attention(const forward_batch& b, uint32_t layer, bool last_layer) {
   const uint32_t bt = pool_.layout().block_tokens;
   const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
-  const bool last_layer = layer + 1 == cfg_.n_layer;
   threads_->for_each(static_cast<int64_t>(attn_.tasks.size()), [&](int64_t ti, int thread) {
     const attention_task& t = attn_.tasks[ti];
     const kv_handle& kv = *b.kv[t.seq];
@@ -277,7 +276,8 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
   }
 
   plan_attention(b);
-  for (uint32_t il = 0; il < cfg_.n_layer; ++il) {
+  const uint32_t n_layer = b.n_layers > 0 ? std::min(b.n_layers, cfg_.n_layer) : cfg_.n_layer;
+  for (uint32_t il = 0; il < n_layer; ++il) {
     const auto& L = layers_[il];
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.attn_norm, xn_.data() + r * e, e, cfg_.rms_eps);
     // q, k and v side by side in each row of qkv_ (one fused product, or three into the columns).
@@ -300,7 +300,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, std::vector<float>& 
       for (uint32_t h = 0; h < cfg_.n_head_kv; ++h)
         pool_.write_token(kv, pos, il, h, k + h * cfg_.head_dim, v + h * cfg_.head_dim);
     }
-    attention(b, il);
+    attention(b, il, il + 1 == n_layer);
     mm(L.wo, att_.data(), e, m, tmp_.data(), e);
     cpu::add_inplace(x_.data(), tmp_.data(), m * e);
     for (int64_t r = 0; r < m; ++r) cpu::rms_norm(x_.data() + r * e, L.ffn_norm, xn_.data() + r * e, e, cfg_.rms_eps);

@@ -66,7 +66,8 @@ class cpu_backend final : public backend {
   /// The tied output head is the embedding table, whose rows the forward pass still reads.
   bool shares_embedding(const cpu::weight_view& v) const { return v.data == w_.tok_embd.data; }
   void plan_attention(const forward_batch& batch);  ///< once per forward: who attends to what
-  void attention(const forward_batch& batch, uint32_t layer);
+  /// last_layer: the forward's final layer (it records the attention entropy).
+  void attention(const forward_batch& batch, uint32_t layer, bool last_layer);
 
   const model_config& cfg_;
   const llama_weights& w_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/expected.hpp"
+#include "runtime/kv_handle.hpp"
 #include "runtime/sampling_params.hpp"
 
 namespace fw {
@@ -56,6 +57,11 @@ class drafter {
   /// asks for the longest proposal the policy allows and verifies the prefix that pays, instead
   /// of following the acceptance average.
   virtual bool scores_proposals() const { return false; }
+
+  /// The target's KV handle of a sequence, called after begin(); it stays valid until end(). A
+  /// draft that runs the target's own first layers (layer-skip) attends over it and writes its
+  /// proposals' K/V into it instead of keeping a copy, and leaves its length as it found it.
+  virtual void bind_target_kv(uint64_t /*seq*/, kv_handle* /*kv*/) {}
 
   /// True when the drafter reads the target's final hidden states (observe_hidden).
   virtual bool wants_hidden() const { return false; }

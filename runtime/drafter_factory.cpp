@@ -34,7 +34,7 @@ class shared_drafter final : public drafter {
 }  // namespace
 
 expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
-                                                const cpu_backend& target_backend, uint32_t kv_tokens,
+                                                cpu_backend& target_backend, uint32_t kv_tokens,
                                                 plugin_host* plugins) {
   if (spec.draft == "none") return std::unique_ptr<drafter>();
   if (spec.draft.rfind("plugin:", 0) == 0) {
@@ -64,11 +64,15 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
   std::string path = target->file().path();
   if (spec.draft == "layer-skip") {
     const uint32_t n = target->config().n_layer;
-    o.max_layers = spec.draft_layers > 0 ? spec.draft_layers : std::max(1u, n / 2);
-    if (o.max_layers >= n)
-      return make_error(errc::invalid_argument, "speculative.draft_layers = " + std::to_string(o.max_layers) +
+    const uint32_t layers = spec.draft_layers > 0 ? spec.draft_layers : std::max(1u, n / 2);
+    if (layers >= n)
+      return make_error(errc::invalid_argument, "speculative.draft_layers = " + std::to_string(layers) +
                         " must be below the target's " + std::to_string(n) + " layers");
-  } else if (spec.draft == "self-quant") {
+    auto d = model_drafter::create_layer_skip(target, target_backend, layers, static_cast<float>(spec.draft_stop_p));
+    if (!d) return d.err();
+    return std::unique_ptr<drafter>(std::move(*d));
+  }
+  if (spec.draft == "self-quant") {
     if (spec.draft_quant == "q4_0") o.convert_to = ggml_type::q4_0;
     else if (spec.draft_quant == "q4_1") o.convert_to = ggml_type::q4_1;
     else if (spec.draft_quant == "q8_0") o.convert_to = ggml_type::q8_0;

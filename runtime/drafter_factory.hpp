@@ -7,7 +7,8 @@
 //   self-quant  -> the target's weights re-quantized to draft_quant at load
 //   model       -> a separate GGUF (draft_model), vocabulary checked
 //   plugin:NAME -> a draft_model plugin the plugin host has loaded (hot-reloadable)
-// Model drafts share the target's kernel threads. Plugin drafts come through the plugin host.
+// Model drafts share the target's kernel threads; layer-skip runs on target_backend itself (over
+// the target's KV), so use it only with decoders of that backend. Plugin drafts come through the plugin host.
 #pragma once
 
 #include <memory>
@@ -24,7 +25,7 @@ class plugin_host;
 
 /// `plugins` resolves "plugin:NAME" drafts (a draft_model plugin loaded by the host); may be null.
 expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
-                                                const cpu_backend& target_backend, uint32_t kv_tokens,
+                                                cpu_backend& target_backend, uint32_t kv_tokens,
                                                 plugin_host* plugins = nullptr);
 
 /// The k policy a [speculative] section asks for, capped by the decode device's bandwidth; with

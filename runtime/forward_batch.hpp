@@ -22,6 +22,11 @@ struct forward_batch {
   /// output head reads) of every logits row, n_embd floats each, in row order; a feature-level
   /// draft predicts the next position's state from it. Backends that cannot leave it empty.
   std::vector<float>* hidden_out = nullptr;
+  /// 0: every layer. Otherwise only the first n_layers run, and the output norm and head read
+  /// their result (a layer-skip draft's early exit over the target's own weights and KV). The
+  /// KV of the skipped layers is not written for these rows. Backends that cannot stop early
+  /// run every layer.
+  uint32_t n_layers = 0;
 
   size_t rows() const { return tokens.size(); }
   size_t logit_rows() const;
@@ -32,7 +37,7 @@ struct forward_batch {
   /// row only, or for all rows when all_logits (verification).
   uint32_t add_sequence(kv_handle* handle, const int32_t* tokens, size_t n, int32_t start_pos,
                         bool all_logits);
-  void clear();  ///< removes the rows; hidden_out stays
+  void clear();  ///< removes the rows; hidden_out and n_layers stay
 };
 
 }  // namespace fw

@@ -22,18 +22,34 @@ expected<std::unique_ptr<model_drafter>> model_drafter::create(std::string name,
                         " is '" + a.token_text(id) + "' but the target's is '" + b.token_text(id) +
                         "': a draft must share the target's vocabulary");
   auto backend = std::make_unique<cpu_backend>(draft->config(), draft->weights(), opts);
-  return std::unique_ptr<model_drafter>(new model_drafter(std::move(name), std::move(draft), std::move(backend), stop_p));
+  cpu_backend* own = backend.get();
+  return std::unique_ptr<model_drafter>(
+      new model_drafter(std::move(name), std::move(draft), std::move(backend), own, 0, stop_p));
+}
+
+expected<std::unique_ptr<model_drafter>> model_drafter::create_layer_skip(std::shared_ptr<const model> target,
+                                                                          cpu_backend& target_backend,
+                                                                          uint32_t layers, float stop_p) {
+  const uint32_t n = target->config().n_layer;
+  if (layers == 0 || layers >= n)
+    return make_error(errc::invalid_argument, "layer-skip draft: " + std::to_string(layers) +
+                      " layers; it must run at least one and fewer than the target's " + std::to_string(n));
+  return std::unique_ptr<model_drafter>(
+      new model_drafter("layer-skip", std::move(target), nullptr, &target_backend, layers, stop_p));
 }
 
 model_drafter::~model_drafter() {
-  for (auto& [id, s] : seqs_) (void)backend_->kv_pool().release(s.kv);
+  for (auto& [id, s] : seqs_)
+    if (!shares_target_kv()) (void)backend_->kv_pool().release(s.kv);
 }
 
 expected<void> model_drafter::begin(uint64_t seq, std::span<const int32_t>, const sampling_params& params) {
-  auto h = backend_->kv_pool().allocate(0);
-  if (!h) return make_error(errc::out_of_memory, "draft KV pool exhausted");
   seq_state s;
-  s.kv = std::move(*h);
+  if (!shares_target_kv()) {
+    auto h = backend_->kv_pool().allocate(0);
+    if (!h) return make_error(errc::out_of_memory, "draft KV pool exhausted");
+    s.kv = std::move(*h);
+  }
   s.greedy = params.temperature <= 0.0f;
   auto smp = sampler::make(params, static_cast<int32_t>(model_->config().n_vocab));
   if (!smp) return smp.err();
@@ -43,7 +59,13 @@ expected<void> model_drafter::begin(uint64_t seq, std::span<const int32_t>, cons
   return {};
 }
 
+void model_drafter::bind_target_kv(uint64_t seq, kv_handle* kv) {
+  auto it = seqs_.find(seq);
+  if (it != seqs_.end()) it->second.target_kv = kv;
+}
+
 void model_drafter::rollback(seq_state& s, std::span<const int32_t> history) {
+  if (shares_target_kv()) return;  // the target's handle: the decoder cuts it to the verdict
   size_t common = 0;
   const size_t limit = std::min(s.in_kv.size(), history.size() > 0 ? history.size() - 1 : 0);
   while (common < limit && s.in_kv[common] == history[common]) ++common;
@@ -59,25 +81,23 @@ expected<draft_proposal> model_drafter::propose(uint64_t seq, std::span<const in
   if (it == seqs_.end()) return make_error(errc::invalid_argument, "draft: unknown sequence " + std::to_string(seq));
   if (k <= 0 || history.empty()) return out;
   seq_state& s = it->second;
-  rollback(s, history);
-  // Catch up: every history token but the last goes into the draft's KV.
-  const size_t have = s.in_kv.size();
-  if (have + 1 < history.size()) {
-    if (auto r = prefill_tokens(*backend_, s.kv, history.data() + have, history.size() - 1 - have,
-                                static_cast<int32_t>(have), 512, logits_);
-        !r)
-      return r.err();
-    s.in_kv.assign(history.begin(), history.end() - 1);
-  }
+  auto kv = prepare_kv(s, history);
+  if (!kv) return kv.err();
+  const uint32_t history_kv = (*kv)->n_tokens;
   std::vector<int32_t> hist(history.begin(), history.end());
   const size_t nv = model_->config().n_vocab;
   forward_batch batch;
+  batch.n_layers = exit_layers_;
   for (int i = 0; i < k; ++i) {
     const int32_t feed = hist.back();
     batch.clear();
-    batch.add_sequence(&s.kv, &feed, 1, static_cast<int32_t>(hist.size() - 1), false);
-    if (auto r = backend_->forward(batch, logits_); !r) return r.err();
-    s.in_kv.push_back(feed);
+    batch.add_sequence(*kv, &feed, 1, static_cast<int32_t>(hist.size() - 1), false);
+    auto r = backend_->forward(batch, logits_);
+    if (!r) {
+      if (shares_target_kv()) (void)backend_->kv_pool().truncate(**kv, history_kv);
+      return r.err();
+    }
+    if (!shares_target_kv()) s.in_kv.push_back(feed);
     int32_t tok;
     float top_p;
     if (s.greedy) {
@@ -104,7 +124,31 @@ expected<draft_proposal> model_drafter::propose(uint64_t seq, std::span<const in
     out.tokens.push_back(tok);
     hist.push_back(tok);
   }
+  // The target verifies from the history's end: its handle goes back to the length it had.
+  if (shares_target_kv()) (void)backend_->kv_pool().truncate(**kv, history_kv);
   return out;
+}
+
+expected<kv_handle*> model_drafter::prepare_kv(seq_state& s, std::span<const int32_t> history) {
+  if (shares_target_kv()) {
+    if (!s.target_kv) return make_error(errc::internal, "layer-skip draft: the target's KV was not bound");
+    if (s.target_kv->n_tokens + 1 != history.size())
+      return make_error(errc::internal, "layer-skip draft: the target's KV holds " +
+                        std::to_string(s.target_kv->n_tokens) + " tokens of a " + std::to_string(history.size()) +
+                        "-token history (it must hold all but the newest)");
+    return s.target_kv;
+  }
+  rollback(s, history);
+  // Catch up: every history token but the last goes into the draft's KV.
+  const size_t have = s.in_kv.size();
+  if (have + 1 < history.size()) {
+    if (auto r = prefill_tokens(*backend_, s.kv, history.data() + have, history.size() - 1 - have,
+                                static_cast<int32_t>(have), 512, logits_);
+        !r)
+      return r.err();
+    s.in_kv.assign(history.begin(), history.end() - 1);
+  }
+  return &s.kv;
 }
 
 void model_drafter::accept(uint64_t seq, std::span<const int32_t> history) {
@@ -115,7 +159,7 @@ void model_drafter::accept(uint64_t seq, std::span<const int32_t> history) {
 void model_drafter::end(uint64_t seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
-  (void)backend_->kv_pool().release(it->second.kv);
+  if (!shares_target_kv()) (void)backend_->kv_pool().release(it->second.kv);
   seqs_.erase(it);
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "runtime/batch_decoder.hpp"
 #include "runtime/cpu_backend.hpp"
 #include "runtime/drafter_factory.hpp"
 #include "runtime/plugin_host.hpp"
@@ -58,8 +59,10 @@ class speculative_test : public ::testing::Test {
     }
     return ps;
   }
-  void expect_greedy_identical(drafter& d, int k_fixed) {
-    auto be = backend();
+  /// `shared`: the backend the draft runs on (layer-skip); otherwise a fresh one.
+  void expect_greedy_identical(drafter& d, int k_fixed, cpu_backend* shared = nullptr) {
+    auto own = shared ? nullptr : backend();
+    cpu_backend* be = shared ? shared : own.get();
     k_policy_config kc;
     kc.adaptive = k_fixed == 0;
     kc.fixed_k = k_fixed;
@@ -114,17 +117,61 @@ TEST_F(speculative_test, ngram_draft_with_auto_k_verifies_a_scored_prefix_and_st
 }
 
 TEST_F(speculative_test, layer_skip_draft_is_lossless_under_greedy) {
+  auto be = backend();
+  auto d = model_drafter::create_layer_skip(target_, *be, 2);
+  ASSERT_TRUE(d) << d.err().what();
+  expect_greedy_identical(**d, 5, be.get());
+  expect_greedy_identical(**d, 0, be.get());  // k = auto
+  EXPECT_FALSE(model_drafter::create_layer_skip(target_, *be, 0));
+  EXPECT_FALSE(model_drafter::create_layer_skip(target_, *be, target_->config().n_layer));
+}
+
+// Layer-skip reads the target's KV instead of keeping its own: it proposes what the target's
+// first layers loaded as a separate model (with their own KV) propose, keeps no blocks of its
+// own, and leaves the target's handle as long as it found it.
+TEST_F(speculative_test, layer_skip_draft_over_the_target_kv_matches_a_separate_truncated_model) {
   weight_load_options o;
   o.max_layers = 2;
   auto draft_m = model::load(test::temp_dir() + "/spec_target.gguf", o);
   ASSERT_TRUE(draft_m);
-  EXPECT_EQ((*draft_m)->config().n_layer, 2u);
+  ASSERT_EQ((*draft_m)->config().n_layer, 2u);
   cpu_backend_options bo;
+  bo.threads = 2;
   bo.kv_tokens = 1024;
-  auto d = model_drafter::create("layer-skip", *draft_m, *target_, bo);
-  ASSERT_TRUE(d) << d.err().what();
-  expect_greedy_identical(**d, 5);
-  EXPECT_EQ((*d)->device().kv_pool().used_blocks(), 0u) << "draft KV leaked";
+  auto separate = model_drafter::create("layer-skip", *draft_m, *target_, bo);
+  ASSERT_TRUE(separate) << separate.err().what();
+  auto be = backend();
+  auto shared = model_drafter::create_layer_skip(target_, *be, 2);
+  ASSERT_TRUE(shared) << shared.err().what();
+  const uint32_t blocks_before = be->kv_pool().used_blocks();
+  std::vector<float> logits;
+  uint64_t seq = 0, same = 0, total = 0;
+  for (const auto& p : prompts()) {
+    ++seq;
+    auto kv = be->kv_pool().allocate(0);
+    ASSERT_TRUE(kv);
+    // The target's KV holds every prompt token but the last, as the decoder leaves it.
+    ASSERT_TRUE(prefill_tokens(*be, *kv, p.data(), p.size() - 1, 0, 64, logits));
+    for (auto* d : {separate->get(), shared->get()}) ASSERT_TRUE(d->begin(seq, p, greedy(8)));
+    (*shared)->bind_target_kv(seq, &*kv);
+    auto a = (*separate)->propose(seq, p, 4);
+    auto b = (*shared)->propose(seq, p, 4);
+    ASSERT_TRUE(a && b) << (a ? b.err().what() : a.err().what());
+    EXPECT_EQ(kv->n_tokens, p.size() - 1) << "the draft must leave the target's handle as it found it";
+    ASSERT_EQ(a->tokens.size(), 4u);
+    ASSERT_EQ(b->tokens.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) same += a->tokens[i] == b->tokens[i];
+    total += 4;
+    for (auto* d : {separate->get(), shared->get()}) d->end(seq);
+    ASSERT_TRUE(be->kv_pool().release(*kv));
+  }
+  EXPECT_EQ(same, total) << "layer-skip over the target's KV proposed differently from the truncated model";
+  EXPECT_EQ(be->kv_pool().used_blocks(), blocks_before);
+  // Without the target's handle it says so instead of drafting blind.
+  ASSERT_TRUE((*shared)->begin(99, prompts()[0], greedy(8)));
+  auto unbound = (*shared)->propose(99, prompts()[0], 2);
+  ASSERT_FALSE(unbound);
+  EXPECT_NE(unbound.err().message.find("not bound"), std::string::npos) << unbound.err().message;
 }
 
 TEST_F(speculative_test, self_quant_draft_is_lossless_under_greedy_and_mostly_accepted) {
