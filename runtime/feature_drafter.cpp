@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "kernels/cpu/quant_ref.hpp"
-#include "runtime/batch_decoder.hpp"
 #include "runtime/gguf_file.hpp"
 #include "runtime/gguf_writer.hpp"
 
@@ -34,71 +33,26 @@ size_t bucket(int position, float p) {
   return (position > 0 ? std::size(p_edges) + 1 : 0) + b;
 }
 
-void embed(const model& m, int32_t token, float* out) {
+int32_t argmax(const float* x, size_t n) {
+  return static_cast<int32_t>(std::max_element(x, x + n) - x);
+}
+
+}  // namespace
+
+void embed_token(const model& m, int32_t token, float* out) {
   const auto& te = m.weights().tok_embd;
   dequantize_row_ref(te.type, te.data + static_cast<size_t>(token) * te.row_bytes, out, te.k);
 }
 
-// The map's inputs for state h and token embedding t: [h ; t ; h * t] (the product lets a linear
-// map weigh the token by the context: +3 points of acceptance on chat answers over [h ; t]).
-void map_inputs(const float* h, const float* t, int64_t e, float* out) {
+// The product lets a linear map weigh the token by the context: +3 points of acceptance on chat
+// answers over [h ; t].
+void feature_inputs_of(const float* h, const float* t, int64_t e, float* out) {
   for (int64_t i = 0; i < e; ++i) {
     out[i] = h[i];
     out[e + i] = t[i];
     out[2 * e + i] = h[i] * t[i];
   }
 }
-
-int32_t argmax(const float* x, size_t n) {
-  return static_cast<int32_t>(std::max_element(x, x + n) - x);
-}
-
-// (g + lambda I) x = c for symmetric positive definite g (n x n, row-major) and m right-hand
-// sides (c: n x m); Cholesky in double. false when g is not positive definite.
-bool solve_spd(std::vector<double>& g, int64_t n, double lambda, std::vector<double>& c, int64_t m) {
-  for (int64_t i = 0; i < n; ++i) g[i * n + i] += lambda;
-  for (int64_t j = 0; j < n; ++j) {  // g = L L^T, L in the lower triangle
-    double d = g[j * n + j];
-    for (int64_t k = 0; k < j; ++k) d -= g[j * n + k] * g[j * n + k];
-    if (d <= 0) return false;
-    d = std::sqrt(d);
-    g[j * n + j] = d;
-    for (int64_t i = j + 1; i < n; ++i) {
-      double s = g[i * n + j];
-      for (int64_t k = 0; k < j; ++k) s -= g[i * n + k] * g[j * n + k];
-      g[i * n + j] = s / d;
-    }
-  }
-  std::vector<double> col(static_cast<size_t>(n));
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t i = 0; i < n; ++i) col[i] = c[i * m + r];
-    for (int64_t i = 0; i < n; ++i) {  // L y = c
-      double s = col[i];
-      for (int64_t k = 0; k < i; ++k) s -= g[i * n + k] * col[k];
-      col[i] = s / g[i * n + i];
-    }
-    for (int64_t i = n - 1; i >= 0; --i) {  // L^T x = y
-      double s = col[i];
-      for (int64_t k = i + 1; k < n; ++k) s -= g[k * n + i] * col[k];
-      col[i] = s / g[i * n + i];
-    }
-    for (int64_t i = 0; i < n; ++i) c[i * m + r] = col[i];
-  }
-  return true;
-}
-
-// y (rows_x x rows_w, row-major) = x w^T for f32 matrices stored as rows of k.
-void gram(const std::vector<float>& w, int64_t rows_w, const std::vector<float>& x, int64_t rows_x, int64_t k,
-          std::vector<float>& y, cpu::thread_pool& pool) {
-  const cpu::dot_kernel kern = cpu::select_dot_kernel(ggml_type::f32, cpu::best_simd_level());
-  cpu::weight_view v{ggml_type::f32, reinterpret_cast<const uint8_t*>(w.data()), k, rows_w,
-                     static_cast<size_t>(k) * sizeof(float), false};
-  cpu::matmul_scratch scratch;
-  y.assign(static_cast<size_t>(rows_x * rows_w), 0.0f);
-  cpu::matmul(v, kern, x.data(), k, rows_x, y.data(), rows_w, pool, scratch);
-}
-
-}  // namespace
 
 expected<void> save_feature_map(const feature_map& map, const std::string& path) {
   const uint64_t e = map.n_embd;
@@ -150,88 +104,6 @@ expected<feature_map> load_feature_map(const std::string& path) {
   std::memcpy(m.weights.data(), t->data, m.weights.size() * sizeof(float));
   for (float v : m.weights)
     if (!std::isfinite(v)) return bad(std::string(tensor_name) + " holds a non-finite value");
-  return m;
-}
-
-expected<feature_map> fit_feature_map(const model& target, backend& b, cpu::thread_pool& pool,
-                                      const std::vector<std::vector<int32_t>>& prompts,
-                                      const feature_fit_options& options) {
-  const model_config& cfg = target.config();
-  const int64_t e = cfg.n_embd, in = feature_inputs * e;
-  const size_t nv = cfg.n_vocab;
-  std::vector<float> a_rows, b_rows, a(static_cast<size_t>(in));  // training pairs: inputs(h, t) -> next h
-  std::vector<uint64_t> freq(nv, 0);
-  std::vector<float> logits, hidden, emb(static_cast<size_t>(e));
-  kv_block_pool& kv = b.kv_pool();
-  for (size_t pi = 0; pi < prompts.size(); ++pi) {
-    const auto& p = prompts[pi];
-    if (p.empty()) continue;
-    auto h = kv.allocate(0);
-    if (!h) return make_error(errc::out_of_memory, "fit-draft: KV cache pool exhausted");
-    auto run = [&]() -> expected<void> {
-      if (p.size() > 1)
-        if (auto r = prefill_tokens(b, *h, p.data(), p.size() - 1, 0, 512, logits); !r) return r.err();
-      forward_batch batch;
-      batch.hidden_out = &hidden;
-      batch.add_sequence(&*h, &p.back(), 1, static_cast<int32_t>(p.size() - 1), false);
-      if (auto r = b.forward(batch, logits); !r) return r.err();
-      if (hidden.size() != static_cast<size_t>(e)) return make_error(errc::unsupported, "fit-draft: the backend returns no hidden states");
-      std::vector<float> state = hidden;
-      int32_t tok = argmax(logits.data(), nv);
-      for (int i = 0; i < options.max_tokens; ++i) {
-        if (target.vocab().is_eog(tok)) break;
-        ++freq[static_cast<size_t>(tok)];
-        if (i + 1 == options.max_tokens) break;
-        batch.clear();
-        batch.add_sequence(&*h, &tok, 1, static_cast<int32_t>(p.size()) + i, false);
-        if (auto r = b.forward(batch, logits); !r) return r.err();
-        embed(target, tok, emb.data());
-        map_inputs(state.data(), emb.data(), e, a.data());
-        a_rows.insert(a_rows.end(), a.begin(), a.end());
-        b_rows.insert(b_rows.end(), hidden.begin(), hidden.end());
-        state = hidden;
-        tok = argmax(logits.data(), nv);
-      }
-      return {};
-    };
-    auto r = run();
-    (void)kv.release(*h);
-    if (!r) return r.err();
-    if (options.progress) options.progress(pi + 1, prompts.size());
-  }
-  const int64_t n = static_cast<int64_t>(b_rows.size()) / e;
-  if (n < in)
-    return make_error(errc::invalid_argument, "fit-draft: " + std::to_string(n) + " training pairs from " +
-                      std::to_string(prompts.size()) + " prompts; need at least " + std::to_string(in) +
-                      " (more or longer prompts, or a larger --max-tokens)");
-
-  // Normal equations of the ridge regression: (A^T A + lambda I) X = A^T B, A: n x 2e, B: n x e.
-  std::vector<float> at(static_cast<size_t>(in * n)), bt(static_cast<size_t>(e * n));
-  for (int64_t s = 0; s < n; ++s) {
-    for (int64_t j = 0; j < in; ++j) at[j * n + s] = a_rows[s * in + j];
-    for (int64_t j = 0; j < e; ++j) bt[j * n + s] = b_rows[s * e + j];
-  }
-  std::vector<float> gf, cf;
-  gram(at, in, at, in, n, gf, pool);  // gf[j][i] = sum_s a_sj a_si
-  gram(bt, e, at, in, n, cf, pool);   // cf[j][i] = sum_s a_sj b_si
-  std::vector<double> g(gf.begin(), gf.end()), c(cf.begin(), cf.end());
-  if (!solve_spd(g, in, options.ridge * static_cast<double>(n) / 10000.0 + 1e-6, c, e))
-    return make_error(errc::internal, "fit-draft: the normal equations are singular (raise the ridge)");
-
-  feature_map m;
-  m.n_embd = static_cast<uint32_t>(e);
-  m.n_vocab = static_cast<uint32_t>(nv);
-  m.target_name = cfg.name;
-  m.samples = static_cast<uint32_t>(n);
-  m.weights.resize(static_cast<size_t>(e * in));
-  for (int64_t o = 0; o < e; ++o)
-    for (int64_t j = 0; j < in; ++j) m.weights[o * in + j] = static_cast<float>(c[j * e + o]);
-  std::vector<int32_t> order;
-  for (size_t t = 0; t < nv; ++t)
-    if (freq[t] > 0) order.push_back(static_cast<int32_t>(t));
-  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return freq[x] > freq[y]; });
-  if (order.size() > options.vocab_size) order.resize(options.vocab_size);
-  m.vocab = std::move(order);
   return m;
 }
 
@@ -287,8 +159,8 @@ expected<std::unique_ptr<feature_drafter>> feature_drafter::create(const feature
 float feature_drafter::estimate(int position, float p) const { return acceptance_.estimate(bucket(position, p)); }
 
 int32_t feature_drafter::step(std::vector<float>& h, int32_t t, float* top_p) {
-  embed(*target_, t, next_.data());
-  map_inputs(h.data(), next_.data(), n_embd_, in_.data());
+  embed_token(*target_, t, next_.data());
+  feature_inputs_of(h.data(), next_.data(), n_embd_, in_.data());
   cpu::matmul(map_, kernel_, in_.data(), feature_inputs * n_embd_, 1, next_.data(), n_embd_, *pool_, scratch_);
   h = next_;
   cpu::matmul(head_, kernel_, h.data(), n_embd_, 1, logits_.data(), static_cast<int64_t>(logits_.size()), *pool_, scratch_);

@@ -49,20 +49,10 @@ expected<void> save_feature_map(const feature_map& map, const std::string& path)
 /// Errors name the file and what is wrong (not a feature map, inconsistent shapes, bad tokens).
 expected<feature_map> load_feature_map(const std::string& path);
 
-struct feature_fit_options {
-  int max_tokens = 96;        ///< greedy answer length per prompt (stops at end-of-sequence)
-  uint32_t vocab_size = 2048; ///< candidate tokens kept (the most frequent in the answers)
-  double ridge = 1.0;         ///< regularization per 10,000 training pairs
-  /// Called after each prompt with (prompts done, total); may be empty.
-  std::function<void(size_t, size_t)> progress;
-};
-
-/// Generates greedy answers to `prompts` (token ids, chat template applied) on the target and
-/// fits the map on their hidden states. Needs at least 3 n_embd training pairs.
-/// `pool` runs the regression's products (the target backend's kernel threads).
-expected<feature_map> fit_feature_map(const model& target, backend& b, cpu::thread_pool& pool,
-                                      const std::vector<std::vector<int32_t>>& prompts,
-                                      const feature_fit_options& options);
+/// Token t's row of the target's embedding table, as n_embd floats.
+void embed_token(const model& m, int32_t token, float* out);
+/// The map's inputs for state h and token embedding t (n_embd floats each): [h ; t ; h * t].
+void feature_inputs_of(const float* h, const float* t, int64_t e, float* out);
 
 class feature_drafter final : public drafter {
  public:

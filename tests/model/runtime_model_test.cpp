@@ -15,6 +15,7 @@
 #include "runtime/cpu_backend.hpp"
 #include "runtime/drafter_factory.hpp"
 #include "runtime/feature_drafter.hpp"
+#include "runtime/feature_fit.hpp"
 #include "runtime/generator.hpp"
 #include "tests/model/model_fixture.hpp"
 #include "tests/sampling_presets.hpp"

@@ -11,6 +11,7 @@
 #include "runtime/cpu_backend.hpp"
 #include "runtime/drafter_factory.hpp"
 #include "runtime/feature_drafter.hpp"
+#include "runtime/feature_fit.hpp"
 #include "runtime/generator.hpp"
 #include "runtime/gguf_writer.hpp"
 #include "runtime/hybrid_drafter.hpp"
@@ -185,6 +186,50 @@ TEST_F(feature_drafter_test, the_factory_builds_feature_and_hybrid_and_says_how_
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.err().message.find("flywheel fit-draft --out " + spec.feature_map), std::string::npos)
       << missing.err().message;
+}
+
+// Answers are generated several prompts per forward; that changes nothing in what is learned.
+// With 20 or more prompts every 20th is held out and judges the cross-entropy refinement, which
+// starts from the ridge solution and is kept only when it predicts the held-out tokens better.
+TEST_F(feature_drafter_test, fit_answers_in_batches_and_judges_its_refinement_on_held_out_prompts) {
+  std::vector<std::vector<int32_t>> ps;
+  for (int i = 0; i < 40; ++i) {
+    std::vector<int32_t> p;
+    for (int j = 0; j < 5 + i % 9; ++j) p.push_back(3 + (j * (i + 3) + 5 * i) % 60);
+    ps.push_back(p);
+  }
+  auto be = backend();
+  feature_fit_options o;
+  o.max_tokens = 24;
+  o.epochs = 0;
+  o.batch = 1;
+  feature_fit_report one, many, refined;
+  auto a = fit_feature_map(*target_, *be, *be->thread_pool(), ps, o, &one);
+  o.batch = 8;
+  auto b = fit_feature_map(*target_, *be, *be->thread_pool(), ps, o, &many);
+  ASSERT_TRUE(a && b) << (a ? b.err().what() : a.err().what());
+  EXPECT_EQ(one.held_out, 0u) << "nothing is held out without refinement";
+  EXPECT_EQ(a->samples, b->samples);
+  EXPECT_EQ(a->vocab, b->vocab);
+  ASSERT_EQ(a->weights.size(), b->weights.size());
+  float diff = 0;
+  for (size_t i = 0; i < a->weights.size(); ++i) diff = std::max(diff, std::abs(a->weights[i] - b->weights[i]));
+  EXPECT_LT(diff, 1e-3f) << "batched answers fit a different map";
+  EXPECT_EQ(be->kv_pool().used_blocks(), 0u);
+
+  o.epochs = 8;
+  o.learning_rate = 3e-3;  // few pairs here: few minibatches per epoch
+  auto c = fit_feature_map(*target_, *be, *be->thread_pool(), ps, o, &refined);
+  ASSERT_TRUE(c) << c.err().what();
+  EXPECT_GT(refined.held_out, 0u);
+  EXPECT_EQ(refined.pairs + refined.held_out, a->samples) << "every pair is either trained on or held out";
+  EXPECT_EQ(c->samples, refined.pairs);
+  EXPECT_GT(refined.ridge_accuracy, 0.0);
+  EXPECT_GT(refined.epochs_kept, 0) << "the refinement never beat the ridge solution on held-out prompts";
+  EXPECT_GT(refined.accuracy, refined.ridge_accuracy);
+  EXPECT_NE(c->weights, b->weights);
+  std::printf("held-out next-token accuracy: ridge %.3f, refined %.3f (epoch %d)\n", refined.ridge_accuracy,
+              refined.accuracy, refined.epochs_kept);
 }
 
 TEST_F(feature_drafter_test, fit_needs_enough_pairs) {

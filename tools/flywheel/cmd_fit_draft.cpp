@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/feature_drafter.hpp"
+#include "runtime/feature_fit.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
@@ -49,11 +50,15 @@ int cmd_fit_draft(int argc, char** argv) {
       .option("max-tokens", "greedy answer tokens per prompt at most", "96")
       .option("vocab", "candidate tokens the draft may propose (most frequent in the answers)", "2048")
       .option("ridge", "regularization per 10,000 training pairs", "1.0")
+      .option("epochs", "cross-entropy refinement passes after the ridge solution (0: none)", "8")
+      .option("batch", "prompts answered together", "16")
       .flag("if-missing", "do nothing when --out already holds a feature map this build reads (setup uses it)");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   auto max_tokens = args.integer("max-tokens", 2);
   auto vocab = args.integer("vocab", 1);
-  for (const auto* v : {&max_tokens, &vocab}) {
+  auto epochs = args.integer("epochs", 0);
+  auto batch = args.integer("batch", 1);
+  for (const auto* v : {&max_tokens, &vocab, &epochs, &batch}) {
     if (!*v) {
       std::fprintf(stderr, "fit-draft: %s\n", v->err().message.c_str());
       return 2;
@@ -89,6 +94,8 @@ int cmd_fit_draft(int argc, char** argv) {
   o.max_tokens = static_cast<int>(*max_tokens);
   o.vocab_size = static_cast<uint32_t>(*vocab);
   o.ridge = *ridge;
+  o.epochs = static_cast<int>(*epochs);
+  o.batch = static_cast<uint32_t>(*batch);
   const bool tty = ::isatty(2) != 0;
   o.progress = [tty](size_t done, size_t total) {
     if (tty) {
@@ -98,7 +105,8 @@ int cmd_fit_draft(int argc, char** argv) {
       std::fprintf(stderr, "fit-draft: answered %zu/%zu prompts\n", done, total);
     }
   };
-  auto map = fit_feature_map(m, *session->backend, *session->backend->thread_pool(), prompts, o);
+  feature_fit_report report;
+  auto map = fit_feature_map(m, *session->backend, *session->backend->thread_pool(), prompts, o, &report);
   if (!map) {
     std::fprintf(stderr, "fit-draft: %s\n", map.err().what().c_str());
     return 1;
@@ -109,6 +117,10 @@ int cmd_fit_draft(int argc, char** argv) {
   }
   std::printf("fit-draft: %u training pairs, %zu candidate tokens -> %s\n", map->samples, map->vocab.size(),
               args.str("out").c_str());
+  if (report.held_out > 0)
+    std::printf("fit-draft: next-token accuracy on %u held-out pairs: %.1f%% (ridge), %.1f%% after %d refinement epoch%s\n",
+                report.held_out, 100 * report.ridge_accuracy, 100 * report.accuracy, report.epochs_kept,
+                report.epochs_kept == 1 ? "" : "s");
   return 0;
 }
 
