@@ -74,7 +74,8 @@ expected<std::vector<step_event>> batch_decoder::step() {
     slot& sl = *rows[i];
     if (!sl.draft || !drafting) continue;
     const bool scored = sl.draft->scores_proposals();
-    const int k = scored ? policy_.k_for_scored(sl.seq->remaining()) : policy_.k_for(sl.k, sl.seq->remaining());
+    int k = scored ? policy_.k_for_scored(sl.seq->remaining()) : policy_.k_for(sl.k, sl.seq->remaining());
+    if (gated && gate_.trial() && !scored) k = std::min(k, 1);  // judged by its cheapest proposal
     if (k <= 0) {
       if (!scored) policy_.observe(sl.k, 0, 0);
       continue;

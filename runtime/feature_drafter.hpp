@@ -2,14 +2,15 @@
 // trained transformer layer). The target's final hidden state h at the position that chose token
 // t, together with t's embedding, predicts the hidden state at t's own position:
 //
-//     h' ~= W [h ; e ; h * e]       (e = embed(t); W: n_embd x 3 n_embd, fit by ridge regression)
+//     h' ~= W [h ; e ; h * e]       (e = embed(t); W: n_embd x 3 n_embd)
 //
 // and the target's own output head, restricted to the tokens the target actually produces most
 // (a few thousand rows), turns h' into the next token. Chaining gives further tokens. A draft
 // token costs two small products (~2 MB of int8 weights), ~1.5% of a target step here, and the
 // draft needs no model file of its own: the map is fit on the user's prompts by `flywheel
-// fit-draft` (fit_feature_map: greedy answers from the target, their hidden states, one linear
-// solve) and saved as a small GGUF.
+// fit-draft` (runtime/feature_fit.hpp: greedy answers from the target, a ridge regression on
+// their hidden states, refined by the cross-entropy of the target's next tokens) and saved as a
+// small GGUF.
 //
 // Each proposed token carries an acceptance estimate from the draft's own top probability and
 // position, learned from the target's verdicts (acceptance_table), so k = auto verifies only what

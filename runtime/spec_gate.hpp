@@ -46,6 +46,10 @@ class spec_gate {
   /// sequences), its wall time and the part of it spent drafting.
   void observe(bool drafted, uint64_t tokens, double ms, double draft_ms = 0);
 
+  /// True during a speculative window whose throughput is not measured yet (the first one, or a
+  /// retry after an off period): the decoder drafts its cheapest proposal (one token) then, so
+  /// a draft that does not pay costs little to re-judge.
+  [[nodiscard]] bool trial() const { return phase_ == phase::speculate && spec_tps_ < 0; }
   [[nodiscard]] phase current() const { return phase_; }
   [[nodiscard]] double spec_tokens_per_ms() const { return spec_tps_; }
   [[nodiscard]] double plain_tokens_per_ms() const { return plain_tps_; }

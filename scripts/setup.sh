@@ -49,7 +49,7 @@ if [ "${FW_SKIP_BUILD:-0}" != 1 ]; then
 fi
 
 # -- the feature draft's map (--draft feature|hybrid), fit once on conf/calibration/prompts.txt
-#    (~2 min on 2 cores; `flywheel fit-draft --prompts YOURS.txt` refits it on your own prompts) --
+#    (~2.5 min on 2 cores; `flywheel fit-draft --prompts YOURS.txt` refits it on your own prompts) --
 if [ "${FW_SKIP_BUILD:-0}" != 1 ] && [ -x "$root/build/tools/flywheel" ]; then
   (cd "$root" && build/tools/flywheel fit-draft --if-missing --out models/feature_draft.gguf)
 fi

@@ -58,6 +58,23 @@ TEST(spec_gate_test, turns_drafting_off_when_plain_is_faster_and_retries_later) 
   EXPECT_EQ(g.times_turned_off(), 2u);
 }
 
+// The first speculative window, and each retry after an off period, is a trial: the decoder
+// drafts one token per step then, so judging a draft that does not pay costs little.
+TEST(spec_gate_test, marks_unmeasured_speculative_windows_as_trials) {
+  spec_gate g(cfg);
+  EXPECT_TRUE(g.trial());
+  for (int i = 0; i < 4; ++i) step(g, 3, 20, 5);
+  EXPECT_FALSE(g.trial());  // measured: probing plain now
+  for (int i = 0; i < 4; ++i) step(g, 3, 20, 5);
+  ASSERT_EQ(g.current(), spec_gate::phase::off);
+  EXPECT_FALSE(g.trial());
+  for (int i = 0; i < 10; ++i) step(g, 3, 20, 5);
+  ASSERT_TRUE(g.allow_drafts());
+  EXPECT_TRUE(g.trial());  // the retry is judged on its own window
+  for (int i = 0; i < 4; ++i) step(g, 4, 10, 5);
+  EXPECT_FALSE(g.trial());
+}
+
 TEST(spec_gate_test, tolerates_speculation_slightly_slower_than_plain) {
   spec_gate g(cfg);
   for (int i = 0; i < 8; ++i) step(g, 39, 200, 5);  // 0.195 vs 0.2 tokens/ms: within 5%
