@@ -116,10 +116,11 @@ expected<void> answer_prompts(const model& target, backend& b, const std::vector
         ++next_prompt, ++done;
         continue;
       }
-      const uint32_t need = pool.layout().blocks_for_tokens(static_cast<uint32_t>(p.size() + options.max_tokens));
-      if (!active.empty() && pool.free_blocks() < need) break;  // wait for a running answer to end
-      auto h = pool.allocate(0);
-      if (!h) return fail(make_error(errc::out_of_memory, "fit-draft: KV cache pool exhausted"));
+      // Room for the whole answer up front, so running answers never run out of blocks.
+      auto h = pool.allocate(static_cast<uint32_t>(p.size() + options.max_tokens));
+      if (!h && !active.empty()) break;  // wait for a running answer to end
+      if (!h) return fail(make_error(errc::out_of_memory, "fit-draft: KV cache pool exhausted (a prompt of " +
+                                     std::to_string(p.size()) + " tokens plus its answer does not fit)"));
       live s{next_prompt++, std::move(*h), {}, p.back(), 0};
       if (p.size() > 1)
         if (auto r = prefill_tokens(b, s.kv, p.data(), p.size() - 1, 0, 512, logits); !r) {

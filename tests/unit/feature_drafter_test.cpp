@@ -216,6 +216,15 @@ TEST_F(feature_drafter_test, fit_answers_in_batches_and_judges_its_refinement_on
   for (size_t i = 0; i < a->weights.size(); ++i) diff = std::max(diff, std::abs(a->weights[i] - b->weights[i]));
   EXPECT_LT(diff, 1e-3f) << "batched answers fit a different map";
   EXPECT_EQ(be->kv_pool().used_blocks(), 0u);
+  // A pool with room for two answers at a time: the batch waits for answers to end.
+  cpu_backend_options small;
+  small.threads = 2;
+  small.kv_tokens = 128;
+  cpu_backend tight(target_->config(), target_->weights(), small);
+  auto t = fit_feature_map(*target_, tight, *tight.thread_pool(), ps, o);
+  ASSERT_TRUE(t) << t.err().what();
+  EXPECT_EQ(t->samples, a->samples);
+  EXPECT_EQ(tight.kv_pool().used_blocks(), 0u);
 
   o.epochs = 8;
   o.learning_rate = 3e-3;  // few pairs here: few minibatches per epoch
