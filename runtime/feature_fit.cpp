@@ -69,18 +69,16 @@ void transpose(const float* a, int64_t rows, int64_t cols, float* out) {
     for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = a[r * cols + c];
 }
 
-// Training pairs, row-major: inputs (3 n_embd each), next states (n_embd each), labels (the
-// target's next token) and, per pair, whether it belongs to a held-out prompt.
+// Training pairs, row-major: inputs (3 n_embd each), next states (n_embd each; kept for the
+// training pairs only: the regression's targets) and labels (the target's next token).
 struct pair_set {
   std::vector<float> inputs, next;
   std::vector<int32_t> label;
-  std::vector<uint8_t> held;
-  size_t size() const { return label.size(); }
 };
 
 // Greedy answers, up to options.batch prompts per forward.
 expected<void> answer_prompts(const model& target, backend& b, const std::vector<std::vector<int32_t>>& prompts,
-                              const feature_fit_options& options, bool hold_out, pair_set& out,
+                              const feature_fit_options& options, bool hold_out, pair_set& train, pair_set& held,
                               std::vector<uint64_t>& freq) {
   const model_config& cfg = target.config();
   const int64_t e = cfg.n_embd;
@@ -143,10 +141,11 @@ expected<void> answer_prompts(const model& target, backend& b, const std::vector
       if (!s.state.empty()) {  // a pair: (state that chose tok, tok) -> the state at tok's position
         embed_token(target, s.tok, emb.data());
         feature_inputs_of(s.state.data(), emb.data(), e, in.data());
+        const bool held_out = hold_out && s.prompt % held_out_every == held_out_every - 1;
+        pair_set& out = held_out ? held : train;
         out.inputs.insert(out.inputs.end(), in.begin(), in.end());
-        out.next.insert(out.next.end(), hid, hid + e);
+        if (!held_out) out.next.insert(out.next.end(), hid, hid + e);
         out.label.push_back(next);
-        out.held.push_back(hold_out && s.prompt % held_out_every == held_out_every - 1);
       }
       s.state.assign(hid, hid + e);
       s.tok = next;
@@ -166,18 +165,6 @@ expected<void> answer_prompts(const model& target, backend& b, const std::vector
     active = std::move(still);
   }
   return {};
-}
-
-// Rows of `set` selected by `held` == want, gathered into contiguous matrices.
-void select(const pair_set& set, int64_t e, bool want, std::vector<float>& inputs, std::vector<float>* next,
-            std::vector<int32_t>& label) {
-  const int64_t in = feature_inputs * e;
-  for (size_t s = 0; s < set.size(); ++s) {
-    if ((set.held[s] != 0) != want) continue;
-    inputs.insert(inputs.end(), set.inputs.begin() + s * in, set.inputs.begin() + (s + 1) * in);
-    if (next) next->insert(next->end(), set.next.begin() + s * e, set.next.begin() + (s + 1) * e);
-    label.push_back(set.label[s]);
-  }
 }
 
 // Next-token accuracy of map w over pairs (labels outside the candidates count as misses).
@@ -265,15 +252,14 @@ expected<feature_map> fit_feature_map(const model& target, backend& b, cpu::thre
   const int64_t e = cfg.n_embd, in = feature_inputs * e;
   const size_t nv = cfg.n_vocab;
   const bool hold_out = options.epochs > 0 && prompts.size() >= held_out_every;
-  pair_set pairs;
+  pair_set train, test;
   std::vector<uint64_t> freq(nv, 0);
-  if (auto r = answer_prompts(target, b, prompts, options, hold_out, pairs, freq); !r) return r.err();
-
-  std::vector<float> train_in, train_next, test_in;
-  std::vector<int32_t> train_label, test_label;
-  select(pairs, e, false, train_in, &train_next, train_label);
-  select(pairs, e, true, test_in, nullptr, test_label);
-  pairs = {};
+  if (auto r = answer_prompts(target, b, prompts, options, hold_out, train, test, freq); !r) return r.err();
+  std::vector<float>& train_in = train.inputs;
+  std::vector<float>& train_next = train.next;
+  const std::vector<float>& test_in = test.inputs;
+  const std::vector<int32_t>& train_label = train.label;
+  const std::vector<int32_t>& test_label = test.label;
   const int64_t n = static_cast<int64_t>(train_label.size());
   if (n < in)
     return make_error(errc::invalid_argument, "fit-draft: " + std::to_string(n) + " training pairs from " +
