@@ -4,13 +4,11 @@
 
 #include <stdexcept>
 
-#include "actors/decode_protocol.hpp"
-
 namespace fw::actors {
 namespace {
 
 // Mirrors the decoder's cumulative speculation counters into the engine's registry (vLLM's
-// spec_decode_* names). advance_to keeps them monotonic across decode-actor restarts.
+// spec_decode_* names). advance_to keeps them monotonic across decode-worker restarts.
 void publish_spec_metrics(const engine_context& ctx, const spec_stats& s) {
   auto& reg = *ctx.metrics;
   reg.counter(metric_names::spec_decode_num_drafts, metric_names::spec_decode_num_drafts_help, ctx.labels)
@@ -29,10 +27,11 @@ void publish_spec_metrics(const engine_context& ctx, const spec_stats& s) {
 
 }  // namespace
 
-caf::behavior decode_actor(caf::stateful_actor<decode_state>* self, const engine_context* ctx,
-                           caf::actor front_door, caf::actor scheduler) {
+decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_state> self, const engine_context* ctx,
+                                          front_door_actor front_door, scheduler_actor scheduler) {
   self->state.decoder = std::make_unique<batch_decoder>(*ctx->m, *ctx->device, ctx->limits.max_batch);
   self->state.decoder->set_speculation(ctx->limits.draft, ctx->limits.policy);
+  if (ctx->faults && ctx->faults->fail_kv_reserve) self->state.decoder->set_kv_fault(ctx->faults->fail_kv_reserve);
   auto kick = [self] {
     auto& st = self->state;
     if (!st.stepping && st.decoder->active() > 0) {
@@ -53,24 +52,26 @@ caf::behavior decode_actor(caf::stateful_actor<decode_state>* self, const engine
       [=](cancel_atom, uint64_t id) {
         if (self->state.decoder->remove(id)) self->send(scheduler, done_atom::value, finished_ids{{id}});
       },
-      [=](fault_atom) { self->state.fault_armed = true; },
       [=](step_atom) {
         auto& st = self->state;
         st.stepping = false;
-        if (st.fault_armed) {
-          st.fault_armed = false;
+        if (ctx->faults && ctx->faults->crash_decode_step && ctx->faults->crash_decode_step())
           throw std::runtime_error("injected fault in the decode step");
-        }
-        auto events = st.decoder->step();
-        if (!events) throw std::runtime_error("decode step failed: " + events.err().what());
-        finished_ids done;
-        for (const auto& e : *events)
-          if (e.finished) done.ids.push_back(e.id);
+        step_result res = st.decoder->step();
         // Counters and the scheduler first, so that what a client reads after its final event
         // already includes this step.
         if (ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
-        if (!done.ids.empty()) self->send(scheduler, done_atom::value, std::move(done));
-        if (!events->empty()) self->send(front_door, step_atom::value, step_batch{std::move(*events)});
+        if (!res.finished.empty()) self->send(scheduler, done_atom::value, finished_ids{std::move(res.finished)});
+        if (!res.failed.empty()) {
+          sequence_failures f;
+          for (auto& x : res.failed) {
+            f.ids.push_back(x.id);
+            f.codes.push_back(static_cast<uint8_t>(x.err.code));
+            f.messages.push_back(std::move(x.err.message));
+          }
+          self->send(scheduler, fail_atom::value, std::move(f));
+        }
+        if (!res.events.empty()) self->send(front_door, step_atom::value, step_batch{std::move(res.events)});
         kick();
       },
   };

@@ -4,9 +4,8 @@
 
 #include <future>
 
-#include "actors/decode_protocol.hpp"
 #include "actors/front_door_actor.hpp"
-#include "actors/prefill_protocol.hpp"
+#include "actors/protocol/errc_error.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "actors/supervisor_actor.hpp"
 
@@ -18,16 +17,12 @@ namespace {
 class engine_actor_config : public caf::actor_system_config {
  public:
   engine_actor_config() {
-    add_message_type<client_request>("fw::actors::client_request");
-    add_message_type<stream_event>("fw::actors::stream_event");
-    add_message_type<request_failure>("fw::actors::request_failure");
-    add_message_type<prefill_job>("fw::actors::prefill_job");
-    add_message_type<prefill_done>("fw::actors::prefill_done");
-    add_message_type<decode_job>("fw::actors::decode_job");
-    add_message_type<step_batch>("fw::actors::step_batch");
-    add_message_type<finished_ids>("fw::actors::finished_ids");
-    add_message_type<worker_restart>("fw::actors::worker_restart");
-    add_message_type<scheduler_stats>("fw::actors::scheduler_stats");
+    add_front_door_types(*this);
+    add_scheduler_types(*this);
+    add_prefill_types(*this);
+    add_decode_types(*this);
+    add_supervisor_types(*this);
+    add_errc_category(*this);
     set("scheduler.policy", caf::atom("sharing"));
     set("scheduler.max-threads", 1);
     set("logger.verbosity", caf::atom("quiet"));
@@ -42,13 +37,16 @@ struct engine::impl {
   gauge_metric* waiting = nullptr;
   gauge_metric* kv_usage = nullptr;
   counter_metric* restarts = nullptr;
+  counter_metric* ignored_errors = nullptr;
   engine_actor_config cfg;
   caf::actor_system system{cfg};
-  caf::actor front_door, scheduler, supervisor;
+  front_door_actor front_door;
+  scheduler_actor scheduler;
+  supervisor_actor supervisor;
 };
 
 expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
-                                                engine_limits limits) {
+                                                engine_limits limits, engine_options options) {
   if (limits.max_batch == 0) return make_error(errc::invalid_argument, "max_batch must be at least 1");
   if (limits.prefill_chunk == 0) return make_error(errc::invalid_argument, "prefill_chunk must be at least 1");
   std::unique_ptr<engine> e(new engine());
@@ -57,6 +55,8 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   e->ctx_.m = e->model_.get();
   e->ctx_.device = e->device_.get();
   e->ctx_.limits = limits;
+  e->faults_ = std::move(options.faults);
+  e->ctx_.faults = e->faults_.get();
   e->impl_ = std::make_unique<impl>();
   auto& im = *e->impl_;
   const std::string name = e->model_->config().name.empty() ? "unknown" : e->model_->config().name;
@@ -69,17 +69,21 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   im.kv_usage = &e->metrics_.gauge(metric_names::kv_cache_usage, "KV-cache usage. 1 means 100 percent usage.", labels);
   im.restarts = &e->metrics_.counter(metric_names::worker_restarts,
                                      "Number of prefill/decode workers restarted by the supervisor.", labels);
+  im.ignored_errors = &e->metrics_.counter("flywheel:ignored_errors_total",
+                                           "Errors deliberately not acted on (KV releases on cleanup paths), process-wide; "
+                                           "each is also logged as a warning.",
+                                           labels);
   e->ctx_.metrics = &e->metrics_;
   e->ctx_.labels = labels;
   auto& sys = im.system;
-  e->impl_->front_door = sys.spawn(front_door_actor, &im.fd_metrics);
-  e->impl_->scheduler = sys.spawn(scheduler_actor, &e->ctx_, e->impl_->front_door);
+  e->impl_->front_door = sys.spawn(front_door, &im.fd_metrics);
+  e->impl_->scheduler = sys.spawn(scheduler, &e->ctx_, e->impl_->front_door);
   caf::anon_send(e->impl_->front_door, init_atom::value, e->impl_->scheduler);
-  e->impl_->supervisor = sys.spawn(supervisor_actor, &e->ctx_, e->impl_->front_door, e->impl_->scheduler);
+  e->impl_->supervisor = sys.spawn(supervisor, &e->ctx_, e->impl_->front_door, e->impl_->scheduler);
   caf::scoped_actor self{sys};
   bool ok = false;
   self->request(e->impl_->supervisor, std::chrono::seconds(10), init_atom::value)
-      .receive([&](caf::atom_value) { ok = true; }, [&](caf::error&) { ok = false; });
+      .receive([&](ok_atom) { ok = true; }, [&](caf::error&) { ok = false; });
   if (!ok) return make_error(errc::internal, "the supervisor did not start its workers");
   return e;
 }
@@ -93,6 +97,7 @@ uint64_t engine::submit(std::vector<int32_t> prompt, const sampling_params& para
     e.id = id;
     e.kind = static_cast<uint8_t>(stream_kind::error);
     e.finish_reason = to_string(errc::cancelled);
+    e.error_code = static_cast<uint8_t>(errc::cancelled);
     e.error = "the runtime is shut down";
     on_event(e);
     return id;
@@ -100,13 +105,14 @@ uint64_t engine::submit(std::vector<int32_t> prompt, const sampling_params& para
   // The request's sink: calls the callback, and ends the request with an error if the front
   // door dies before the final event (so no caller waits forever).
   auto fd = impl_->front_door;
-  auto sink = impl_->system.spawn([cb = std::move(on_event), fd, id](caf::event_based_actor* self) -> caf::behavior {
+  auto sink = impl_->system.spawn([cb = std::move(on_event), fd, id](sink_actor::pointer self) -> sink_actor::behavior_type {
     self->monitor(fd);
     self->set_down_handler([=](caf::down_msg&) {
       stream_event e;
       e.id = id;
       e.kind = static_cast<uint8_t>(stream_kind::error);
       e.finish_reason = to_string(errc::cancelled);
+      e.error_code = static_cast<uint8_t>(errc::cancelled);
       e.error = "the runtime stopped before the request finished";
       cb(e);
       self->quit();
@@ -145,17 +151,13 @@ void engine::cancel(uint64_t id) {
   if (!stopped_.load()) caf::anon_send(impl_->front_door, cancel_atom::value, id);
 }
 
-void engine::inject_fault(worker_kind kind) {
-  if (!stopped_.load()) caf::anon_send(impl_->supervisor, fault_atom::value, static_cast<uint8_t>(kind));
-}
-
 expected<scheduler_stats> engine::stats() {
   if (stopped_.load()) return make_error(errc::cancelled, "the runtime is shut down");
   caf::scoped_actor self{impl_->system};
   expected<scheduler_stats> out = make_error(errc::timed_out, "the scheduler did not answer");
   self->request(impl_->scheduler, std::chrono::seconds(10), stats_atom::value)
       .receive([&](scheduler_stats& s) { out = s; },
-               [&](caf::error& err) { out = make_error(errc::internal, impl_->system.render(err)); });
+               [&](caf::error& err) { out = from_caf_error(err); });
   return out;
 }
 
@@ -166,6 +168,7 @@ std::string engine::render_metrics() {
     impl_->kv_usage->set(s->kv_total_blocks ? static_cast<double>(s->kv_used_blocks) / s->kv_total_blocks : 0.0);
     impl_->restarts->advance_to(static_cast<double>(s->worker_restarts));
   }
+  if (impl_) impl_->ignored_errors->advance_to(static_cast<double>(ignored_error_count()));
   return metrics_.render();
 }
 

@@ -16,10 +16,11 @@
 #include <vector>
 
 #include "actors/engine_context.hpp"
-#include "actors/front_door_protocol.hpp"
-#include "actors/scheduler_protocol.hpp"
-#include "runtime/expected.hpp"
-#include "runtime/metrics_registry.hpp"
+#include "actors/engine_faults.hpp"
+#include "actors/protocol/front_door_messages.hpp"
+#include "actors/protocol/scheduler_protocol.hpp"
+#include "runtime/base/expected.hpp"
+#include "runtime/metrics/metrics_registry.hpp"
 
 namespace fw::actors {
 
@@ -33,11 +34,17 @@ struct completed_request {
   bool ok() const { return final.kind == static_cast<uint8_t>(stream_kind::done); }
 };
 
+/// What an engine is started with besides model, device and limits.
+struct engine_options {
+  /// Tests only: the fault-injection seam (engine_faults.hpp). Null in production.
+  std::shared_ptr<const engine_faults> faults;
+};
+
 class engine {
  public:
   /// Takes shared ownership of the model and ownership of the device backend.
   static expected<std::unique_ptr<engine>> start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
-                                                 engine_limits limits);
+                                                 engine_limits limits, engine_options options = {});
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
@@ -47,8 +54,6 @@ class engine {
   /// Submits and waits for the final event.
   completed_request run(std::vector<int32_t> prompt, const sampling_params& params);
   void cancel(uint64_t id);
-  /// Arms a fault in a worker: its next job throws (tests of supervision).
-  void inject_fault(worker_kind kind);
   expected<scheduler_stats> stats();
   /// The engine's metrics (flywheel:* names); valid for the engine's lifetime.
   metrics_registry& metrics() { return metrics_; }
@@ -70,6 +75,7 @@ class engine {
   std::shared_ptr<const model> model_;
   std::unique_ptr<backend> device_;
   metrics_registry metrics_;  // outlives impl_ (the actors that record into it)
+  std::shared_ptr<const engine_faults> faults_;  // outlives impl_ (the workers ask it)
   engine_context ctx_;
   std::unique_ptr<impl> impl_;
   std::atomic<uint64_t> next_id_{1};

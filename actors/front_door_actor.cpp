@@ -2,12 +2,11 @@
 
 #include <caf/all.hpp>
 
-#include "actors/decode_protocol.hpp"
 
 namespace fw::actors {
 namespace {
 
-using self_ptr = caf::stateful_actor<front_door_state>*;
+using self_ptr = front_door_actor::stateful_pointer<front_door_state>;
 using clock_type = std::chrono::steady_clock;
 
 double ms_between(clock_type::time_point a, clock_type::time_point b) {
@@ -41,15 +40,16 @@ stream_event final_event(uint64_t id, const client_entry& c, stream_kind kind) {
   return e;
 }
 
-void finish_with_error(self_ptr self, uint64_t id, const std::string& code, const std::string& message) {
+void finish_with_error(self_ptr self, uint64_t id, errc code, const std::string& message) {
   auto it = self->state.clients.find(id);
   if (it == self->state.clients.end()) return;
   auto e = final_event(id, it->second, stream_kind::error);
-  if (self->state.metrics) self->state.metrics->record_failure(code);
-  e.finish_reason = code;
+  if (self->state.metrics) self->state.metrics->record_failure(to_string(code));
+  e.finish_reason = to_string(code);
+  e.error_code = static_cast<uint8_t>(code);
   e.error = message;
   self->send(it->second.sink, std::move(e));
-  self->demonitor(it->second.sink);
+  self->demonitor(it->second.sink.address());
   self->state.clients.erase(it);
 }
 
@@ -86,7 +86,7 @@ void front_door_metrics::record_failure(const std::string& reason) const {
   registry->counter(metric_names::request_failure, failure_help, with_label(labels, "reason", std::move(r))).inc();
 }
 
-caf::behavior front_door_actor(self_ptr self, const front_door_metrics* metrics) {
+front_door_actor::behavior_type front_door(self_ptr self, const front_door_metrics* metrics) {
   self->state.metrics = metrics;
   self->set_down_handler([self](caf::down_msg& dm) {
     // A client sink went away: cancel whatever it was waiting for.
@@ -100,13 +100,14 @@ caf::behavior front_door_actor(self_ptr self, const front_door_metrics* metrics)
     }
   });
   return {
-      [=](init_atom, caf::actor scheduler) { self->state.scheduler = std::move(scheduler); },
-      [=](generate_atom, client_request& req, caf::actor sink) {
+      [=](init_atom, scheduler_actor scheduler) { self->state.scheduler = std::move(scheduler); },
+      [=](generate_atom, client_request& req, sink_actor sink) {
         if (self->state.clients.count(req.id)) {
           stream_event e;
           e.id = req.id;
           e.kind = static_cast<uint8_t>(stream_kind::error);
           e.finish_reason = to_string(errc::invalid_argument);
+          e.error_code = static_cast<uint8_t>(errc::invalid_argument);
           e.error = "duplicate request id " + std::to_string(req.id);
           if (self->state.metrics) self->state.metrics->record_failure(e.finish_reason);
           self->send(sink, std::move(e));
@@ -121,10 +122,10 @@ caf::behavior front_door_actor(self_ptr self, const front_door_metrics* metrics)
         self->send(self->state.scheduler, generate_atom::value, std::move(req));
       },
       [=](cancel_atom, uint64_t id) {
-        finish_with_error(self, id, to_string(errc::cancelled), "request cancelled by the client");
+        finish_with_error(self, id, errc::cancelled, "request cancelled by the client");
         self->send(self->state.scheduler, cancel_atom::value, id);
       },
-      [=](fail_atom, request_failure& f) { finish_with_error(self, f.id, f.code, f.message); },
+      [=](fail_atom, request_failure& f) { finish_with_error(self, f.id, static_cast<errc>(f.code), f.message); },
       [=](step_atom, step_batch& batch) {
         const auto now = clock_type::now();
         const front_door_metrics* m = self->state.metrics;
@@ -163,7 +164,7 @@ caf::behavior front_door_actor(self_ptr self, const front_door_metrics* metrics)
               m->record_success(e.finish_reason);
             }
             self->send(c.sink, std::move(e));
-            self->demonitor(c.sink);
+            self->demonitor(c.sink.address());
             self->state.clients.erase(it);
           }
         }
@@ -171,10 +172,9 @@ caf::behavior front_door_actor(self_ptr self, const front_door_metrics* metrics)
       [=](shutdown_atom) {
         std::vector<uint64_t> ids;
         for (auto& [id, c] : self->state.clients) ids.push_back(id);
-        for (uint64_t id : ids) finish_with_error(self, id, to_string(errc::cancelled), "the runtime is shutting down");
+        for (uint64_t id : ids) finish_with_error(self, id, errc::cancelled, "the runtime is shutting down");
         self->quit();
       },
-      [=](stats_atom) { return static_cast<uint64_t>(self->state.clients.size()); },
   };
 }
 

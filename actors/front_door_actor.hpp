@@ -1,25 +1,25 @@
 // front_door_actor: where clients come in. Keeps each request's sink (the client's actor) and
-// timings, forwards requests and cancels to the scheduler, and splits the decode actor's
+// timings, forwards requests and cancels to the scheduler, and splits the decode worker's
 // per-step batches into per-request stream events (token events, then one final event with
-// usage and TTFT/TPOT). A sink that dies cancels its request. It also records each request's
-// TTFT, inter-token latencies, end-to-end latency, token counts and outcome into the engine's
-// metrics registry (front_door_metrics). Protocol: actors/front_door_protocol.hpp.
+// usage and TTFT/TPOT, or an error event with the errc and message). A sink that dies cancels
+// its request. It also records each request's TTFT, inter-token latencies, end-to-end latency,
+// token counts and outcome into the engine's metrics registry (front_door_metrics).
+// Protocol: actors/protocol/front_door_protocol.hpp.
 #pragma once
 
-#include <caf/actor.hpp>
-#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include <chrono>
 #include <string>
 #include <unordered_map>
 
-#include "actors/front_door_protocol.hpp"
-#include "runtime/metrics_registry.hpp"
+#include "actors/protocol/front_door_protocol.hpp"
+#include "runtime/metrics/metrics_registry.hpp"
 
 namespace fw::actors {
 
 struct client_entry {
-  caf::actor sink;
+  sink_actor sink;
   std::chrono::steady_clock::time_point submitted;
   std::chrono::steady_clock::time_point first_token;
   std::chrono::steady_clock::time_point last_token;
@@ -53,16 +53,15 @@ struct front_door_state {
   // parenthesized init that would turn the pointer into the first member. Take it explicitly.
   explicit front_door_state(caf::local_actor*) {}
 
-  caf::actor scheduler;
+  scheduler_actor scheduler;
   const front_door_metrics* metrics = nullptr;  ///< null: not recorded
   std::unordered_map<uint64_t, client_entry> clients;
   static inline const char* name = "fw.front_door";
 };
 
-using init_atom = caf::atom_constant<caf::atom("init")>;
-
 /// Spawned first; receives (init_atom, scheduler) before any client request. metrics may be null;
 /// otherwise it must outlive the actor.
-caf::behavior front_door_actor(caf::stateful_actor<front_door_state>* self, const front_door_metrics* metrics);
+front_door_actor::behavior_type front_door(front_door_actor::stateful_pointer<front_door_state> self,
+                                           const front_door_metrics* metrics);
 
 }  // namespace fw::actors

@@ -1,10 +1,13 @@
 // prefill_actor: runs prompts into KV handles on its device (spawned detached: the forward pass
-// blocks its own thread, not CAF's workers). Protocol: actors/prefill_protocol.hpp.
+// blocks its own thread, not CAF's workers). A failed prefill replies a flywheel error (the
+// errc survives the hop); a crash (tests: engine_faults) kills the worker, which the supervisor
+// restarts. Protocol: actors/protocol/prefill_protocol.hpp.
 #pragma once
 
-#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/engine_context.hpp"
+#include "actors/protocol/prefill_protocol.hpp"
 
 namespace fw::actors {
 
@@ -12,11 +15,9 @@ struct prefill_state {
   // CAF constructs a state from the actor pointer when it can; with C++20 aggregate
   // parenthesized init that would turn the pointer into the first member. Take it explicitly.
   explicit prefill_state(caf::local_actor*) {}
-
-  bool fault_armed = false;
   static inline const char* name = "fw.prefill";
 };
 
-caf::behavior prefill_actor(caf::stateful_actor<prefill_state>* self, const engine_context* ctx);
+prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<prefill_state> self, const engine_context* ctx);
 
 }  // namespace fw::actors

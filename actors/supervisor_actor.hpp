@@ -1,14 +1,17 @@
-// supervisor_actor: spawns the worker actors (prefill, decode: detached, monitored) and
-// restarts any that dies, telling the scheduler which one was replaced and why so it can fail
-// and clean up the requests the dead worker held. (init_atom) -> ok starts the workers;
-// (shutdown_atom) stops them without restarting; (fault_atom, uint8_t kind) arms a fault in a
-// worker (tests). Later: telemetry polling and degradation decisions.
+// supervisor_actor: spawns the worker actors (prefill, decode: detached, monitored) and restarts
+// any that dies, telling the scheduler which one was replaced and why so it can fail and clean
+// up the requests the dead worker held. Protocol: actors/protocol/supervisor_protocol.hpp.
+// Later: telemetry polling and degradation decisions.
 #pragma once
 
-#include <caf/actor.hpp>
-#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/engine_context.hpp"
+#include "actors/protocol/decode_protocol.hpp"
+#include "actors/protocol/front_door_protocol.hpp"
+#include "actors/protocol/prefill_protocol.hpp"
+#include "actors/protocol/scheduler_protocol.hpp"
+#include "actors/protocol/supervisor_protocol.hpp"
 
 namespace fw::actors {
 
@@ -16,14 +19,17 @@ struct supervisor_state {
   // CAF constructs a state from the actor pointer when it can; with C++20 aggregate
   // parenthesized init that would turn the pointer into the first member. Take it explicitly.
   explicit supervisor_state(caf::local_actor*) {}
-
-  caf::actor front_door, scheduler, prefill, decode;
+  front_door_actor front_door;
+  scheduler_actor scheduler;
+  prefill_actor prefill;
+  decode_actor decode;
   bool stopping = false;
   uint64_t restarts = 0;
   static inline const char* name = "fw.supervisor";
 };
 
-caf::behavior supervisor_actor(caf::stateful_actor<supervisor_state>* self, const engine_context* ctx,
-                               caf::actor front_door, caf::actor scheduler);
+supervisor_actor::behavior_type supervisor(supervisor_actor::stateful_pointer<supervisor_state> self,
+                                           const engine_context* ctx, front_door_actor front_door,
+                                           scheduler_actor scheduler);
 
 }  // namespace fw::actors

@@ -1,7 +1,7 @@
 // Sampling parameters the tests use again and again.
 #pragma once
 
-#include "runtime/sampling_params.hpp"
+#include "runtime/sample/sampling_params.hpp"
 
 namespace fw::test {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/quant_ref.hpp"
+#include "kernels/format/quant_ref.hpp"
 
 namespace fw::cpu {
 

@@ -10,18 +10,10 @@
 
 #include "kernels/cpu/thread_pool.hpp"
 #include "kernels/cpu/vec_dot.hpp"
+#include "kernels/format/weight_view.hpp"
 
 namespace fw::cpu {
 
-/// A non-owning view of one weight matrix.
-struct weight_view {
-  ggml_type type = ggml_type::f32;
-  const uint8_t* data = nullptr;
-  int64_t k = 0;         ///< input features (row length)
-  int64_t n = 0;         ///< output features (rows)
-  size_t row_bytes = 0;  ///< bytes per row
-  bool packed = false;   ///< data is in the kernel path's packed layout (dot_kernel::pack)
-};
 
 /// Scratch memory reused across calls: the last quantized activations and what they came from.
 struct matmul_scratch {

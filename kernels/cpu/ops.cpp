@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.hpp"
-#include "kernels/cpu/quant_ref.hpp"
+#include "kernels/format/quant_ref.hpp"
 
 namespace fw::cpu {
 

@@ -1,5 +1,7 @@
 #include "kernels/cpu/vec_dot.hpp"
 
+#include <vector>
+
 namespace fw::cpu {
 namespace {
 
@@ -27,57 +29,77 @@ dot_kernel make(ggml_type t, simd_level lvl, quantize_q8x_fn quant, pack_rows_fn
   return {t, lvl, act, Dot, quant, gemv_by_rows<Dot>, Gemm, pack, packed};
 }
 
-dot_kernel select_ref(ggml_type t) {
+// -- the providers: one table per SIMD path, one entry per weight format it implements --
+// A new format is one entry in each path that implements it; a path without an entry for a type
+// falls back to the next lower path (kernel reports show that as a fallback).
+
+std::vector<dot_kernel> ref_kernels() {
   namespace k = ref;
   const auto lvl = simd_level::scalar;
-  switch (t) {
-    case ggml_type::f32: return make<k::dot_f32>(t, lvl, nullptr);
-    case ggml_type::f16: return make<k::dot_f16>(t, lvl, nullptr);
-    case ggml_type::bf16: return make<k::dot_bf16>(t, lvl, nullptr);
-    case ggml_type::q4_0: return make<k::dot_q4_0>(t, lvl, k::quantize_q8x);
-    case ggml_type::q4_1: return make<k::dot_q4_1>(t, lvl, k::quantize_q8x);
-    case ggml_type::q8_0: return make<k::dot_q8_0>(t, lvl, k::quantize_q8x);
-  }
-  return make<k::dot_f32>(t, lvl, nullptr);
+  return {make<k::dot_f32>(ggml_type::f32, lvl, nullptr),
+          make<k::dot_f16>(ggml_type::f16, lvl, nullptr),
+          make<k::dot_bf16>(ggml_type::bf16, lvl, nullptr),
+          make<k::dot_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x),
+          make<k::dot_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x),
+          make<k::dot_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x)};
 }
 
-dot_kernel select_avx2(ggml_type t) {
+std::vector<dot_kernel> avx2_kernels() {
   namespace k = avx2;
   const auto lvl = simd_level::avx2;
-  switch (t) {
-    case ggml_type::f32: return make<k::dot_f32>(t, lvl, nullptr);
-    case ggml_type::f16: return make<k::dot_f16>(t, lvl, nullptr);
-    case ggml_type::bf16: return make<k::dot_bf16>(t, lvl, nullptr);
-    case ggml_type::q4_0: return make<k::dot_q4_0>(t, lvl, k::quantize_q8x);
-    case ggml_type::q4_1: return make<k::dot_q4_1>(t, lvl, k::quantize_q8x);
-    case ggml_type::q8_0: return make<k::dot_q8_0>(t, lvl, k::quantize_q8x);
-  }
-  return select_ref(t);
+  return {make<k::dot_f32>(ggml_type::f32, lvl, nullptr),
+          make<k::dot_f16>(ggml_type::f16, lvl, nullptr),
+          make<k::dot_bf16>(ggml_type::bf16, lvl, nullptr),
+          make<k::dot_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x),
+          make<k::dot_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x),
+          make<k::dot_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x)};
 }
 
-dot_kernel select_avx512(ggml_type t) {
+std::vector<dot_kernel> avx512_kernels() {
   namespace k = avx512;
   const auto lvl = simd_level::avx512;
-  const auto p = k::packed_layout_for(t);
-  switch (t) {
-    case ggml_type::f32: return make<k::dot_f32, k::gemm_f32>(t, lvl, nullptr, p.pack, p.gemm);
-    case ggml_type::f16: return make<k::dot_f16, k::gemm_f16>(t, lvl, nullptr, p.pack, p.gemm);
-    case ggml_type::bf16: return make<k::dot_bf16, k::gemm_bf16>(t, lvl, nullptr, p.pack, p.gemm);
-    case ggml_type::q4_0: return make<k::dot_q4_0, k::gemm_q4_0>(t, lvl, k::quantize_q8x, p.pack, p.gemm);
-    case ggml_type::q4_1: return make<k::dot_q4_1, k::gemm_q4_1>(t, lvl, k::quantize_q8x, p.pack, p.gemm);
-    case ggml_type::q8_0: return make<k::dot_q8_0, k::gemm_q8_0>(t, lvl, k::quantize_q8x, p.pack, p.gemm);
-  }
-  return select_avx2(t);
+  auto with_packing = [](dot_kernel d) {
+    const auto p = k::packed_layout_for(d.type);
+    d.pack = p.pack;
+    d.packed_gemm = p.gemm;
+    return d;
+  };
+  return {with_packing(make<k::dot_f32, k::gemm_f32>(ggml_type::f32, lvl, nullptr)),
+          with_packing(make<k::dot_f16, k::gemm_f16>(ggml_type::f16, lvl, nullptr)),
+          with_packing(make<k::dot_bf16, k::gemm_bf16>(ggml_type::bf16, lvl, nullptr)),
+          with_packing(make<k::dot_q4_0, k::gemm_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x)),
+          with_packing(make<k::dot_q4_1, k::gemm_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x)),
+          with_packing(make<k::dot_q8_0, k::gemm_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x))};
+}
+
+struct provider {
+  simd_level level;
+  bool (*available)();
+  std::vector<dot_kernel> kernels;
+};
+
+/// Best path first.
+const std::vector<provider>& providers() {
+  static const std::vector<provider> all = {
+      {simd_level::avx512, [] { return host_features().has_avx512_vnni(); }, avx512_kernels()},
+      {simd_level::avx2, [] { return host_features().has_avx2(); }, avx2_kernels()},
+      {simd_level::scalar, [] { return true; }, ref_kernels()},
+  };
+  return all;
 }
 
 }  // namespace
 
 dot_kernel select_dot_kernel(ggml_type type, simd_level max_level) {
   // Never hand out a path the host cannot run, whatever the cap says.
-  const auto& host = host_features();
-  if (max_level >= simd_level::avx512 && host.has_avx512_vnni()) return select_avx512(type);
-  if (max_level >= simd_level::avx2 && host.has_avx2()) return select_avx2(type);
-  return select_ref(type);
+  for (const auto& p : providers()) {
+    if (p.level > max_level || !p.available()) continue;
+    for (const auto& k : p.kernels)
+      if (k.type == type) return k;
+  }
+  dot_kernel k = ref_kernels().front();  // unknown type: callers check types before asking
+  k.type = type;
+  return k;
 }
 
 }  // namespace fw::cpu

@@ -11,17 +11,12 @@
 #include <cstdint>
 
 #include "kernels/cpu/cpu_features.hpp"
-#include "runtime/ggml_type.hpp"
+#include "kernels/format/block_q8x.hpp"
+#include "kernels/format/ggml_type.hpp"
+#include "kernels/ref/vec_dot_ref.hpp"
 
 namespace fw::cpu {
 
-/// 32 activations quantized to int8 with one scale: x ~= d * qs[i]; sum = sum of qs.
-struct block_q8x {
-  float d;
-  int32_t sum;
-  int8_t qs[32];
-};
-static_assert(sizeof(block_q8x) == 40);
 
 /// Activation format a weight type's kernel consumes.
 enum class act_format { f32, q8x };
@@ -78,15 +73,6 @@ struct dot_kernel {
 dot_kernel select_dot_kernel(ggml_type type, simd_level max_level);
 
 // -- per-path entry points (exposed for tests) --
-namespace ref {
-void quantize_q8x(const float* x, block_q8x* y, int64_t k);
-float dot_f32(int64_t k, const void* w, const void* x);
-float dot_f16(int64_t k, const void* w, const void* x);
-float dot_bf16(int64_t k, const void* w, const void* x);
-float dot_q4_0(int64_t k, const void* w, const void* x);
-float dot_q4_1(int64_t k, const void* w, const void* x);
-float dot_q8_0(int64_t k, const void* w, const void* x);
-}  // namespace ref
 namespace avx2 {
 void quantize_q8x(const float* x, block_q8x* y, int64_t k);
 float dot_f32(int64_t k, const void* w, const void* x);

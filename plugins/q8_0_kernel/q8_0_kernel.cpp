@@ -12,7 +12,7 @@
 #include <new>
 #include <vector>
 
-#include "kernels/cpu/quant_ref.hpp"
+#include "kernels/format/quant_ref.hpp"
 #include "kernels/cpu/vec_dot.hpp"
 #include "plugin_params.hpp"
 

@@ -10,8 +10,8 @@
 #include <regex>
 #include <sstream>
 
-#include "runtime/cpu_backend.hpp"
-#include "runtime/generator.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/step/generator.hpp"
 
 namespace fw::console {
 namespace {
@@ -74,7 +74,7 @@ TEST_F(console_session_test, greedy_gen_equals_the_sequential_generator) {
   cpu_backend be(model_->config(), model_->weights(), o);
   generator gen(*model_, be, generator_options{256, 512, false});
   const auto prompt = model_->vocab().encode("Once upon a time", true, true);
-  auto ref = gen.run(prompt, cfg_.sampling.to_params(), [](std::string_view) { return true; });
+  auto ref = gen.run(prompt, sampling_params::from_section(cfg_.sampling), [](std::string_view) { return true; });
   ASSERT_TRUE(ref) << ref.err().what();
   EXPECT_EQ(out_.str(), ref->text + "\n");
   EXPECT_TRUE(s.conversation().empty()) << ":gen is not part of the conversation";
@@ -173,7 +173,7 @@ TEST_F(console_session_test, commands_and_their_errors) {
   EXPECT_EQ(s.execute(":set sampling.seed 42"), o::ok);
   EXPECT_EQ(cfg_.sampling.seed, 42u);
   EXPECT_EQ(s.execute(":set draft ngram"), o::ok);
-  EXPECT_EQ(cfg_.speculative.draft, "ngram");
+  EXPECT_EQ(cfg_.speculative.draft, draft_kind::ngram);
   EXPECT_EQ(s.execute(":get top_k"), o::ok);
   EXPECT_EQ(s.execute(":get model.path"), o::ok);
   EXPECT_NE(out_.str().find("sampling.top_k = 7\n"), std::string::npos) << out_.str();

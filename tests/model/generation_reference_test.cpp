@@ -9,8 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "runtime/cpu_backend.hpp"
-#include "runtime/generator.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/step/generator.hpp"
 #include "tests/model/model_fixture.hpp"
 
 namespace fw {

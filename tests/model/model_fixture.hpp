@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/model.hpp"
+#include "runtime/model/model.hpp"
 
 namespace fw::test {
 

@@ -11,12 +11,12 @@
 #include <future>
 
 #include "actors/engine.hpp"
-#include "runtime/config.hpp"
-#include "runtime/cpu_backend.hpp"
-#include "runtime/drafter_factory.hpp"
-#include "runtime/feature_drafter.hpp"
-#include "runtime/feature_fit.hpp"
-#include "runtime/generator.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/setup/runtime_parts.hpp"
+#include "runtime/spec/drafts/feature_drafter.hpp"
+#include "runtime/spec/drafts/feature_fit.hpp"
+#include "runtime/step/generator.hpp"
 #include "tests/model/model_fixture.hpp"
 #include "tests/sampling_presets.hpp"
 

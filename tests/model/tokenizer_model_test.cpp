@@ -12,10 +12,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "runtime/chat_template.hpp"
-#include "runtime/gguf_file.hpp"
-#include "runtime/tokenizer.hpp"
-#include "runtime/unicode_text.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "runtime/gguf/gguf_file.hpp"
+#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/unicode_text.hpp"
 
 namespace fw {
 namespace {

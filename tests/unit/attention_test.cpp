@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention.hpp"
-#include "kernels/cpu/quant_ref.hpp"
+#include "kernels/format/quant_ref.hpp"
 
 namespace fw::cpu {
 namespace {

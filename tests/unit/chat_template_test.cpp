@@ -1,9 +1,9 @@
 // chat_template tests: ChatML recognition, SmolLM2's embedded default system prompt, errors.
 #include <gtest/gtest.h>
 
-#include "runtime/chat_template.hpp"
-#include "runtime/gguf_file.hpp"
-#include "runtime/gguf_writer.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "runtime/gguf/gguf_file.hpp"
+#include "runtime/gguf/gguf_writer.hpp"
 
 namespace fw {
 namespace {

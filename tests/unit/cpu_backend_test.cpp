@@ -6,7 +6,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "runtime/cpu_backend.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
 #include "tests/unit/test_models.hpp"
 
 namespace fw {
@@ -204,16 +204,16 @@ TEST_P(cpu_backend_test, last_layer_attention_entropy_is_reported_per_logits_row
   auto& pool = be_->kv_pool();
   kv_handle h = *pool.allocate(0);
   forward_batch batch;
-  std::vector<float> out;
+  forward_result out;
   batch.add_sequence(&h, toks.data(), 1, 0, false);  // one position: attention is certain
   ASSERT_TRUE(be_->forward(batch, out));
-  auto e = be_->last_attention_entropy();
+  auto e = out.entropy;
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NEAR(e[0], 0.0f, 1e-5f);
   batch.clear();
   batch.add_sequence(&h, toks.data() + 1, toks.size() - 1, 1, true);
   ASSERT_TRUE(be_->forward(batch, out));
-  e = be_->last_attention_entropy();
+  e = out.entropy;
   ASSERT_EQ(e.size(), toks.size() - 1);
   for (size_t i = 0; i < e.size(); ++i) {
     EXPECT_GT(e[i], 0.0f);

@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "actors/engine.hpp"
-#include "runtime/cpu_backend.hpp"
-#include "runtime/generator.hpp"
-#include "runtime/ngram_drafter.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/step/generator.hpp"
+#include "runtime/spec/drafts/ngram_drafter.hpp"
 #include "tests/unit/test_models.hpp"
 #include "tests/sampling_presets.hpp"
 
@@ -33,7 +33,7 @@ class engine_test : public ::testing::Test {
   static void TearDownTestSuite() { model_.reset(); }
 
   std::unique_ptr<engine> start(uint32_t kv_tokens = 4096, uint32_t max_batch = 16, uint32_t n_ctx = 256,
-                                drafter* draft = nullptr) {
+                                drafter* draft = nullptr, std::shared_ptr<const engine_faults> faults = nullptr) {
     cpu_backend_options o;
     o.threads = 2;
     o.kv_tokens = kv_tokens;
@@ -44,7 +44,7 @@ class engine_test : public ::testing::Test {
     lim.max_batch = max_batch;
     lim.prefill_chunk = 16;
     lim.draft = draft;
-    auto e = engine::start(model_, std::move(be), lim);
+    auto e = engine::start(model_, std::move(be), lim, engine_options{std::move(faults)});
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.err().what());
     return e ? std::move(*e) : nullptr;
   }
@@ -170,24 +170,22 @@ TEST_F(engine_test, cancel_frees_the_blocks_and_ends_the_stream) {
 }
 
 TEST_F(engine_test, exhausted_pool_makes_requests_wait_then_all_complete) {
-  // 64 tokens of KV (4 blocks); each request needs 2 blocks, so at most 2 run at once.
+  // 64 tokens of KV (4 blocks); each request needs 2 blocks, so at most 2 run at once and the
+  // others must wait for blocks (not fail).
   auto e = start(64, 16, 64);
   std::vector<std::future<completed_request>> futs;
   for (size_t i = 0; i < 6; ++i)
     futs.push_back(std::async(std::launch::async, [&, i] { return e->run(prompt_of(i % 2), greedy(20)); }));
-  bool saw_waiting = false;
-  for (int i = 0; i < 50 && !saw_waiting; ++i) {
-    auto s = e->stats();
-    saw_waiting = s && s->waiting > 0;
-    std::this_thread::sleep_for(1ms);
-  }
   for (auto& f : futs) {
     ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
     auto r = f.get();
     EXPECT_TRUE(r.ok()) << r.final.error;
     EXPECT_EQ(r.tokens.size(), 20u);
   }
-  EXPECT_TRUE(saw_waiting) << "requests should have queued for KV blocks";
+  auto s = e->stats();
+  ASSERT_TRUE(s);
+  EXPECT_GE(s->peak_waiting, 1u) << "requests should have queued for KV blocks";
+  EXPECT_EQ(s->completed, 6u);
   expect_no_leak(*e);
 }
 
@@ -218,28 +216,38 @@ TEST_F(engine_test, context_overflow_and_bad_input_fail_clearly) {
 }
 
 TEST_F(engine_test, decode_worker_crash_fails_its_requests_and_is_restarted) {
-  auto e = start();
-  std::vector<std::future<completed_request>> futs;
-  for (size_t i = 0; i < 4; ++i)
-    futs.push_back(std::async(std::launch::async, [&, i] { return e->run(prompt_of(i), greedy(150)); }));
-  // Let them reach decoding, then crash the decode actor.
-  for (int i = 0; i < 500; ++i) {
-    auto s = e->stats();
-    if (s && s->decoding == 4) break;
-    std::this_thread::sleep_for(2ms);
+  // The decode worker crashes at its first step after every request has streamed a token, so
+  // all four are decoding (150 tokens each) when it dies.
+  auto streaming = std::make_shared<std::atomic<int>>(0);
+  auto faults = std::make_shared<engine_faults>();
+  auto armed = std::make_shared<std::atomic<bool>>(true);
+  faults->crash_decode_step = [streaming, armed] { return streaming->load() == 4 && armed->exchange(false); };
+  auto e = start(4096, 16, 256, nullptr, faults);
+  std::vector<std::promise<completed_request>> done(4);
+  std::vector<completed_request> got(4);
+  std::mutex mu;
+  for (size_t i = 0; i < 4; ++i) {
+    e->submit(prompt_of(i), greedy(150), [&, i](const stream_event& ev) {
+      std::lock_guard lock(mu);
+      if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
+        if (got[i].tokens.empty()) streaming->fetch_add(1);
+        got[i].tokens.insert(got[i].tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      } else {
+        got[i].final = ev;
+        done[i].set_value(got[i]);
+      }
+    });
   }
-  e->inject_fault(worker_kind::decode);
-  int failed = 0;
-  for (auto& f : futs) {
+  for (auto& d : done) {
+    auto f = d.get_future();
     ASSERT_EQ(f.wait_for(60s), std::future_status::ready) << "a request hangs after the crash";
     auto r = f.get();
-    if (!r.ok()) {
-      ++failed;
-      EXPECT_EQ(r.final.finish_reason, "worker failed");
-      EXPECT_NE(r.final.error.find("decode worker crashed"), std::string::npos) << r.final.error;
-    }
+    EXPECT_FALSE(r.ok()) << "every request was decoding when the worker died";
+    EXPECT_EQ(r.final.finish_reason, "worker failed");
+    EXPECT_EQ(r.final.failure().code, errc::worker_failed);
+    EXPECT_NE(r.final.error.find("decode worker crashed"), std::string::npos) << r.final.error;
+    EXPECT_LT(r.tokens.size(), 150u);
   }
-  EXPECT_GT(failed, 0);
   // The replacement serves new requests.
   auto r = e->run(prompt_of(1), greedy(10));
   EXPECT_TRUE(r.ok()) << r.final.error;
@@ -249,44 +257,160 @@ TEST_F(engine_test, decode_worker_crash_fails_its_requests_and_is_restarted) {
   expect_no_leak(*e);
 }
 
-TEST_F(engine_test, prefill_worker_crash_fails_that_request_and_is_restarted) {
-  auto e = start();
-  e->inject_fault(worker_kind::prefill);
-  auto r = e->run(prompt_of(4), greedy(5));
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.final.finish_reason, "worker failed");
-  EXPECT_NE(r.final.error.find("prefill"), std::string::npos) << r.final.error;
-  auto r2 = e->run(prompt_of(4), greedy(5));
-  EXPECT_TRUE(r2.ok()) << r2.final.error;
+TEST_F(engine_test, prefill_worker_crash_fails_that_request_and_requeues_the_others) {
+  // The prefill worker holds its first job until all three requests are prefilling (their jobs
+  // queued behind it in its mailbox), then dies on it. The other two were innocent: they go back
+  // to waiting and the replacement worker serves them.
+  auto release = std::make_shared<std::promise<void>>();
+  auto released = release->get_future().share();
+  auto first = std::make_shared<std::atomic<uint64_t>>(0);
+  auto faults = std::make_shared<engine_faults>();
+  faults->crash_prefill = [released, first](uint64_t id) {
+    uint64_t none = 0;
+    if (!first->compare_exchange_strong(none, id)) return false;
+    released.wait();
+    return true;
+  };
+  auto e = start(4096, 16, 256, nullptr, faults);
+  std::vector<std::future<completed_request>> futs;
+  for (size_t i = 0; i < 3; ++i)
+    futs.push_back(std::async(std::launch::async, [&, i] { return e->run(prompt_of(i), greedy(5)); }));
+  bool all_prefilling = false;
+  for (int i = 0; i < 3000 && !all_prefilling; ++i) {  // a condition wait, bounded at 30 s
+    auto s = e->stats();
+    all_prefilling = s && s->prefilling == 3;
+    if (!all_prefilling) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(all_prefilling);
+  release->set_value();
+  int failed = 0;
+  for (auto& f : futs) {
+    ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+    auto r = f.get();
+    if (r.ok()) {
+      EXPECT_EQ(r.tokens.size(), 5u);
+      continue;
+    }
+    ++failed;
+    EXPECT_EQ(r.final.id, first->load()) << "only the request the worker died on fails";
+    EXPECT_EQ(r.final.finish_reason, "worker failed");
+    EXPECT_NE(r.final.error.find("prefill worker failed"), std::string::npos) << r.final.error;
+  }
+  EXPECT_EQ(failed, 1);
+  auto s = e->stats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->requeued, 2u);
+  EXPECT_EQ(s->worker_restarts, 1u);
+  expect_no_leak(*e);
+}
+
+TEST_F(engine_test, a_kv_error_in_one_sequence_fails_only_that_request_of_a_full_batch) {
+  // Sequential reference on a separate backend.
+  cpu_backend_options o;
+  o.threads = 1;
+  o.kv_tokens = 256;
+  cpu_backend ref_be(model_->config(), model_->weights(), o);
+  generator ref(*model_, ref_be, generator_options{256, 512, false});
+  std::vector<std::vector<int32_t>> expected(16);
+  for (size_t i = 0; i < 16; ++i) {
+    auto r = ref.run(prompt_of(i), greedy(24));
+    ASSERT_TRUE(r);
+    expected[i] = r->tokens;
+  }
+  // Request 5's KV fails to grow at its fourth step.
+  const uint64_t victim = 5;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto faults = std::make_shared<engine_faults>();
+  faults->fail_kv_reserve = [calls, victim](uint64_t id) { return id == victim && calls->fetch_add(1) == 3; };
+  auto e = start(4096, 16, 256, nullptr, faults);
+  std::vector<std::future<completed_request>> futs;
+  std::vector<uint64_t> ids(16);
+  std::vector<std::promise<completed_request>> done(16);
+  std::vector<completed_request> got(16);
+  std::mutex mu;
+  for (size_t i = 0; i < 16; ++i) {
+    ids[i] = e->submit(prompt_of(i), greedy(24), [&, i](const stream_event& ev) {
+      std::lock_guard lock(mu);
+      if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
+        got[i].tokens.insert(got[i].tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      } else {
+        got[i].final = ev;
+        done[i].set_value(got[i]);
+      }
+    });
+  }
+  int ok = 0;
+  for (size_t i = 0; i < 16; ++i) {
+    auto f = done[i].get_future();
+    ASSERT_EQ(f.wait_for(60s), std::future_status::ready) << "request " << i << " hangs";
+    auto r = f.get();
+    if (ids[i] == victim) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.final.failure().code, errc::internal);
+      EXPECT_NE(r.final.error.find("injected KV fault"), std::string::npos) << r.final.error;
+      EXPECT_EQ(r.tokens.size(), 3u) << "it streamed the tokens of its first three steps";
+      continue;
+    }
+    EXPECT_TRUE(r.ok()) << r.final.error;
+    EXPECT_EQ(r.tokens, expected[i]) << "request " << i;
+    ok += r.ok();
+  }
+  EXPECT_EQ(ok, 15);
+  auto s = e->stats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->worker_restarts, 0u) << "the decode worker kept serving";
+  EXPECT_EQ(s->completed, 15u);
   expect_no_leak(*e);
 }
 
 TEST_F(engine_test, a_client_that_goes_away_is_cancelled) {
   auto e = start();
   std::atomic<int> calls{0};
+  std::promise<void> called;
   // The callback throws: its sink actor dies, as when a client disconnects.
   e->submit(prompt_of(3), greedy(200), [&](const stream_event&) {
-    calls.fetch_add(1);
+    if (calls.fetch_add(1) == 0) called.set_value();
     throw std::runtime_error("client gone");
   });
-  for (int i = 0; i < 500 && calls.load() == 0; ++i) std::this_thread::sleep_for(2ms);
-  EXPECT_GE(calls.load(), 1);
-  expect_no_leak(*e);
+  ASSERT_EQ(called.get_future().wait_for(30s), std::future_status::ready);
+  expect_no_leak(*e);  // the cancel reached the decode worker, which freed the KV
+  EXPECT_EQ(calls.load(), 1) << "the dead sink receives nothing more";
+  auto s = e->stats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->completed, 0u) << "the request was cancelled, not finished";
+  EXPECT_NE(e->render_metrics().find("flywheel:request_failure_total{model_name=\"" + model_->config().name +
+                                      "\",reason=\"cancelled\"} 1"),
+            std::string::npos);
 }
 
 TEST_F(engine_test, shutdown_fails_in_flight_requests_and_returns) {
   auto e = start();
-  std::vector<std::future<completed_request>> futs;
-  for (size_t i = 0; i < 3; ++i)
-    futs.push_back(std::async(std::launch::async, [&, i] { return e->run(prompt_of(i), greedy(200)); }));
-  std::this_thread::sleep_for(50ms);
+  std::vector<std::promise<completed_request>> done(3);
+  std::vector<completed_request> got(3);
+  std::atomic<int> streaming{0};
+  std::promise<void> all_streaming;
+  std::mutex mu;
+  for (size_t i = 0; i < 3; ++i) {
+    e->submit(prompt_of(i), greedy(200), [&, i](const stream_event& ev) {
+      std::lock_guard lock(mu);
+      if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
+        if (got[i].tokens.empty() && streaming.fetch_add(1) == 2) all_streaming.set_value();
+        got[i].tokens.insert(got[i].tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      } else {
+        got[i].final = ev;
+        done[i].set_value(got[i]);
+      }
+    });
+  }
+  ASSERT_EQ(all_streaming.get_future().wait_for(30s), std::future_status::ready);
   e->shutdown();
-  for (auto& f : futs) {
+  for (auto& d : done) {
+    auto f = d.get_future();
     ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
     auto r = f.get();
-    if (!r.ok()) {
-      EXPECT_EQ(r.final.finish_reason, "cancelled") << r.final.error;
-    }
+    EXPECT_FALSE(r.ok()) << "200 tokens cannot be done yet";
+    EXPECT_EQ(r.final.finish_reason, "cancelled") << r.final.error;
+    EXPECT_LT(r.tokens.size(), 200u);
   }
   // After shutdown, submissions fail at once instead of hanging.
   auto r = e->run(prompt_of(0), greedy(3));

@@ -8,13 +8,13 @@
 #include <cstring>
 #include <limits>
 
-#include "runtime/cpu_backend.hpp"
-#include "runtime/drafter_factory.hpp"
-#include "runtime/feature_drafter.hpp"
-#include "runtime/feature_fit.hpp"
-#include "runtime/generator.hpp"
-#include "runtime/gguf_writer.hpp"
-#include "runtime/hybrid_drafter.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/setup/runtime_parts.hpp"
+#include "runtime/spec/drafts/feature_drafter.hpp"
+#include "runtime/spec/drafts/feature_fit.hpp"
+#include "runtime/step/generator.hpp"
+#include "runtime/gguf/gguf_writer.hpp"
+#include "runtime/spec/drafts/hybrid_drafter.hpp"
 #include "tests/sampling_presets.hpp"
 #include "tests/unit/test_models.hpp"
 
@@ -174,7 +174,7 @@ TEST_F(feature_drafter_test, the_factory_builds_feature_and_hybrid_and_says_how_
   speculative_section spec;
   spec.feature_map = path;
   for (const char* kind : {"feature", "hybrid"}) {
-    spec.draft = kind;
+    spec.draft = *enum_from_name(draft_kind_names, kind);
     auto d = make_drafter(spec, target_, *be, 1024);
     ASSERT_TRUE(d) << d.err().what();
     ASSERT_TRUE(*d);

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "runtime/cpu_backend.hpp"
-#include "runtime/generator.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/step/generator.hpp"
 #include "tests/unit/test_models.hpp"
 #include "tests/sampling_presets.hpp"
 

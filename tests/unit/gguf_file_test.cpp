@@ -1,5 +1,5 @@
 // Tests for gguf_file (validation of every field against the file size) and gguf_writer.
-#include "runtime/gguf_file.hpp"
+#include "runtime/gguf/gguf_file.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <numbers>
 #include <random>
 
-#include "runtime/gguf_writer.hpp"
+#include "runtime/gguf/gguf_writer.hpp"
 
 namespace fw {
 namespace {

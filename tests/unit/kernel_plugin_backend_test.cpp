@@ -3,8 +3,8 @@
 // the backend.
 #include <gtest/gtest.h>
 
-#include "runtime/cpu_backend.hpp"
-#include "runtime/plugin_host.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/plugin/plugin_host.hpp"
 #include "tests/unit/test_models.hpp"
 
 namespace fw {

@@ -1,5 +1,5 @@
-#include "kernels/cpu/quant_ref.hpp"
-#include "runtime/kv_block_pool.hpp"
+#include "kernels/format/quant_ref.hpp"
+#include "runtime/kv/kv_block_pool.hpp"
 
 #include <gtest/gtest.h>
 
@@ -428,6 +428,25 @@ TEST(kv_block_pool_test, copy_tokens_between_pools) {
   kv_handle fork;  // a copy within one pool is fine
   ASSERT_TRUE(src.copy_tokens(src, *from, fork));
   EXPECT_TRUE(tokens_intact(src, fork, 5, 11));
+}
+
+}  // namespace
+}  // namespace fw
+
+namespace fw {
+namespace {
+
+TEST(kv_block_pool_ids, every_backend_pool_has_its_own_id_and_refuses_the_others_handles) {
+  const kv_layout l{.n_layer = 1, .n_head_kv = 1, .head_dim = 4};
+  kv_block_pool a(kv_block_pool::next_pool_id(), l, 4), b(kv_block_pool::next_pool_id(), l, 4);
+  EXPECT_NE(a.pool_id(), b.pool_id());
+  auto h = a.allocate(8);
+  ASSERT_TRUE(h);
+  EXPECT_FALSE(b.owns(*h));
+  kv_handle stolen = *h;
+  EXPECT_FALSE(b.release(stolen)) << "a handle of another pool is refused, not freed";
+  EXPECT_EQ(a.used_blocks(), 1u);
+  ASSERT_TRUE(a.release(*h));
 }
 
 }  // namespace

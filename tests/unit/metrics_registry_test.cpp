@@ -2,7 +2,7 @@
 // exposition output (HELP/TYPE lines, label escaping, cumulative buckets, +Inf, _sum/_count,
 // number formatting), name checks, concurrent updates, and - when promtool is installed - that
 // `promtool check metrics` parses what render() produces.
-#include "runtime/metrics_registry.hpp"
+#include "runtime/metrics/metrics_registry.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // plugin_host tests with real plugins built by the project: build/plugins/ (shipped: q8_0_kernel,
 // draft_ngram) and build/tests/plugins/ (bad plugins, draft_ngram_v2, echo_c; see
 // tests/plugins/CMakeLists.txt).
-#include "runtime/plugin_host.hpp"
+#include "runtime/plugin/plugin_host.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/cpu/quant_ref.hpp"
+#include "kernels/format/quant_ref.hpp"
 #include "kernels/cpu/vec_dot.hpp"
-#include "runtime/config.hpp"
+#include "runtime/config/config.hpp"
 
 namespace fw {
 namespace {
@@ -404,7 +404,7 @@ TEST_F(plugin_host_test, Q8_0KernelPluginMatchesTheBuiltInKernel) {
     const std::string params = *simd ? std::string("{\"simd\": \"") + simd + "\"}" : "{}";
     auto made = host.create_quant_kernel("q8", params);
     ASSERT_TRUE(made.has_value()) << made.err().what();
-    quant_kernel_plugin& plugin = **made;
+    quant_kernel& plugin = **made;
     EXPECT_TRUE(plugin.handles(8));
     EXPECT_FALSE(plugin.handles(2));
 
@@ -423,7 +423,7 @@ TEST_F(plugin_host_test, Q8_0KernelPluginMatchesTheBuiltInKernel) {
   }
 
   auto made = host.create_quant_kernel("q8");
-  quant_kernel_plugin& plugin = **made;
+  quant_kernel& plugin = **made;
   // quantize_row / dequantize_row are the reference conversions.
   std::vector<uint8_t> q(row_bytes), q_ref(row_bytes);
   ASSERT_TRUE(plugin.quantize_row(8, wf.data(), q.data(), k).has_value());

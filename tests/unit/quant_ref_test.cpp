@@ -1,5 +1,5 @@
 // Tests for the scalar reference conversions and quantizers in kernels/cpu/quant_ref.
-#include "kernels/cpu/quant_ref.hpp"
+#include "kernels/format/quant_ref.hpp"
 
 #include <gtest/gtest.h>
 

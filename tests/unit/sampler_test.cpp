@@ -1,4 +1,4 @@
-#include "runtime/sampler.hpp"
+#include "runtime/sample/sampler.hpp"
 #include "tests/sampling_presets.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // spec_gate decisions, driven with synthetic step timings.
 #include <gtest/gtest.h>
 
-#include "runtime/spec_gate.hpp"
+#include "runtime/spec/spec_gate.hpp"
 
 namespace fw {
 namespace {

@@ -7,15 +7,15 @@
 #include <map>
 #include <random>
 
-#include "runtime/batch_decoder.hpp"
-#include "runtime/cpu_backend.hpp"
-#include "runtime/drafter_factory.hpp"
-#include "runtime/plugin_host.hpp"
-#include "runtime/generator.hpp"
-#include "runtime/k_policy.hpp"
-#include "runtime/model_drafter.hpp"
-#include "runtime/ngram_drafter.hpp"
-#include "runtime/verify_cost.hpp"
+#include "runtime/step/batch_decoder.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/setup/runtime_parts.hpp"
+#include "runtime/plugin/plugin_host.hpp"
+#include "runtime/step/generator.hpp"
+#include "runtime/spec/k_policy.hpp"
+#include "runtime/spec/drafts/model_drafter.hpp"
+#include "runtime/spec/drafts/ngram_drafter.hpp"
+#include "runtime/device/verify_cost.hpp"
 #include "tests/unit/test_models.hpp"
 #include "tests/sampling_presets.hpp"
 
@@ -48,6 +48,10 @@ class speculative_test : public ::testing::Test {
     o.threads = 2;
     o.kv_tokens = 1024;
     return std::make_unique<cpu_backend>(target_->config(), target_->weights(), o);
+  }
+  /// A separate draft model's own backend (2 threads, 1024 KV tokens).
+  static std::unique_ptr<fw::backend> draft_backend(const model& m) {
+    return std::make_unique<cpu_backend>(m.config(), m.weights(), cpu_backend_options{.threads = 2, .kv_tokens = 1024});
   }
   // Prompts with repetition so n-gram lookup has something to find.
   static std::vector<std::vector<int32_t>> prompts() {
@@ -135,23 +139,20 @@ TEST_F(speculative_test, layer_skip_draft_over_the_target_kv_matches_a_separate_
   auto draft_m = model::load(test::temp_dir() + "/spec_target.gguf", o);
   ASSERT_TRUE(draft_m);
   ASSERT_EQ((*draft_m)->config().n_layer, 2u);
-  cpu_backend_options bo;
-  bo.threads = 2;
-  bo.kv_tokens = 1024;
-  auto separate = model_drafter::create("layer-skip", *draft_m, *target_, bo);
+  auto separate = model_drafter::create("layer-skip", *draft_m, *target_, draft_backend(**draft_m));
   ASSERT_TRUE(separate) << separate.err().what();
   auto be = backend();
   auto shared = model_drafter::create_layer_skip(target_, *be, 2);
   ASSERT_TRUE(shared) << shared.err().what();
   const uint32_t blocks_before = be->kv_pool().used_blocks();
-  std::vector<float> logits;
+  forward_result prefilled;
   uint64_t seq = 0, same = 0, total = 0;
   for (const auto& p : prompts()) {
     ++seq;
     auto kv = be->kv_pool().allocate(0);
     ASSERT_TRUE(kv);
     // The target's KV holds every prompt token but the last, as the decoder leaves it.
-    ASSERT_TRUE(prefill_tokens(*be, *kv, p.data(), p.size() - 1, 0, 64, logits));
+    ASSERT_TRUE(prefill_tokens(*be, *kv, p.data(), p.size() - 1, 0, 64, prefilled));
     for (auto* d : {separate->get(), shared->get()}) ASSERT_TRUE(d->begin(seq, p, greedy(8)));
     (*shared)->bind_target_kv(seq, &*kv);
     auto a = (*separate)->propose(seq, p, 4);
@@ -179,19 +180,19 @@ TEST_F(speculative_test, self_quant_draft_is_lossless_under_greedy_and_mostly_ac
   o.convert_to = ggml_type::q4_0;
   auto draft_m = model::load(test::temp_dir() + "/spec_target.gguf", o);
   ASSERT_TRUE(draft_m);
-  auto d = model_drafter::create("self-quant", *draft_m, *target_, cpu_backend_options{2, 1024});
+  auto d = model_drafter::create("self-quant", *draft_m, *target_, draft_backend(**draft_m));
   ASSERT_TRUE(d) << d.err().what();
   expect_greedy_identical(**d, 0);  // adaptive k
 }
 
 TEST_F(speculative_test, separate_model_draft_is_lossless_and_same_model_draft_is_fully_accepted) {
   auto other = tiny(ggml_type::f16, 99, "spec_other_draft");  // a different model, same vocabulary
-  auto d1 = model_drafter::create("model", other, *target_, cpu_backend_options{2, 1024});
+  auto d1 = model_drafter::create("model", other, *target_, draft_backend(*other));
   ASSERT_TRUE(d1) << d1.err().what();
   expect_greedy_identical(**d1, 4);
 
   // The target as its own draft: every proposal must be accepted (checks the KV bookkeeping).
-  auto d2 = model_drafter::create("model", target_, *target_, cpu_backend_options{2, 1024});
+  auto d2 = model_drafter::create("model", target_, *target_, draft_backend(*target_));
   ASSERT_TRUE(d2);
   auto be = backend();
   k_policy_config kc;
@@ -205,19 +206,21 @@ TEST_F(speculative_test, separate_model_draft_is_lossless_and_same_model_draft_i
 }
 
 TEST_F(speculative_test, plugin_draft_through_the_host_is_lossless_under_greedy) {
-  plugin_host host;
+  auto host_ptr = std::make_shared<plugin_host>();
+  plugin_host& host = *host_ptr;
   auto info = host.load("draft_ngram", std::string(FW_BINARY_DIR) + "/plugins/libdraft_ngram.so");
   ASSERT_TRUE(info) << info.err().what();
   speculative_section spec;
-  spec.draft = "plugin:draft_ngram";
+  spec.draft = draft_kind::plugin;
+  spec.draft_plugin = "draft_ngram";
   auto be = backend();
-  auto d = make_drafter(spec, target_, *be, 1024, &host);
+  auto d = make_drafter(spec, target_, *be, 1024, host_ptr);
   ASSERT_TRUE(d) << d.err().what();
   EXPECT_EQ((*d)->name(), "draft_ngram");
   EXPECT_EQ(host.find("draft_ngram")->users, 1);
   expect_greedy_identical(**d, 5);
-  spec.draft = "plugin:not_loaded";
-  auto missing = make_drafter(spec, target_, *be, 1024, &host);
+  spec.draft_plugin = "not_loaded";
+  auto missing = make_drafter(spec, target_, *be, 1024, host_ptr);
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.err().message.find("not_loaded"), std::string::npos) << missing.err().message;
 }
@@ -240,7 +243,7 @@ TEST_F(speculative_test, draft_with_another_vocabulary_is_refused) {
   std::fclose(f);
   auto other = model::load(path);
   ASSERT_TRUE(other) << other.err().what();
-  auto d = model_drafter::create("model", *other, *m, cpu_backend_options{});
+  auto d = model_drafter::create("model", *other, *m, std::make_unique<cpu_backend>((*other)->config(), (*other)->weights(), cpu_backend_options{}));
   ASSERT_FALSE(d);
   EXPECT_NE(d.err().message.find("vocabulary"), std::string::npos) << d.err().message;
 }

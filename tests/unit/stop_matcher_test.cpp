@@ -1,4 +1,4 @@
-#include "runtime/stop_matcher.hpp"
+#include "runtime/text/stop_matcher.hpp"
 
 #include <gtest/gtest.h>
 

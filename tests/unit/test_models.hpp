@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/model.hpp"
+#include "runtime/model/model.hpp"
 #include "tools/tiny_model/tiny_model.hpp"
 
 namespace fw::test {

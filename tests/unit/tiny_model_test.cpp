@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <set>
 
-#include "kernels/cpu/quant_ref.hpp"
-#include "runtime/gguf_file.hpp"
+#include "kernels/format/quant_ref.hpp"
+#include "runtime/gguf/gguf_file.hpp"
 
 namespace fw {
 namespace {

@@ -4,11 +4,11 @@
 #include <chrono>
 #include <random>
 
-#include "runtime/gguf_file.hpp"
-#include "runtime/gguf_writer.hpp"
-#include "runtime/pre_tokenizer.hpp"
-#include "runtime/tokenizer.hpp"
-#include "runtime/unicode_text.hpp"
+#include "runtime/gguf/gguf_file.hpp"
+#include "runtime/gguf/gguf_writer.hpp"
+#include "runtime/text/pre_tokenizer.hpp"
+#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/unicode_text.hpp"
 
 namespace fw {
 namespace {

@@ -1,12 +1,12 @@
 #include "tools/console/console_commands.hpp"
 
-#include "runtime/edit_distance.hpp"
+#include "runtime/base/edit_distance.hpp"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "runtime/config.hpp"
+#include "runtime/config/config.hpp"
 
 namespace fw::console {
 namespace {

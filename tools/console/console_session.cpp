@@ -11,7 +11,6 @@
 #include <memory>
 #include <mutex>
 
-#include "runtime/cpu_backend.hpp"
 
 namespace fw::console {
 namespace {
@@ -141,7 +140,7 @@ console_session::outcome console_session::cmd_gen(std::string_view text) {
 
 console_session::stream_result console_session::generate(const std::string& text) {
   stream_result r;
-  const sampling_params params = cfg_.sampling.to_params();
+  const sampling_params params = sampling_params::from_section(cfg_.sampling);
   if (auto ok = params.validate(); !ok) {
     r.error = ok.err().message;
     return r;
@@ -329,16 +328,16 @@ console_session::outcome console_session::cmd_devices() {
   out_ << "configured devices ([[devices]] of " << (cfg_.source_path.empty() ? "the built-in defaults" : cfg_.source_path)
        << "):\n";
   for (const auto& d : cfg_.devices) {
-    out_ << format_line("  %s:%u  role %s", d.kind.c_str(), d.id, d.role.c_str());
-    if (d.kind == "cpu") out_ << ", threads " << (d.threads ? std::to_string(d.threads) : "from compute.threads");
+    out_ << format_line("  %s:%u  role %s", std::string(enum_name(device_kind_names, d.kind)).c_str(), d.id,
+                        std::string(enum_name(device_role_names, d.role)).c_str());
+    if (d.kind == device_kind::cpu) out_ << ", threads " << (d.threads ? std::to_string(d.threads) : "from compute.threads");
     out_ << ", KV pool " << (d.kv_pool_mib ? std::to_string(d.kv_pool_mib) + " MiB" : "as [kv_cache]");
     if (d.bandwidth_gbs > 0) out_ << format_line(", %.0f GB/s", d.bandwidth_gbs);
     out_ << "\n";
   }
   auto& dev = engine_.device();
   auto& pool = dev.kv_pool();
-  out_ << "in use: " << dev.name() << " backend";
-  if (auto* cpu = dynamic_cast<cpu_backend*>(&dev)) out_ << ", " << cpu->threads() << " kernel threads";
+  out_ << "in use: " << dev.summary();
   out_ << format_line(", KV pool %u blocks of %u tokens (%u in use); every role runs on this one device\n",
                       pool.total_blocks(), pool.layout().block_tokens, pool.used_blocks());
   out_.flush();

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "actors/engine.hpp"
-#include "runtime/chat_template.hpp"
-#include "runtime/config.hpp"
-#include "runtime/plugin_host.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/plugin/plugin_host.hpp"
 #include "tools/console/console_commands.hpp"
 #include "tools/console/turn_stats.hpp"
 

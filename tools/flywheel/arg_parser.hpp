@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/expected.hpp"
+#include "runtime/base/expected.hpp"
 
 namespace fw::cli {
 

@@ -21,26 +21,20 @@ double percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
-expected<nlohmann::json> run_concurrency_bench(model_session& s, const concurrency_bench_options& o) {
+expected<nlohmann::json> run_concurrency_bench(runtime_parts& s, const concurrency_bench_options& o) {
   nlohmann::json out = nlohmann::json::array();
   const auto& cfg = s.m->config();
   for (int level : o.levels) {
     if (level < 1) return make_error(errc::invalid_argument, "--concurrency levels must be positive");
-    cpu_backend_options bo;
-    bo.threads = s.cfg.compute.threads;
-    bo.kv_block_tokens = s.cfg.kv_cache.block_tokens;
-    bo.kv_type = s.cfg.kv_cache.dtype();
-    bo.kv_tokens = static_cast<uint32_t>(level * (o.prompt_tokens + o.gen_tokens + 32));
-    auto be = std::make_unique<cpu_backend>(cfg, s.m->weights(), bo);
-    actors::engine_limits lim;
-    lim.n_ctx = s.n_ctx;
+    // The composition root's backend (with the configured kernel plugins), its pool sized for
+    // this level.
+    auto be = s.make_backend(static_cast<uint32_t>(level * (o.prompt_tokens + o.gen_tokens + 32)));
+    if (!be) return be.err();
+    engine_limits lim = s.limits();
     lim.max_batch = static_cast<uint32_t>(std::max(level, 1));
-    lim.prefill_chunk = s.cfg.scheduler.prefill_chunk;
-    if (o.speculative) {
-      lim.draft = s.draft.get();
-      lim.policy = s.policy;
-    }
-    auto e = actors::engine::start(s.m, std::move(be), lim);
+    lim.max_queue = std::max<uint32_t>(lim.max_queue, static_cast<uint32_t>(level));
+    if (!o.speculative) lim.draft = nullptr;
+    auto e = actors::engine::start(s.m, std::move(*be), lim);
     if (!e) return e.err();
     sampling_params p;
     p.temperature = 0;

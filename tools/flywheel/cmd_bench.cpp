@@ -21,8 +21,8 @@
 
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/stream_bench.hpp"
-#include "runtime/cpu_backend.hpp"
-#include "runtime/forward_batch.hpp"
+#include "runtime/device/backend.hpp"
+#include "runtime/device/forward_batch.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
@@ -89,15 +89,15 @@ expected<std::vector<int>> int_list(const std::string& text, const std::string& 
 /// is rolled back to it with kv_block_pool::truncate, so runs do not grow the context.
 class bench_runner {
  public:
-  bench_runner(cpu_backend& be, const model_config& cfg) : be_(be), cfg_(cfg), rng_(1234) {}
+  bench_runner(backend& be, const model_config& cfg) : be_(be), cfg_(cfg), rng_(1234) {}
 
   ~bench_runner() {
-    for (auto& h : ctx_) (void)be_.kv_pool().release(h);
+    for (auto& h : ctx_) ignore_error("bench KV", be_.kv_pool().release(h));
   }
 
   /// Makes `n` sequences of `depth` random tokens (the first prefilled, the others copies).
   expected<void> make_context(int depth, int n) {
-    for (auto& h : ctx_) (void)be_.kv_pool().release(h);
+    for (auto& h : ctx_) ignore_error("bench KV", be_.kv_pool().release(h));
     ctx_.assign(static_cast<size_t>(n), kv_handle{});
     constexpr int chunk = 512;
     for (int done = 0; done < depth; done += chunk) {
@@ -160,7 +160,7 @@ class bench_runner {
     return t;
   }
 
-  cpu_backend& be_;
+  backend& be_;
   const model_config& cfg_;
   std::mt19937 rng_;
   std::vector<kv_handle> ctx_;
@@ -177,7 +177,7 @@ uint64_t decode_bytes_per_token(const llama_weights& w) {
   return total;
 }
 
-expected<std::vector<bench_result>> run_tests(cpu_backend& be, const model_config& cfg, const bench_spec& spec,
+expected<std::vector<bench_result>> run_tests(backend& be, const model_config& cfg, const bench_spec& spec,
                                               bool progress) {
   std::vector<bench_result> results;
   bench_runner run(be, cfg);
@@ -282,7 +282,7 @@ int cmd_bench(int argc, char** argv) {
       return 1;
     }
     if (json) {
-      nlohmann::json out = {{"model", s->m->file().path()}, {"threads", s->backend->threads()}, {"results", *r}};
+      nlohmann::json out = {{"model", s->m->file().path()}, {"threads", s->threads()->size()}, {"results", *r}};
       std::printf("%s\n", out.dump(1).c_str());
       return 0;
     }
@@ -313,19 +313,22 @@ int cmd_bench(int argc, char** argv) {
   }
   // A backend whose KV pool holds every sequence of the batched test at full length.
   const int seqs = std::max(1, spec.batch_rows);
-  cpu_backend_options o;
-  o.threads = s->backend->threads();
-  o.kv_block_tokens = s->cfg.kv_cache.block_tokens;
-  o.kv_type = s->cfg.kv_cache.dtype();
-  o.kv_tokens = static_cast<uint32_t>(seqs) * (static_cast<uint32_t>(max_depth + longest) + o.kv_block_tokens);
-  s->backend.reset();
-  s->backend = std::make_unique<cpu_backend>(cfg, s->m->weights(), o);
-  cpu_backend& be = *s->backend;
+  const uint32_t block = s->cfg.kv_cache.block_tokens;
+  s->draft.reset();  // the draft may hold the old backend's threads or KV
+  s->device.reset();
+  auto fresh = s->make_backend(static_cast<uint32_t>(seqs) * (static_cast<uint32_t>(max_depth + longest) + block));
+  if (!fresh) {
+    std::fprintf(stderr, "bench: %s\n", fresh.err().what().c_str());
+    return 1;
+  }
+  s->device = std::move(*fresh);
+  backend& be = *s->device;
+  const int threads = s->threads()->size();
 
   const uint64_t bytes_per_token = decode_bytes_per_token(s->m->weights());
   cpu::stream_result bw;
   {
-    cpu::thread_pool pool(be.threads());
+    cpu::thread_pool pool(threads);
     bw = cpu::measure_read_bandwidth(pool, bytes_per_token, 5);
   }
 
@@ -335,7 +338,7 @@ int cmd_bench(int argc, char** argv) {
     paths.push_back(k.weight_type + ": " + k.path + (k.fallback ? " (fallback: " + k.note + ")" : ""));
   const std::string path = s->m->file().path();
   if (!json) {
-    std::fprintf(stderr, "bench: %s, %d threads, %s\n", path.c_str(), be.threads(), cpu::host_features().describe().c_str());
+    std::fprintf(stderr, "bench: %s, %d threads, %s\n", path.c_str(), threads, cpu::host_features().describe().c_str());
     for (const auto& p : paths) std::fprintf(stderr, "kernel: %s\n", p.c_str());
   }
   auto results = run_tests(be, cfg, spec, !json);
@@ -350,12 +353,12 @@ int cmd_bench(int argc, char** argv) {
     out["model"] = path;
     out["weight_types"] = types;
     out["kernel_paths"] = paths;
-    out["threads"] = be.threads();
+    out["threads"] = threads;
     out["simd"] = cpu::to_string(cpu::best_simd_level());
     out["cpu"] = cpu::host_features().describe();
     auto& list = out["results"] = nlohmann::json::array();
     for (const auto& r : *results) {
-      nlohmann::json j = {{"test", r.test}, {"depth", r.depth}, {"threads", be.threads()}, {"rows", r.rows},
+      nlohmann::json j = {{"test", r.test}, {"depth", r.depth}, {"threads", threads}, {"rows", r.rows},
                           {"tok_s", r.mean()}, {"std", r.stddev()}, {"samples", r.tok_s}};
       if (r.rows > 1) j["step_cost_vs_1row"] = r.step_cost_vs_1row;
       list.push_back(std::move(j));
@@ -377,7 +380,7 @@ int cmd_bench(int argc, char** argv) {
       std::snprintf(buf, sizeof buf, "%d-row step costs %.2fx a 1-row step", r.rows, r.step_cost_vs_1row);
       notes = buf;
     }
-    std::printf("| %-10s | %5d | %7d | %8.2f ± %5.2f | %s\n", r.test.c_str(), r.depth, be.threads(), r.mean(),
+    std::printf("| %-10s | %5d | %7d | %8.2f ± %5.2f | %s\n", r.test.c_str(), r.depth, threads, r.mean(),
                 r.stddev(), notes.c_str());
   }
   std::printf("decode bound: %.1f MiB of weights per token, read bandwidth %.1f GB/s (%d threads, %.0f MiB "

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/drafter_factory.hpp"
-#include "runtime/generator.hpp"
-#include "runtime/verify_cost.hpp"
+#include "runtime/setup/runtime_parts.hpp"
+#include "runtime/step/generator.hpp"
+#include "runtime/device/verify_cost.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
@@ -112,7 +112,7 @@ int cmd_bench_spec(int argc, char** argv) {
   // Verification cost: one forward over k + 1 rows vs one row, after a 128-token context; the
   // same calibration k = auto's cost-aware choice uses.
   std::vector<double> calibrated;
-  if (auto cc = calibrate_verify_cost(*session->backend, 8, 128, 5)) calibrated = std::move(*cc);
+  if (auto cc = calibrate_verify_cost(*session->device, 8, 128, 5)) calibrated = std::move(*cc);
   nlohmann::json verify = nlohmann::json::array();
   for (size_t k = 0; k < calibrated.size(); ++k) verify.push_back({{"rows", k + 1}, {"cost_vs_one_row", calibrated[k]}});
 
@@ -130,7 +130,7 @@ int cmd_bench_spec(int argc, char** argv) {
       std::fprintf(stderr, "bench-spec: --drafts: %s\n", ok.err().message.c_str());
       return 2;
     }
-    auto d = make_drafter(c.speculative, session->m, *session->backend, session->n_ctx);
+    auto d = session->make_draft(c.speculative);
     if (!d) {
       std::fprintf(stderr, "bench-spec: draft %s: %s\n", kind.c_str(), d.err().what().c_str());
       return 1;
@@ -146,8 +146,8 @@ int cmd_bench_spec(int argc, char** argv) {
       for (size_t si = 0; si < sets.size(); ++si) {
         // Plain and speculative runs of each prompt alternate, so both see the same machine load
         // (a shared machine drifts over minutes); the fastest rep of each counts.
-        generator plain_gen(m, *session->backend, base);
-        generator spec_gen(m, *session->backend, go);
+        generator plain_gen(m, *session->device, base);
+        generator spec_gen(m, *session->device, go);
         set_result sr;
         for (const auto& text : *sets[si].second) {
           const auto prompt = encode(text);
@@ -187,7 +187,7 @@ int cmd_bench_spec(int argc, char** argv) {
       }
     }
   }
-  nlohmann::json out = {{"model", m.file().path()}, {"threads", session->backend->threads()},
+  nlohmann::json out = {{"model", m.file().path()}, {"threads", session->threads()->size()},
                         {"max_tokens", *max_tokens}, {"reps", *reps}, {"verify_cost", verify}, {"results", results}};
   if (json) std::printf("%s\n", out.dump(1).c_str());
   if (args.has("json-out")) {

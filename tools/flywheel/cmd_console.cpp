@@ -15,9 +15,7 @@
 #include <string>
 
 #include "actors/engine.hpp"
-#include "runtime/cpu_backend.hpp"
-#include "runtime/drafter_factory.hpp"
-#include "runtime/plugin_host.hpp"
+#include "runtime/setup/runtime_parts.hpp"
 #include "tools/console/console_session.hpp"
 #include "tools/console/interrupt.hpp"
 #include "tools/console/line_reader.hpp"
@@ -29,31 +27,20 @@
 namespace fw::cli {
 namespace {
 
-/// KV pool capacity in tokens from [kv_cache] (pool_tokens, or pool_mib for this model's layout).
-uint32_t kv_pool_tokens(const config& cfg, const model_config& mc) {
-  const auto& kv = cfg.kv_cache;
-  if (kv.pool_tokens > 0) return kv.pool_tokens;
-  kv_layout layout;
-  layout.n_layer = mc.n_layer;
-  layout.n_head_kv = mc.n_head_kv;
-  layout.head_dim = mc.head_dim;
-  layout.block_tokens = kv.block_tokens;
-  return kv_block_pool::blocks_for_bytes(layout, size_t{kv.pool_mib} << 20) * kv.block_tokens;
-}
-
 std::string history_file(const arg_parser& args) {
   if (args.has("history")) return args.str("history");
   const char* home = std::getenv("HOME");
   return home && *home ? std::string(home) + "/.flywheel_history" : std::string();
 }
 
-std::string banner(const config& cfg, const model& m, const cpu_backend& be, uint32_t n_ctx, uint32_t kv_tokens) {
-  const auto& mc = m.config();
+std::string banner(const runtime_parts& parts, const backend& be) {
+  const config& cfg = parts.cfg;
+  const auto& mc = parts.m->config();
   std::ostringstream b;
   b << "flywheel console: " << cfg.model.path;
   if (!mc.name.empty()) b << " (" << mc.name << ")";
-  b << "\n  " << mc.n_layer << " layers, width " << mc.n_embd << ", context " << n_ctx << " tokens; cpu backend, "
-    << be.threads() << " threads, KV pool " << kv_tokens << " tokens\n";
+  b << "\n  " << mc.n_layer << " layers, width " << mc.n_embd << ", context " << parts.n_ctx << " tokens; "
+    << be.summary() << ", KV pool " << parts.kv_tokens << " tokens\n";
   b << "  kernels: ";
   std::string warnings;
   const auto kernels = be.kernel_paths();
@@ -94,8 +81,10 @@ int cmd_console(int argc, char** argv) {
     std::fprintf(stderr, "console: %s\n", cfg.err().message.c_str());
     return 2;
   }
-
-
+  if (auto ok = check_devices(*cfg); !ok) {  // before the model loads: refuse what cannot run
+    std::fprintf(stderr, "console: %s\n", ok.err().message.c_str());
+    return 2;
+  }
   // Model load: Ctrl-C still ends the process here.
   expected<std::shared_ptr<const model>> m = make_error(errc::internal, "not loaded");
   {
@@ -107,57 +96,24 @@ int cmd_console(int argc, char** argv) {
     std::fprintf(stderr, "console: %s\n", m.err().what().c_str());
     return 1;
   }
-  const model& mdl = **m;
-  const uint32_t train = mdl.config().n_ctx_train;
-  const uint32_t n_ctx = cfg->model.ctx_size > 0 ? cfg->model.ctx_size : std::min<uint32_t>(train, 4096);
-  if (n_ctx > train)
-    std::fprintf(stderr, "warning: context size %u exceeds the model's training context %u\n", n_ctx, train);
-  const uint32_t kv_tokens = kv_pool_tokens(*cfg, mdl.config());
-  if (kv_tokens < n_ctx)
-    std::fprintf(stderr, "warning: the KV pool (%u tokens) is smaller than the context window (%u)\n", kv_tokens, n_ctx);
-
   // Threads started from here on (kernel pool, CAF) never take SIGINT: the console's thread does.
   console::block_interrupts_in_this_thread();
-  // Plugins ([[plugins.load]]) and the speculative draft outlive the engine that uses them.
-  plugin_host plugins;
-  for (const auto& err : plugins.load_all(cfg->plugins))
-    std::fprintf(stderr, "warning: plugin not loaded: %s\n", err.message.c_str());
-  std::unique_ptr<drafter> draft;
+  // The composition root builds plugins, backend and draft; they outlive the engine.
+  expected<runtime_parts> parts = make_error(errc::internal, "not built");
   std::unique_ptr<actors::engine> engine;
-  cpu_backend* be = nullptr;
+  backend* be = nullptr;
   {
     console::progress_line p(stderr, "starting the runtime");
-    auto kernels = make_kernel_plugins(*cfg, plugins);
-    if (!kernels) {
+    build_options bo;
+    bo.preloaded = *m;
+    parts = build_runtime(std::move(*cfg), bo);
+    if (!parts) {
       p.finish("failed");
-      std::fprintf(stderr, "console: %s\n", kernels.err().what().c_str());
+      std::fprintf(stderr, "console: %s\n", parts.err().what().c_str());
       return 1;
     }
-    cpu_backend_options o;
-    o.kernel_plugins = std::move(*kernels);
-    o.threads = cfg->compute.threads;
-    o.kv_tokens = kv_tokens;
-    o.kv_block_tokens = cfg->kv_cache.block_tokens;
-    o.kv_type = cfg->kv_cache.dtype();
-    auto backend = std::make_unique<cpu_backend>(mdl.config(), mdl.weights(), o);
-    be = backend.get();
-    actors::engine_limits lim;
-    lim.n_ctx = n_ctx;
-    lim.max_batch = cfg->scheduler.max_batch;
-    lim.max_queue = cfg->scheduler.max_queue;
-    lim.prefill_chunk = cfg->scheduler.prefill_chunk;
-    lim.request_timeout_s =
-        cfg->scheduler.request_timeout_s > 0 ? cfg->scheduler.request_timeout_s : std::numeric_limits<double>::infinity();
-    auto d = make_drafter(cfg->speculative, *m, *be, kv_tokens, &plugins);
-    if (!d) {
-      p.finish("failed");
-      std::fprintf(stderr, "console: %s\n", d.err().what().c_str());
-      return 1;
-    }
-    draft = std::move(*d);
-    lim.draft = draft.get();
-    lim.policy = make_k_policy(*cfg, draft != nullptr, *backend);
-    auto e = actors::engine::start(*m, std::move(backend), lim);
+    be = parts->device.get();
+    auto e = actors::engine::start(parts->m, std::move(parts->device), parts->limits());
     p.finish(e ? "done" : "failed");
     if (!e) {
       std::fprintf(stderr, "console: %s\n", e.err().what().c_str());
@@ -172,16 +128,16 @@ int cmd_console(int argc, char** argv) {
     return 130;
   }
 
-  const std::string text = banner(*cfg, mdl, *be, n_ctx, kv_tokens);
+  const std::string text = banner(*parts, *be);
   std::fputs(text.c_str(), terminal ? stdout : stderr);
   std::fflush(terminal ? stdout : stderr);
 
   console::console_options opts;
   opts.interactive = terminal;
   opts.interrupted = console::take_interrupt;
-  opts.plugins = &plugins;
-  if (draft) opts.draft_name = draft->name();
-  console::console_session session(*engine, *cfg, std::cout, std::cerr, opts);
+  opts.plugins = parts->plugins.get();
+  if (parts->draft) opts.draft_name = parts->draft->name();
+  console::console_session session(*engine, parts->cfg, std::cout, std::cerr, opts);
   auto reader = terminal ? console::line_reader::terminal(history_file(args)) : console::line_reader::plain();
   std::string line;
   bool stopped = false;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/feature_drafter.hpp"
-#include "runtime/feature_fit.hpp"
+#include "runtime/spec/drafts/feature_drafter.hpp"
+#include "runtime/spec/drafts/feature_fit.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
@@ -106,7 +106,7 @@ int cmd_fit_draft(int argc, char** argv) {
     }
   };
   feature_fit_report report;
-  auto map = fit_feature_map(m, *session->backend, *session->backend->thread_pool(), prompts, o, &report);
+  auto map = fit_feature_map(m, *session->device, *session->threads(), prompts, o, &report);
   if (!map) {
     std::fprintf(stderr, "fit-draft: %s\n", map.err().what().c_str());
     return 1;

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/generator.hpp"
+#include "runtime/step/generator.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
@@ -29,7 +29,7 @@ expected<sampling_params> sampling_from(const arg_parser& a) {
     if (auto ok = cfg->set(key, a.str(flag)); !ok)
       return make_error(ok.err().code, std::string("--") + flag + ": " + ok.err().message);
   }
-  sampling_params p = cfg->sampling.to_params();
+  sampling_params p = sampling_params::from_section(cfg->sampling);
   if (a.has("stop")) p.stop = {a.str("stop")};
   p.ignore_eos = a.on("ignore-eos");
   if (auto ok = p.validate(); !ok) return ok.err();
@@ -88,7 +88,7 @@ int cmd_generate(int argc, char** argv) {
   go.n_ctx = session->n_ctx;
   go.draft = session->draft.get();
   go.policy = session->policy;
-  generator gen(m, *session->backend, go);
+  generator gen(m, *session->device, go);
   auto res = gen.run(prompt, *params, [&](std::string_view piece) {
     if (!json) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -114,7 +114,7 @@ int cmd_generate(int argc, char** argv) {
     if (res->spec_used) {
       const auto& sp = res->spec;
       j["spec"] = {{"draft", session->draft->name()},
-                   {"k", session->cfg.speculative.k},
+                   {"k", session->cfg.speculative.k ? nlohmann::json(*session->cfg.speculative.k) : nlohmann::json("auto")},
                    {"drafted", sp.draft_tokens},
                    {"accepted", sp.accepted_tokens},
                    {"acceptance_rate", sp.acceptance_rate()},

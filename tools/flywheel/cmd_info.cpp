@@ -25,10 +25,10 @@ int cmd_info(int argc, char** argv) {
   std::printf("rope:         base %.0f, scale %.3f; rms eps %g\n", c.rope_freq_base, c.rope_freq_scale, c.rms_eps);
   std::printf("weights:      %.1f MiB of matrices, output head %s\n", s->m->weights().matrix_bytes() / 1048576.0,
               s->m->weights().tied_output ? "tied to the embedding" : "separate");
-  std::printf("cpu:          %s; %d threads\n", cpu::host_features().describe().c_str(), s->backend->threads());
+  std::printf("cpu:          %s; %d threads\n", cpu::host_features().describe().c_str(), s->threads()->size());
   std::printf("kernels:\n");
   int fallbacks = 0;
-  for (const auto& k : s->backend->kernel_paths()) {
+  for (const auto& k : s->device->kernel_paths()) {
     std::printf("  %-5s -> %s%s%s\n", k.weight_type.c_str(), k.path.c_str(), k.fallback ? "  WARNING: " : "",
                 k.fallback ? k.note.c_str() : "");
     fallbacks += k.fallback;

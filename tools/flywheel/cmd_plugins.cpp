@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "runtime/config.hpp"
-#include "runtime/plugin_host.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/plugin/plugin_host.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 

@@ -1,7 +1,7 @@
 #include <cstdio>
 #include <string>
 
-#include "runtime/model.hpp"
+#include "runtime/model/model.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"

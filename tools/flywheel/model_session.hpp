@@ -1,47 +1,26 @@
-// model_session: the effective config plus a loaded model and CPU backend, built from the common
-// CLI flags (--config, --model, --threads, --ctx-size). Shared by the subcommands that run the
-// model; they read their own sections (e.g. cfg.sampling for defaults) from cfg.
-// Flags given on the command line override the config file's values; without --config the
-// built-in defaults apply (fw::config{}).
+// model_session: the command-line side of the composition root for the subcommands that run a
+// model. declare_flags() adds the common flags (--config, --model, --threads, --ctx-size and the
+// speculative-decoding flags); load_config() turns them into a config (flags override the
+// file, with the file's checks; without --config the built-in defaults apply); open() hands that
+// config to runtime/setup's build_runtime(), which builds the model, plugins, backend and draft.
 #pragma once
 
-#include <memory>
-#include <string>
-
-#include "runtime/config.hpp"
-#include "runtime/cpu_backend.hpp"
-#include "runtime/drafter.hpp"
-#include "runtime/k_policy.hpp"
-#include "runtime/model.hpp"
-#include "runtime/plugin_host.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/setup/runtime_parts.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 
 namespace fw::cli {
 
 struct model_session {
-  config cfg;  ///< the effective configuration (file or defaults, then flags)
-  std::shared_ptr<const model> m;
-  std::unique_ptr<cpu_backend> backend;
-  uint32_t n_ctx = 0;  ///< the context window in use (cfg.model.ctx_size resolved against the model)
-  std::unique_ptr<plugin_host> plugins;  ///< [plugins] loaded at open
-  std::unique_ptr<drafter> draft;  ///< [speculative] draft, null for plain decoding
-  k_policy policy;                 ///< [speculative] k policy
-
-  /// Builds (or drops) the draft for cfg.speculative; used at open and when settings change.
-  expected<void> rebuild_draft();
-
   /// Declares --config, --model, --threads, --ctx-size and the speculative-decoding flags
-  /// (--draft, --draft-model, --draft-k, --draft-layers, --draft-quant) on a parser.
+  /// (--draft, --draft-model, --feature-map, --draft-k, --draft-layers, --draft-quant).
   static void declare_flags(arg_parser& args);
-  /// The config of --config FILE (or the built-in defaults) with --model, --threads and --ctx-size
-  /// applied when given; does not load the model. Errors name the flag or file:line:column.
+  /// The config of --config FILE (or the built-in defaults) with the flags applied; does not
+  /// load the model. Errors name the flag or file:line:column.
   static expected<config> load_config(const arg_parser& args);
-  /// load_config(), then loads the model and builds the backend; prints the kernel report to stderr
-  /// when verbose.
-  static expected<model_session> open(const arg_parser& args, bool verbose);
+  /// load_config(), then build_runtime(); prints the draft and the kernel report to stderr when
+  /// verbose.
+  static expected<runtime_parts> open(const arg_parser& args, bool verbose, const build_options& options = {});
 };
-
-/// The quant_kernel plugins [compute] kernel_plugins names, created from the host's libraries.
-expected<std::vector<std::shared_ptr<quant_kernel_plugin>>> make_kernel_plugins(const config& cfg, plugin_host& host);
 
 }  // namespace fw::cli

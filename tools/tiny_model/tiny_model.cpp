@@ -3,8 +3,8 @@
 #include <cmath>
 #include <random>
 
-#include "kernels/cpu/quant_ref.hpp"
-#include "runtime/gguf_writer.hpp"
+#include "kernels/format/quant_ref.hpp"
+#include "runtime/gguf/gguf_writer.hpp"
 
 namespace fw {
 namespace {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/expected.hpp"
-#include "runtime/ggml_type.hpp"
+#include "runtime/base/expected.hpp"
+#include "kernels/format/ggml_type.hpp"
 
 namespace fw {
 

@@ -1,0 +1,23 @@
+// The atoms of every actor protocol, in one place (CAF 0.17: at most 10 characters each). A
+// protocol header lists which of them its actor takes. Thread-safety: constants.
+#pragma once
+
+#include <caf/atom.hpp>
+
+namespace fw::actors {
+
+using init_atom = caf::atom_constant<caf::atom("init")>;          ///< start / wire up
+using ok_atom = caf::atom_constant<caf::atom("ok")>;              ///< a positive reply
+using generate_atom = caf::atom_constant<caf::atom("generate")>;  ///< a client request
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;      ///< stop one request
+using fail_atom = caf::atom_constant<caf::atom("fail")>;          ///< requests that failed
+using shutdown_atom = caf::atom_constant<caf::atom("shutdown")>;  ///< stop the engine
+using stats_atom = caf::atom_constant<caf::atom("stats")>;        ///< a scheduler_stats reply
+using prefill_atom = caf::atom_constant<caf::atom("prefill")>;    ///< run a prompt into KV
+using decode_atom = caf::atom_constant<caf::atom("decode")>;      ///< a sequence joins decoding
+using step_atom = caf::atom_constant<caf::atom("step")>;          ///< one decode step / its tokens
+using done_atom = caf::atom_constant<caf::atom("done")>;          ///< sequences that finished
+using worker_atom = caf::atom_constant<caf::atom("worker")>;      ///< a worker (re)started
+using tick_atom = caf::atom_constant<caf::atom("tick")>;          ///< a timer
+
+}  // namespace fw::actors

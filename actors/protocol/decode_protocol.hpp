@@ -1,0 +1,81 @@
+// Protocol of the decode worker (continuous batching):
+//   (decode_atom, decode_job)   a sequence joins the batch; its handle moves to the worker
+//   (cancel_atom, uint64_t id)  a sequence leaves; its KV is freed
+//   (step_atom)                 one decode step (the worker sends it to itself between steps)
+// It sends, once per step that produced anything:
+//   to the front door: (step_atom, step_batch)            tokens/text of every sequence
+//   to the scheduler:  (done_atom, finished_ids)          sequences that finished (KV freed)
+//                      (fail_atom, sequence_failures)     sequences that failed (KV freed)
+#pragma once
+
+#include <caf/actor_system_config.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/protocol/atoms.hpp"
+#include "actors/protocol/runtime_inspect.hpp"
+
+namespace fw::actors {
+
+struct decode_job {
+  uint64_t id = 0;
+  std::vector<int32_t> history;  ///< prompt tokens; all but the last are in kv
+  sampling_params params;
+  uint32_t budget = 0;           ///< tokens the sequence may generate
+  kv_handle kv;
+  float attention_entropy = -1;  ///< from the prefill, for the k policy; < 0: unknown
+};
+
+struct step_batch {
+  std::vector<step_event> events;
+};
+
+struct finished_ids {
+  std::vector<uint64_t> ids;
+};
+
+/// Sequences a step failed, each with its error's kind (fw::errc) and message.
+struct sequence_failures {
+  std::vector<uint64_t> ids;
+  std::vector<uint8_t> codes;
+  std::vector<std::string> messages;
+};
+
+using decode_actor = caf::typed_actor<caf::reacts_to<decode_atom, decode_job>, caf::reacts_to<cancel_atom, uint64_t>,
+                                      caf::reacts_to<step_atom>>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
+  return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv,
+           x.attention_entropy);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_batch& x) {
+  return f(caf::meta::type_name("fw::actors::step_batch"), x.events);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, finished_ids& x) {
+  return f(caf::meta::type_name("fw::actors::finished_ids"), x.ids);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sequence_failures& x) {
+  return f(caf::meta::type_name("fw::actors::sequence_failures"), x.ids, x.codes, x.messages);
+}
+
+inline void add_decode_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<decode_job>("fw::actors::decode_job");
+  cfg.add_message_type<step_batch>("fw::actors::step_batch");
+  cfg.add_message_type<finished_ids>("fw::actors::finished_ids");
+  cfg.add_message_type<sequence_failures>("fw::actors::sequence_failures");
+  cfg.add_message_type<decode_actor>("fw::actors::decode_actor");
+}
+
+}  // namespace fw::actors

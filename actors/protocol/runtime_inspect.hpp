@@ -1,0 +1,31 @@
+// CAF inspectors for runtime value types that travel in messages (KV handles, sampling
+// parameters, step events). Kept here so runtime/ stays free of CAF.
+#pragma once
+
+#include <caf/meta/type_name.hpp>
+
+#include "runtime/step/step_result.hpp"
+#include "runtime/kv/kv_handle.hpp"
+#include "runtime/sample/sampling_params.hpp"
+
+namespace fw {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_handle& x) {
+  return f(caf::meta::type_name("fw::kv_handle"), x.pool_id, x.epoch, x.n_tokens, x.blocks);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
+  return f(caf::meta::type_name("fw::sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
+           x.repeat_penalty, x.repeat_last_n, x.presence_penalty, x.frequency_penalty, x.seed,
+           x.max_tokens, x.stop, x.ignore_eos);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_event& x) {
+  return f(caf::meta::type_name("fw::step_event"), x.id, x.token, x.text, x.finished, x.finish_reason,
+           x.generated);
+}
+
+}  // namespace fw

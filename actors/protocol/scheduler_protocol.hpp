@@ -1,0 +1,60 @@
+// Protocol of the scheduler, which owns the request table (runtime/sched: admission, phases)
+// and KV allocation, and moves requests between the prefill and decode workers:
+//   (generate_atom, client_request)                 from the front door
+//   (cancel_atom, uint64_t id)                      from the front door
+//   (done_atom, finished_ids)                       from the decode worker
+//   (fail_atom, sequence_failures)                  from the decode worker
+//   (worker_atom, prefill_actor, std::string why)   from the supervisor: a (new) prefill worker;
+//   (worker_atom, decode_actor, std::string why)    why is empty at start, else how the old died
+//   (tick_atom)                                     its own timer: request timeouts
+//   (stats_atom) -> scheduler_stats                 for consoles and tests
+// Failures go to the front door as (fail_atom, request_failure).
+#pragma once
+
+#include <caf/actor_system_config.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "actors/protocol/atoms.hpp"
+#include "actors/protocol/decode_protocol.hpp"
+#include "actors/protocol/front_door_messages.hpp"
+#include "actors/protocol/prefill_protocol.hpp"
+
+namespace fw::actors {
+
+struct scheduler_stats {
+  uint64_t waiting = 0;
+  uint64_t prefilling = 0;
+  uint64_t decoding = 0;
+  uint64_t kv_used_blocks = 0;
+  uint64_t kv_total_blocks = 0;
+  uint64_t completed = 0;
+  uint64_t failed = 0;
+  uint64_t worker_restarts = 0;
+  uint64_t requeued = 0;      ///< requests sent back to waiting after their prefill worker died
+  uint64_t peak_waiting = 0;  ///< the longest the admission queue has been
+};
+
+using scheduler_actor = caf::typed_actor<
+    caf::reacts_to<generate_atom, client_request>, caf::reacts_to<cancel_atom, uint64_t>,
+    caf::reacts_to<done_atom, finished_ids>, caf::reacts_to<fail_atom, sequence_failures>,
+    caf::reacts_to<worker_atom, prefill_actor, std::string>, caf::reacts_to<worker_atom, decode_actor, std::string>,
+    caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<scheduler_stats>>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
+  return f(caf::meta::type_name("fw::actors::scheduler_stats"), x.waiting, x.prefilling, x.decoding,
+           x.kv_used_blocks, x.kv_total_blocks, x.completed, x.failed, x.worker_restarts, x.requeued,
+           x.peak_waiting);
+}
+
+inline void add_scheduler_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<scheduler_stats>("fw::actors::scheduler_stats");
+  cfg.add_message_type<scheduler_actor>("fw::actors::scheduler_actor");
+}
+
+}  // namespace fw::actors

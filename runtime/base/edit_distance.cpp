@@ -1,0 +1,27 @@
+#include "runtime/base/edit_distance.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
+namespace fw {
+
+size_t edit_distance(std::string_view a, std::string_view b, bool ignore_case) {
+  auto fold = [&](char c) {
+    return ignore_case ? std::tolower(static_cast<unsigned char>(c)) : static_cast<unsigned char>(c);
+  };
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (fold(a[i - 1]) == fold(b[j - 1]) ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace fw

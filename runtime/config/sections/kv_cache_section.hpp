@@ -1,0 +1,25 @@
+// kv_cache_section: [kv_cache], the KV block pool of each device. Exactly one of pool_tokens and
+// pool_mib is non-zero (setting one to a non-zero value zeroes the other). Read by runtime/setup.
+// Thread-safety: plain value.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/config/sections/enum_names.hpp"
+
+namespace fw {
+
+/// Element type of the cached K and V.
+enum class kv_cache_type { f16, f32 };
+inline constexpr enum_table<kv_cache_type, 2> kv_cache_type_names = {{
+    {kv_cache_type::f16, "f16"}, {kv_cache_type::f32, "f32"}}};
+
+struct kv_cache_section {
+  uint32_t block_tokens = 16;   ///< tokens per block
+  uint32_t pool_tokens = 16384; ///< pool size in tokens (all sequences together); 0: use pool_mib
+  uint32_t pool_mib = 0;        ///< pool size in MiB; 0: use pool_tokens
+  kv_cache_type type = kv_cache_type::f16;
+  bool operator==(const kv_cache_section&) const = default;
+};
+
+}  // namespace fw

@@ -1,0 +1,380 @@
+#include "runtime/device/cpu/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include <sys/mman.h>
+
+#include "kernels/cpu/ops.hpp"
+#include "runtime/model/arch/llama_layers.hpp"
+#include "kernels/format/quant_ref.hpp"
+
+namespace fw {
+namespace {
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+kv_layout layout_of(const model_config& c, uint32_t block_tokens, kv_dtype dtype) {
+  kv_layout l;
+  l.dtype = dtype;
+  l.n_layer = c.n_layer;
+  l.n_head_kv = c.n_head_kv;
+  l.head_dim = c.head_dim;
+  l.block_tokens = block_tokens;
+  return l;
+}
+
+}  // namespace
+
+cpu_backend::cpu_backend(const model_config& config, const llama_weights& weights,
+                         cpu_backend_options opts)
+    : cfg_(config),
+      w_(weights),
+      threads_(opts.shared_threads ? opts.shared_threads : std::make_shared<cpu::thread_pool>(resolve_threads(opts.threads))),
+      pool_(kv_block_pool::next_pool_id(), layout_of(config, opts.kv_block_tokens, opts.kv_type),
+            (opts.kv_tokens + opts.kv_block_tokens - 1) / opts.kv_block_tokens) {
+  const auto level = cpu::best_simd_level();
+  for (ggml_type t : weights.matrix_types()) kernels_.emplace(t, cpu::select_dot_kernel(t, level));
+  attend_ = cpu::select_attention(level, static_cast<int>(config.head_dim), static_cast<int>(opts.kv_block_tokens));
+  plugins_ = std::move(opts.kernel_plugins);
+  layers_ = weights.layers;
+  output_ = weights.output;
+  if (opts.pack_weights) {
+    fused_.resize(layers_.size());
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      auto& l = layers_[i];
+      // q/k/v and gate/up as one product each: 3 fewer passes over the thread pool per layer
+      // (measured +3-5% decode tokens/s at 2 threads, where every pass ends in a barrier).
+      fused_[i].qkv = pack_fused({&l.wq, &l.wk, &l.wv});
+      fused_[i].gate_up = pack_fused({&l.w_gate, &l.w_up});
+      for (auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) pack(*v);
+    }
+    pack(output_);
+  }
+}
+
+quant_kernel* cpu_backend::plugin_for(ggml_type t) const {
+  for (const auto& p : plugins_)
+    if (p->handles(static_cast<uint32_t>(t))) return p.get();
+  return nullptr;
+}
+
+bool cpu_backend::packable(const cpu::weight_view& v) const {
+  return kernel_for(v.type).pack && !v.packed && v.n >= cpu::packed_group_rows && !plugin_for(v.type);
+}
+
+uint8_t* cpu_backend::alloc_packed(size_t bytes) {
+  // 2 MiB aligned and advised onto transparent huge pages when large: decode streams every
+  // weight once per token, and with 4 KiB pages that is a TLB miss every 4 KiB.
+  constexpr size_t huge_page = size_t{2} << 20;
+  const size_t align = bytes >= huge_page ? huge_page : 64;
+  const size_t alloc = (bytes + align - 1) / align * align;
+  auto* dst = static_cast<uint8_t*>(std::aligned_alloc(align, alloc));
+  if (!dst) return nullptr;
+  if (align == huge_page) (void)::madvise(dst, alloc, MADV_HUGEPAGE);
+  packed_.emplace_back(dst, std::free);
+  return dst;
+}
+
+void cpu_backend::pack_into(cpu::weight_view& v, uint8_t* dst) {
+  const size_t bytes = v.row_bytes * static_cast<size_t>(v.n);
+  kernel_for(v.type).pack(v.data, v.row_bytes, v.n, v.k, dst);
+  // The mapped original is not read again by this backend: give its pages back (they stay in
+  // the page cache for whoever maps the file).
+  const uintptr_t page = 4096, begin = (reinterpret_cast<uintptr_t>(v.data) + page - 1) & ~(page - 1),
+                  end = (reinterpret_cast<uintptr_t>(v.data) + bytes) & ~(page - 1);
+  if (end > begin && !shares_embedding(v)) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  v.data = dst;
+  v.packed = true;
+}
+
+void cpu_backend::pack(cpu::weight_view& v) {
+  if (!packable(v)) return;
+  if (uint8_t* dst = alloc_packed(v.row_bytes * static_cast<size_t>(v.n))) pack_into(v, dst);
+}
+
+cpu::weight_view cpu_backend::pack_fused(std::initializer_list<cpu::weight_view*> parts) {
+  // One packed matrix whose rows are the parts' rows one after another: a single product (one
+  // pass over the thread pool instead of one per part) computes them all. Needs the same type and
+  // input width, and whole groups of 16 rows per part so each part stays addressable on its own.
+  const cpu::weight_view& first = **parts.begin();
+  bool ok = true;
+  size_t bytes = 0;
+  int64_t n = 0;
+  for (const auto* p : parts) {
+    ok = ok && packable(*p) && p->type == first.type && p->k == first.k && p->row_bytes == first.row_bytes &&
+         p->n % cpu::packed_group_rows == 0;
+    bytes += p->row_bytes * static_cast<size_t>(p->n);
+    n += p->n;
+  }
+  if (!ok) return {};
+  uint8_t* dst = alloc_packed(bytes);
+  if (!dst) return {};
+  cpu::weight_view fused = first;
+  fused.data = dst;
+  fused.n = n;
+  fused.packed = true;
+  for (auto* p : parts) {
+    pack_into(*p, dst);  // the part's view now points into the fused matrix
+    dst += p->row_bytes * static_cast<size_t>(p->n);
+  }
+  return fused;
+}
+
+std::string cpu_backend::summary() const {
+  return "cpu backend, " + std::to_string(threads()) + " thread" + (threads() == 1 ? "" : "s");
+}
+
+std::vector<kernel_report> cpu_backend::kernel_paths() const {
+  const auto best = cpu::best_simd_level();
+  const auto host = cpu::host_features().has_avx512_vnni() ? cpu::simd_level::avx512
+                    : cpu::host_features().has_avx2()      ? cpu::simd_level::avx2
+                                                           : cpu::simd_level::scalar;
+  std::vector<kernel_report> out;
+  for (const auto& [type, k] : kernels_) {
+    kernel_report r;
+    r.weight_type = std::string(type_traits(type).name);
+    const bool packed = std::any_of(layers_.begin(), layers_.end(), [&](const llama_layer_weights& l) {
+      for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+        if (v->type == type && v->packed) return true;
+      return false;
+    }) || (output_.type == type && output_.packed);
+    r.path = std::string(cpu::to_string(k.level)) + (packed ? " packed" : "") +
+             (k.act == cpu::act_format::q8x ? " (int8 activations)" : " (f32 activations)");
+    if (quant_kernel* p = plugin_for(type)) r.path = "plugin " + p->name() + " " + p->version();
+    r.fallback = k.level < host;
+    if (k.level == cpu::simd_level::scalar)
+      r.note = "scalar fallback: expect a large slowdown";
+    else if (k.level < host)
+      r.note = std::string("host supports ") + cpu::to_string(host) + " but this type uses " +
+               cpu::to_string(k.level) + (best < host ? " (limited by FW_SIMD)" : "");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
+                     bool same_x) {
+  if (quant_kernel* p = w.packed ? nullptr : plugin_for(w.type)) {
+    mm_scratch_.act_of = nullptr;  // the next same_x call must not trust an older quantization
+    // The plugin ABI takes dense rows: gather strided inputs, scatter strided outputs.
+    const float* xin = x;
+    float* yout = y;
+    if (ldx != w.k) {
+      plugin_x_.resize(static_cast<size_t>(m * w.k));
+      for (int64_t r = 0; r < m; ++r) std::memcpy(plugin_x_.data() + r * w.k, x + r * ldx, w.k * sizeof(float));
+      xin = plugin_x_.data();
+    }
+    if (ldy != w.n) plugin_y_.resize(static_cast<size_t>(m * w.n)), yout = plugin_y_.data();
+    if (p->gemv(static_cast<uint32_t>(w.type), w.data, w.row_bytes, w.k, w.n, xin, m, yout)) {
+      if (ldy != w.n)
+        for (int64_t r = 0; r < m; ++r) std::memcpy(y + r * ldy, yout + r * w.n, w.n * sizeof(float));
+      return;
+    }
+    // A failing plugin must not fail the request: fall back to the built-in kernel.
+  }
+  cpu::matmul(w, kernel_for(w.type), x, ldx, m, y, ldy, *threads_, mm_scratch_, same_x);
+}
+
+void cpu_backend::plan_attention(const forward_batch& b) {
+  // Queries ordered by (sequence, kv head, row, head of the group); a task answers a run of at
+  // most 16 rows' queries of one (sequence, kv head), so each loaded key tile serves them all.
+  const int64_t rows = static_cast<int64_t>(b.rows());
+  const uint32_t hd = cfg_.head_dim, gqa = cfg_.n_gqa();
+  const int64_t e = cfg_.n_embd;
+  attn_.q.clear(), attn_.out.clear(), attn_.n_keys.clear(), attn_.query_slot.clear(), attn_.tasks.clear();
+  std::vector<std::vector<int64_t>> rows_of(b.kv.size());
+  for (int64_t r = 0; r < rows; ++r) rows_of[b.seq[r]].push_back(r);
+  constexpr size_t rows_per_task = 16;
+  for (uint32_t s = 0; s < rows_of.size(); ++s) {
+    const auto& rs = rows_of[s];
+    for (uint32_t g = 0; g < cfg_.n_head_kv; ++g) {
+      for (size_t r0 = 0; r0 < rs.size(); r0 += rows_per_task) {
+        attention_task t{s, g, attn_.q.size(), 0};
+        for (size_t i = r0; i < std::min(rs.size(), r0 + rows_per_task); ++i) {
+          const int64_t r = rs[i];
+          for (uint32_t j = 0; j < gqa; ++j) {
+            const int64_t h = g * gqa + j;
+            attn_.q.push_back(qkv_.data() + r * qkv_ld() + h * hd);
+            attn_.out.push_back(att_.data() + r * e + h * hd);
+            attn_.n_keys.push_back(b.positions[r] + 1);
+            attn_.query_slot.push_back(r * cfg_.n_head + h);
+          }
+        }
+        t.end = attn_.q.size();
+        attn_.tasks.push_back(t);
+      }
+    }
+  }
+  attn_.entropy.resize(attn_.q.size());
+  attn_.k_tiles.resize(threads_->size());
+  attn_.v_tiles.resize(threads_->size());
+}
+
+void cpu_backend::attention(uint32_t layer, bool last_layer) {
+  const forward_batch& b = *batch_;
+  const uint32_t bt = pool_.layout().block_tokens;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
+  threads_->for_each(static_cast<int64_t>(attn_.tasks.size()), [&](int64_t ti, int thread) {
+    const attention_task& t = attn_.tasks[ti];
+    const kv_handle& kv = *b.kv[t.seq];
+    int32_t max_keys = 0;
+    for (size_t i = t.begin; i < t.end; ++i) max_keys = std::max(max_keys, attn_.n_keys[i]);
+    const int n_tiles = static_cast<int>((max_keys + bt - 1) / bt);
+    auto& kt = attn_.k_tiles[thread];
+    auto& vt = attn_.v_tiles[thread];
+    kt.resize(n_tiles), vt.resize(n_tiles);
+    for (int i = 0; i < n_tiles; ++i) {
+      kt[i] = pool_.k_data(kv.blocks[i], layer, t.kv_head);
+      vt[i] = pool_.v_data(kv.blocks[i], layer, t.kv_head);
+    }
+    const cpu::kv_tiles tiles{kt.data(), vt.data(), n_tiles, static_cast<int>(bt), static_cast<int>(cfg_.head_dim),
+                              pool_.layout().dtype == kv_dtype::f16};
+    const cpu::attention_queries qs{static_cast<int>(t.end - t.begin), attn_.q.data() + t.begin,
+                                    attn_.out.data() + t.begin, attn_.n_keys.data() + t.begin,
+                                    last_layer ? attn_.entropy.data() + t.begin : nullptr};
+    attend_(tiles, qs, scale);
+  });
+  if (last_layer) {
+    head_entropy_.assign(b.rows() * cfg_.n_head, 0.f);
+    for (size_t i = 0; i < attn_.query_slot.size(); ++i) head_entropy_[attn_.query_slot[i]] = attn_.entropy[i];
+  }
+}
+
+expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out) {
+  std::lock_guard lock(forward_mutex_);
+  out.clear();
+  const int64_t m = static_cast<int64_t>(b.rows());
+  if (m == 0) return {};
+  const int64_t e = cfg_.n_embd, ff = cfg_.n_ff;
+  // Validate rows and make room in every sequence's KV handle before computing anything.
+  std::vector<int32_t> end_pos(b.kv.size(), 0);
+  for (int64_t r = 0; r < m; ++r) {
+    if (b.tokens[r] < 0 || static_cast<uint32_t>(b.tokens[r]) >= cfg_.n_vocab)
+      return make_error(errc::invalid_argument, "token id " + std::to_string(b.tokens[r]) + " is outside the vocabulary");
+    if (b.seq[r] >= b.kv.size()) return make_error(errc::internal, "batch row names a missing sequence");
+    end_pos[b.seq[r]] = std::max(end_pos[b.seq[r]], b.positions[r] + 1);
+  }
+  for (size_t s = 0; s < b.kv.size(); ++s) {
+    if (!pool_.reserve(*b.kv[s], static_cast<uint32_t>(end_pos[s])))
+      return make_error(errc::out_of_memory, "KV cache pool exhausted (" + std::to_string(pool_.free_blocks()) + " free blocks)");
+  }
+
+  x_.resize(m * e);
+  xn_.resize(m * e);
+  qkv_.resize(m * qkv_ld());
+  att_.resize(m * e);
+  gate_up_.resize(m * 2 * ff);
+  tmp_.resize(m * e);
+
+  for (const auto& p : plugins_) p->begin_step();  // a reloaded kernel plugin serves from this step on
+  batch_ = &b;
+  out_ = &out;
+  rows_ = m;
+  plan_attention(b);
+  run_llama_layers(*this, cfg_.n_layer, b.n_layers);
+  batch_ = nullptr;
+  out_ = nullptr;
+
+  for (size_t s = 0; s < b.kv.size(); ++s)
+    if (b.kv[s]->n_tokens < static_cast<uint32_t>(end_pos[s])) {
+      if (auto ok = pool_.set_length(*b.kv[s], end_pos[s]); !ok) return ok.err();
+    }
+  return {};
+}
+
+// -- llama_ops over this backend's buffers (batch_, rows_ set by forward) --
+
+void cpu_backend::embed_tokens() {
+  const int64_t e = cfg_.n_embd;
+  const auto& te = w_.tok_embd;
+  for (int64_t r = 0; r < rows_; ++r)
+    dequantize_row_ref(te.type, te.data + batch_->tokens[r] * te.row_bytes, x_.data() + r * e, e);
+}
+
+void cpu_backend::rms_norm(uint32_t layer, llama_norm which) {
+  const int64_t e = cfg_.n_embd;
+  const float* w = which == llama_norm::attention ? layers_[layer].attn_norm : layers_[layer].ffn_norm;
+  for (int64_t r = 0; r < rows_; ++r) cpu::rms_norm(x_.data() + r * e, w, xn_.data() + r * e, e, cfg_.rms_eps);
+}
+
+void cpu_backend::project_qkv(uint32_t layer) {
+  // q, k and v side by side in each row of qkv_ (one fused product, or three into the columns).
+  const int64_t e = cfg_.n_embd, kvd = cfg_.kv_dim(), ld = qkv_ld();
+  const auto& L = layers_[layer];
+  const fused_weights* F = layer < fused_.size() ? &fused_[layer] : nullptr;
+  if (F && F->qkv.data) {
+    mm(F->qkv, xn_.data(), e, rows_, qkv_.data(), ld);
+  } else {
+    mm(L.wq, xn_.data(), e, rows_, qkv_.data(), ld);
+    mm(L.wk, xn_.data(), e, rows_, qkv_.data() + e, ld, true);  // xn_ unchanged: reuse its 8-bit quantization
+    mm(L.wv, xn_.data(), e, rows_, qkv_.data() + e + kvd, ld, true);
+  }
+}
+
+void cpu_backend::rope_and_store_kv(uint32_t layer) {
+  const int64_t e = cfg_.n_embd, kvd = cfg_.kv_dim(), ld = qkv_ld();
+  for (int64_t r = 0; r < rows_; ++r) {
+    const int pos = batch_->positions[r];
+    float* q = qkv_.data() + r * ld;
+    float* k = q + e;
+    const float* v = k + kvd;
+    cpu::rope_norm(q, cfg_.n_head, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
+    cpu::rope_norm(k, cfg_.n_head_kv, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
+    const kv_handle& kv = *batch_->kv[batch_->seq[r]];
+    for (uint32_t h = 0; h < cfg_.n_head_kv; ++h)
+      pool_.write_token(kv, pos, layer, h, k + h * cfg_.head_dim, v + h * cfg_.head_dim);
+  }
+}
+
+void cpu_backend::project_out_add(uint32_t layer) {
+  const int64_t e = cfg_.n_embd;
+  mm(layers_[layer].wo, att_.data(), e, rows_, tmp_.data(), e);
+  cpu::add_inplace(x_.data(), tmp_.data(), rows_ * e);
+}
+
+void cpu_backend::ffn_gate_up(uint32_t layer) {
+  // gate and up side by side in each row of gate_up_; silu(gate) * up in place.
+  const int64_t e = cfg_.n_embd, ff = cfg_.n_ff, gu = 2 * ff;
+  const auto& L = layers_[layer];
+  const fused_weights* F = layer < fused_.size() ? &fused_[layer] : nullptr;
+  if (F && F->gate_up.data) {
+    mm(F->gate_up, xn_.data(), e, rows_, gate_up_.data(), gu);
+  } else {
+    mm(L.w_gate, xn_.data(), e, rows_, gate_up_.data(), gu);
+    mm(L.w_up, xn_.data(), e, rows_, gate_up_.data() + ff, gu, true);
+  }
+  for (int64_t r = 0; r < rows_; ++r) cpu::silu_mul(gate_up_.data() + r * gu, gate_up_.data() + r * gu + ff, ff);
+}
+
+void cpu_backend::ffn_down_add(uint32_t layer) {
+  const int64_t e = cfg_.n_embd, gu = 2 * static_cast<int64_t>(cfg_.n_ff);
+  mm(layers_[layer].w_down, gate_up_.data(), gu, rows_, tmp_.data(), e);
+  cpu::add_inplace(x_.data(), tmp_.data(), rows_ * e);
+}
+
+void cpu_backend::output_head() {
+  // Final norm and output head, only for the rows that want logits.
+  const int64_t e = cfg_.n_embd;
+  int64_t n_out = 0;
+  auto& entropy = out_->entropy;
+  for (int64_t r = 0; r < rows_; ++r) {
+    if (!batch_->want_logits[r]) continue;
+    float h_sum = 0;
+    for (uint32_t h = 0; h < cfg_.n_head; ++h) h_sum += head_entropy_[r * cfg_.n_head + h];
+    entropy.push_back(h_sum / cfg_.n_head);
+    cpu::rms_norm(x_.data() + r * e, w_.output_norm, xn_.data() + n_out * e, e, cfg_.rms_eps);
+    ++n_out;
+  }
+  if (batch_->want_hidden) out_->hidden.assign(xn_.begin(), xn_.begin() + n_out * e);
+  out_->logits.resize(n_out * cfg_.n_vocab);
+  if (n_out > 0) mm(output_, xn_.data(), e, n_out, out_->logits.data(), cfg_.n_vocab);
+}
+
+}  // namespace fw

@@ -1,0 +1,140 @@
+#include "runtime/gguf/gguf_writer.hpp"
+
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace fw {
+
+static_assert(std::endian::native == std::endian::little, "GGUF writing assumes a little-endian host");
+
+namespace {
+
+template <class T>
+void put(std::vector<uint8_t>& out, T v) {
+  uint8_t b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));
+  out.insert(out.end(), b, b + sizeof(T));
+}
+
+void put_string(std::vector<uint8_t>& out, const std::string& s) {
+  put<uint64_t>(out, s.size());
+  out.insert(out.end(), s.begin(), s.end());
+}
+
+void pad_to(std::vector<uint8_t>& out, uint64_t alignment) {
+  out.resize((out.size() + alignment - 1) / alignment * alignment, 0);
+}
+
+uint64_t padded(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
+
+}  // namespace
+
+gguf_writer::gguf_writer(uint32_t alignment) : alignment_(alignment == 0 ? 32 : alignment) {
+  if (alignment_ != 32) add_uint32("general.alignment", alignment_);
+}
+
+void gguf_writer::begin_kv(const std::string& key, gguf_type type) {
+  ++kv_count_;
+  put_string(kv_bytes_, key);
+  put<uint32_t>(kv_bytes_, static_cast<uint32_t>(type));
+}
+
+void gguf_writer::add_uint8(const std::string& key, uint8_t v) { begin_kv(key, gguf_type::u8); put(kv_bytes_, v); }
+void gguf_writer::add_int8(const std::string& key, int8_t v) { begin_kv(key, gguf_type::i8); put(kv_bytes_, v); }
+void gguf_writer::add_uint16(const std::string& key, uint16_t v) { begin_kv(key, gguf_type::u16); put(kv_bytes_, v); }
+void gguf_writer::add_int16(const std::string& key, int16_t v) { begin_kv(key, gguf_type::i16); put(kv_bytes_, v); }
+void gguf_writer::add_uint32(const std::string& key, uint32_t v) { begin_kv(key, gguf_type::u32); put(kv_bytes_, v); }
+void gguf_writer::add_int32(const std::string& key, int32_t v) { begin_kv(key, gguf_type::i32); put(kv_bytes_, v); }
+void gguf_writer::add_uint64(const std::string& key, uint64_t v) { begin_kv(key, gguf_type::u64); put(kv_bytes_, v); }
+void gguf_writer::add_int64(const std::string& key, int64_t v) { begin_kv(key, gguf_type::i64); put(kv_bytes_, v); }
+void gguf_writer::add_float32(const std::string& key, float v) { begin_kv(key, gguf_type::f32); put(kv_bytes_, v); }
+void gguf_writer::add_float64(const std::string& key, double v) { begin_kv(key, gguf_type::f64); put(kv_bytes_, v); }
+
+void gguf_writer::add_bool(const std::string& key, bool v) {
+  begin_kv(key, gguf_type::boolean);
+  put<uint8_t>(kv_bytes_, v ? 1 : 0);
+}
+
+void gguf_writer::add_string(const std::string& key, const std::string& v) {
+  begin_kv(key, gguf_type::string);
+  put_string(kv_bytes_, v);
+}
+
+void gguf_writer::add_string_array(const std::string& key, const std::vector<std::string>& v) {
+  begin_kv(key, gguf_type::array);
+  put<uint32_t>(kv_bytes_, static_cast<uint32_t>(gguf_type::string));
+  put<uint64_t>(kv_bytes_, v.size());
+  for (const auto& s : v) put_string(kv_bytes_, s);
+}
+
+void gguf_writer::add_int32_array(const std::string& key, const std::vector<int32_t>& v) {
+  begin_kv(key, gguf_type::array);
+  put<uint32_t>(kv_bytes_, static_cast<uint32_t>(gguf_type::i32));
+  put<uint64_t>(kv_bytes_, v.size());
+  for (int32_t x : v) put(kv_bytes_, x);
+}
+
+void gguf_writer::add_float32_array(const std::string& key, const std::vector<float>& v) {
+  begin_kv(key, gguf_type::array);
+  put<uint32_t>(kv_bytes_, static_cast<uint32_t>(gguf_type::f32));
+  put<uint64_t>(kv_bytes_, v.size());
+  for (float x : v) put(kv_bytes_, x);
+}
+
+void gguf_writer::add_raw_array(const std::string& key, gguf_type elem_type, uint64_t count,
+                                std::span<const uint8_t> encoded) {
+  begin_kv(key, gguf_type::array);
+  put<uint32_t>(kv_bytes_, static_cast<uint32_t>(elem_type));
+  put<uint64_t>(kv_bytes_, count);
+  kv_bytes_.insert(kv_bytes_.end(), encoded.begin(), encoded.end());
+}
+
+void gguf_writer::add_tensor(const std::string& name, std::vector<uint64_t> ne, ggml_type type,
+                             std::span<const uint8_t> data) {
+  add_tensor_raw(name, std::move(ne), static_cast<uint32_t>(type), data);
+}
+
+void gguf_writer::add_tensor_raw(const std::string& name, std::vector<uint64_t> ne,
+                                 uint32_t raw_type, std::span<const uint8_t> data) {
+  tensors_.push_back(tensor{name, std::move(ne), raw_type, {data.begin(), data.end()}});
+}
+
+std::vector<uint8_t> gguf_writer::bytes() const {
+  std::vector<uint8_t> out;
+  put<uint32_t>(out, 0x46554747);  // "GGUF"
+  put<uint32_t>(out, 3);
+  put<uint64_t>(out, tensors_.size());
+  put<uint64_t>(out, kv_count_);
+  out.insert(out.end(), kv_bytes_.begin(), kv_bytes_.end());
+  uint64_t offset = 0;
+  for (const auto& t : tensors_) {
+    put_string(out, t.name);
+    put<uint32_t>(out, static_cast<uint32_t>(t.ne.size()));
+    for (uint64_t n : t.ne) put<uint64_t>(out, n);
+    put<uint32_t>(out, t.raw_type);
+    put<uint64_t>(out, offset);
+    offset += padded(t.data.size(), alignment_);
+  }
+  pad_to(out, alignment_);
+  for (const auto& t : tensors_) {
+    out.insert(out.end(), t.data.begin(), t.data.end());
+    pad_to(out, alignment_);
+  }
+  return out;
+}
+
+expected<void> gguf_writer::write(const std::string& path) const {
+  const std::vector<uint8_t> image = bytes();
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!f) return make_error(errc::io_error, "cannot create '" + path + "': " + std::strerror(errno));
+  if (std::fwrite(image.data(), 1, image.size(), f.get()) != image.size())
+    return make_error(errc::io_error, "cannot write '" + path + "': " + std::strerror(errno));
+  if (std::fclose(f.release()) != 0)
+    return make_error(errc::io_error, "cannot write '" + path + "': " + std::strerror(errno));
+  return {};
+}
+
+}  // namespace fw

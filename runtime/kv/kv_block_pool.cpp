@@ -1,0 +1,438 @@
+#include "runtime/kv/kv_block_pool.hpp"
+
+#include <atomic>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/format/quant_ref.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+#include <vector>
+
+#include <sys/mman.h>
+
+namespace fw {
+
+namespace {
+
+// 2 MiB: the pool can sit on transparent huge pages. Attention reads a sequence's tiles from
+// blocks far apart, one 4 KiB page per tile: with small pages every tile is a TLB miss.
+constexpr size_t huge_page = size_t{2} << 20;
+
+std::string describe(const kv_handle& h) {
+  return "kv handle (pool " + std::to_string(h.pool_id) + ", epoch " + std::to_string(h.epoch) +
+         ", " + std::to_string(h.blocks.size()) + " blocks)";
+}
+
+}  // namespace
+
+void kv_block_pool::mapping_free::operator()(std::byte* p) const {
+  if (p) ::munmap(p, length);
+}
+
+uint32_t kv_block_pool::next_pool_id() {
+  static std::atomic<uint32_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_blocks)
+    : pool_id_(pool_id),
+      layout_(layout),
+      n_blocks_(n_blocks),
+      tile_bytes_(layout.tile_elems() * layout.elem_bytes()),
+      v_offset_(size_t{layout.n_layer} * layout.n_head_kv * layout.tile_elems() * layout.elem_bytes()),
+      owner_(n_blocks, 0) {
+  assert(layout.n_layer > 0 && layout.n_head_kv > 0 && layout.head_dim > 0 &&
+         layout.block_tokens > 0);
+  const size_t bytes = size_t{n_blocks} * layout.block_bytes();
+  if (bytes > 0) {
+    // Anonymous memory: zero-filled and committed page by page as blocks are first written, so a
+    // large pool costs resident memory only for the blocks in use (and nothing at start).
+    const size_t length = (bytes + huge_page - 1) / huge_page * huge_page;
+    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = std::unique_ptr<std::byte[], mapping_free>(static_cast<std::byte*>(p), mapping_free{length});
+    // A hint (THP in "madvise" mode needs it); failure only costs speed.
+    if (bytes >= huge_page) (void)::madvise(p, length, MADV_HUGEPAGE);
+  }
+  free_.reserve(n_blocks);
+  for (uint32_t b = n_blocks; b > 0; --b) free_.push_back(b - 1);  // hands out 0, 1, 2, ...
+}
+
+kv_block_pool::~kv_block_pool() = default;
+
+expected<std::unique_ptr<kv_block_pool>> kv_block_pool::create(uint32_t pool_id, kv_layout layout,
+                                                                uint32_t n_blocks) {
+  if (layout.n_layer == 0 || layout.n_head_kv == 0 || layout.head_dim == 0 ||
+      layout.block_tokens == 0) {
+    return make_error(errc::invalid_argument,
+                      "kv layout needs n_layer, n_head_kv, head_dim and block_tokens > 0, got " +
+                          std::to_string(layout.n_layer) + ", " +
+                          std::to_string(layout.n_head_kv) + ", " +
+                          std::to_string(layout.head_dim) + ", " +
+                          std::to_string(layout.block_tokens));
+  }
+  const size_t max_blocks = std::numeric_limits<size_t>::max() / layout.block_bytes();
+  if (n_blocks > max_blocks) {
+    return make_error(errc::out_of_memory, "kv pool of " + std::to_string(n_blocks) +
+                                               " blocks does not fit the address space");
+  }
+  try {
+    return std::make_unique<kv_block_pool>(pool_id, layout, n_blocks);
+  } catch (const std::bad_alloc&) {
+    return make_error(errc::out_of_memory,
+                      "cannot allocate a kv pool of " + std::to_string(n_blocks) + " blocks (" +
+                          std::to_string(n_blocks * layout.block_bytes() >> 20) + " MiB)");
+  }
+}
+
+uint32_t kv_block_pool::blocks_for_bytes(kv_layout layout, size_t bytes) {
+  const size_t per_block = layout.block_bytes();
+  if (per_block == 0) return 0;
+  return static_cast<uint32_t>(
+      std::min<size_t>(bytes / per_block, std::numeric_limits<uint32_t>::max()));
+}
+
+// -- allocation --
+
+uint32_t kv_block_pool::next_epoch_locked() {
+  const uint32_t e = next_epoch_++;
+  if (next_epoch_ == 0) next_epoch_ = 1;  // 0 means "never allocated"
+  return e;
+}
+
+bool kv_block_pool::epoch_live_locked(uint32_t epoch) const {
+  // Handed out since the last reset; modular so that wrapping the counter is harmless.
+  return epoch != 0 && epoch - first_live_epoch_ < next_epoch_ - first_live_epoch_;
+}
+
+expected<void> kv_block_pool::check_owned_locked(const kv_handle& h) const {
+  if (h.pool_id != pool_id_) {
+    return make_error(errc::invalid_argument,
+                      describe(h) + " does not belong to pool " + std::to_string(pool_id_));
+  }
+  if (!epoch_live_locked(h.epoch)) {
+    return make_error(errc::invalid_argument,
+                      describe(h) + " is stale: its epoch is not live in this pool (never "
+                                    "allocated here, or the pool was reset)");
+  }
+  for (uint32_t b : h.blocks) {
+    if (b >= n_blocks_) {
+      return make_error(errc::invalid_argument, describe(h) + " names block " + std::to_string(b) +
+                                                    " of a pool of " + std::to_string(n_blocks_));
+    }
+    if (owner_[b] != h.epoch) {
+      return make_error(errc::invalid_argument,
+                        describe(h) + " is stale: block " + std::to_string(b) + " is " +
+                            (owner_[b] == 0 ? std::string("free")
+                                            : "lent to epoch " + std::to_string(owner_[b])) +
+                            " (double release, or use after release)");
+    }
+  }
+  return {};
+}
+
+std::optional<kv_handle> kv_block_pool::allocate(uint32_t n_tokens) {
+  const uint32_t need = layout_.blocks_for_tokens(n_tokens);
+  std::lock_guard lock(mutex_);
+  if (need > free_.size()) return std::nullopt;
+  kv_handle h;
+  h.pool_id = pool_id_;
+  h.epoch = next_epoch_locked();
+  h.blocks.reserve(need);
+  for (uint32_t i = 0; i < need; ++i) {
+    const uint32_t b = free_.back();
+    free_.pop_back();
+    owner_[b] = h.epoch;
+    h.blocks.push_back(b);
+  }
+  return h;
+}
+
+expected<void> kv_block_pool::grow_locked(kv_handle& h, uint32_t n_tokens) {
+  if (h.epoch == 0 && h.empty()) {  // default-constructed: becomes a fresh allocation
+    if (layout_.blocks_for_tokens(n_tokens) > free_.size())
+      return make_error(errc::out_of_memory, "kv pool " + std::to_string(pool_id_) + " has " +
+                                                 std::to_string(free_.size()) + " free blocks");
+    h.pool_id = pool_id_;
+    h.epoch = next_epoch_locked();
+    h.n_tokens = 0;
+  } else if (auto ok = check_owned_locked(h); !ok) {
+    return ok;
+  }
+  const size_t need = layout_.blocks_for_tokens(n_tokens);
+  if (need <= h.blocks.size()) return {};
+  const size_t extra = need - h.blocks.size();
+  if (extra > free_.size()) {
+    return make_error(errc::out_of_memory, "kv pool " + std::to_string(pool_id_) + " needs " +
+                                               std::to_string(extra) + " more blocks, has " +
+                                               std::to_string(free_.size()) + " free");
+  }
+  h.blocks.reserve(need);
+  for (size_t i = 0; i < extra; ++i) {
+    const uint32_t b = free_.back();
+    free_.pop_back();
+    owner_[b] = h.epoch;
+    h.blocks.push_back(b);
+  }
+  return {};
+}
+
+bool kv_block_pool::reserve(kv_handle& h, uint32_t n_tokens) {
+  std::lock_guard lock(mutex_);
+  return grow_locked(h, n_tokens).has_value();
+}
+
+expected<void> kv_block_pool::truncate(kv_handle& h, uint32_t n_tokens) {
+  if (n_tokens > h.n_tokens) {
+    return make_error(errc::invalid_argument, "cannot truncate " + describe(h) + " of " +
+                                                  std::to_string(h.n_tokens) + " tokens to " +
+                                                  std::to_string(n_tokens));
+  }
+  std::lock_guard lock(mutex_);
+  if (auto ok = check_owned_locked(h); !ok) return ok;
+  const size_t keep = layout_.blocks_for_tokens(n_tokens);
+  while (h.blocks.size() > keep) {
+    const uint32_t b = h.blocks.back();
+    h.blocks.pop_back();
+    if (owner_[b] != h.epoch) continue;  // a duplicated id, already freed above
+    owner_[b] = 0;
+    free_.push_back(b);
+  }
+  h.n_tokens = n_tokens;
+  return {};
+}
+
+expected<void> kv_block_pool::release(kv_handle& h) {
+  if (h.empty()) {
+    h.n_tokens = 0;
+    return {};
+  }
+  std::lock_guard lock(mutex_);
+  if (auto ok = check_owned_locked(h); !ok) return ok;
+  for (auto it = h.blocks.rbegin(); it != h.blocks.rend(); ++it) {
+    if (owner_[*it] != h.epoch) continue;  // a duplicated id, already freed
+    owner_[*it] = 0;
+    free_.push_back(*it);
+  }
+  h.blocks.clear();
+  h.n_tokens = 0;
+  return {};
+}
+
+uint32_t kv_block_pool::release_epoch(uint32_t epoch) {
+  if (epoch == 0) return 0;
+  std::lock_guard lock(mutex_);
+  uint32_t freed = 0;
+  for (uint32_t b = 0; b < n_blocks_; ++b) {
+    if (owner_[b] != epoch) continue;
+    owner_[b] = 0;
+    free_.push_back(b);
+    ++freed;
+  }
+  return freed;
+}
+
+void kv_block_pool::reset() {
+  std::lock_guard lock(mutex_);
+  std::fill(owner_.begin(), owner_.end(), 0);
+  free_.clear();
+  for (uint32_t b = n_blocks_; b > 0; --b) free_.push_back(b - 1);
+  first_live_epoch_ = next_epoch_;
+}
+
+bool kv_block_pool::owns(const kv_handle& h) const {
+  std::lock_guard lock(mutex_);
+  return check_owned_locked(h).has_value();
+}
+
+uint32_t kv_block_pool::free_blocks() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<uint32_t>(free_.size());
+}
+
+uint32_t kv_block_pool::used_blocks() const { return n_blocks_ - free_blocks(); }
+
+double kv_block_pool::usage() const {
+  if (n_blocks_ == 0) return 0.0;
+  return static_cast<double>(used_blocks()) / n_blocks_;
+}
+
+// -- owner-side operations --
+
+expected<void> kv_block_pool::set_length(kv_handle& h, uint32_t n_tokens) const {
+  if (h.pool_id != pool_id_) {
+    return make_error(errc::invalid_argument,
+                      describe(h) + " does not belong to pool " + std::to_string(pool_id_));
+  }
+  if (n_tokens > capacity(h)) {
+    return make_error(errc::invalid_argument,
+                      "length " + std::to_string(n_tokens) + " exceeds the capacity " +
+                          std::to_string(capacity(h)) + " of " + describe(h));
+  }
+  h.n_tokens = n_tokens;
+  return {};
+}
+
+uint32_t kv_block_pool::capacity(const kv_handle& h) const {
+  return static_cast<uint32_t>(h.blocks.size() * layout_.block_tokens);
+}
+
+expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_handle& from,
+                                          kv_handle& to) {
+  if (!layout_.same_token_shape(src.layout_)) {
+    return make_error(errc::invalid_argument,
+                      "cannot copy kv tokens between pools " + std::to_string(src.pool_id_) +
+                          " and " + std::to_string(pool_id_) + ": layouts differ");
+  }
+  {
+    std::lock_guard lock(src.mutex_);
+    if (auto ok = src.check_owned_locked(from); !ok) return ok;
+  }
+  if (from.n_tokens > src.capacity(from)) {
+    return make_error(errc::invalid_argument, describe(from) + " claims " +
+                                                  std::to_string(from.n_tokens) +
+                                                  " tokens, more than its capacity");
+  }
+  if (&src == this && to.epoch == from.epoch && to.epoch != 0) {
+    return make_error(errc::invalid_argument, "cannot copy " + describe(from) + " onto itself");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    kv_handle grown = to;
+    if (auto ok = grow_locked(grown, from.n_tokens); !ok) return ok;
+    to = std::move(grown);
+  }
+
+  const uint32_t n = from.n_tokens;
+  const uint32_t src_bt = src.layout_.block_tokens;
+  const uint32_t dst_bt = layout_.block_tokens;
+  const size_t hd = layout_.head_dim;
+  for (uint32_t l = 0; l < layout_.n_layer; ++l) {
+    for (uint32_t hh = 0; hh < layout_.n_head_kv; ++hh) {
+      if (src_bt == dst_bt && src.layout_.dtype == layout_.dtype) {
+        // Whole tiles at a time (a K tile is transposed: copy all of it).
+        const size_t eb = layout_.elem_bytes();
+        for (uint32_t t = 0; t < n; t += dst_bt) {
+          const uint32_t i = t / dst_bt;
+          std::memcpy(k_data(to.blocks[i], l, hh), src.k_data(from.blocks[i], l, hh), tile_bytes_);
+          std::memcpy(v_data(to.blocks[i], l, hh), src.v_data(from.blocks[i], l, hh), std::min(dst_bt, n - t) * hd * eb);
+        }
+      } else {  // token by token, converting the element type if it differs
+        std::vector<float> kt(hd), vt(hd);
+        for (uint32_t t = 0; t < n; ++t) {
+          src.read_token(from, t, l, hh, kt.data(), vt.data());
+          write_token(to, t, l, hh, kt.data(), vt.data());
+        }
+      }
+    }
+  }
+  to.n_tokens = n;
+  return {};
+}
+
+// -- memory --
+
+size_t kv_block_pool::block_offset(uint32_t block) const {
+  assert(block < n_blocks_);
+  return size_t{block} * layout_.block_bytes();
+}
+
+void* kv_block_pool::k_data(uint32_t block, uint32_t layer, uint32_t head) {
+  assert(layer < layout_.n_layer && head < layout_.n_head_kv);
+  return data_.get() + block_offset(block) + (size_t{layer} * layout_.n_head_kv + head) * tile_bytes_;
+}
+
+const void* kv_block_pool::k_data(uint32_t block, uint32_t layer, uint32_t head) const {
+  return const_cast<kv_block_pool*>(this)->k_data(block, layer, head);
+}
+
+void* kv_block_pool::v_data(uint32_t block, uint32_t layer, uint32_t head) {
+  return static_cast<std::byte*>(k_data(block, layer, head)) + v_offset_;
+}
+
+const void* kv_block_pool::v_data(uint32_t block, uint32_t layer, uint32_t head) const {
+  return const_cast<kv_block_pool*>(this)->v_data(block, layer, head);
+}
+
+float* kv_block_pool::k(uint32_t block, uint32_t layer, uint32_t head) {
+  assert(layout_.dtype == kv_dtype::f32);
+  return static_cast<float*>(k_data(block, layer, head));
+}
+
+const float* kv_block_pool::k(uint32_t block, uint32_t layer, uint32_t head) const {
+  return const_cast<kv_block_pool*>(this)->k(block, layer, head);
+}
+
+float* kv_block_pool::v(uint32_t block, uint32_t layer, uint32_t head) {
+  assert(layout_.dtype == kv_dtype::f32);
+  return static_cast<float*>(v_data(block, layer, head));
+}
+
+const float* kv_block_pool::v(uint32_t block, uint32_t layer, uint32_t head) const {
+  return const_cast<kv_block_pool*>(this)->v(block, layer, head);
+}
+
+void kv_block_pool::write_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head,
+                                const float* kv_k, const float* kv_v) {
+  const uint32_t bt = layout_.block_tokens, hd = layout_.head_dim;
+  assert(pos / bt < h.blocks.size());
+  const uint32_t b = h.blocks[pos / bt], t = pos % bt;
+  if (layout_.dtype == kv_dtype::f16) {
+    auto* kt = static_cast<uint16_t*>(k_data(b, layer, head)) + t;
+    auto* vt = static_cast<uint16_t*>(v_data(b, layer, head)) + size_t{t} * hd;
+    cpu::fp32_to_fp16_row(kv_v, vt, hd);  // F16C when the host has it
+    uint16_t stack[256];
+    std::vector<uint16_t> heap;
+    uint16_t* kh = stack;
+    if (hd > 256) heap.resize(hd), kh = heap.data();
+    cpu::fp32_to_fp16_row(kv_k, kh, hd);
+    for (uint32_t e = 0; e < hd; ++e) kt[size_t{e} * bt] = kh[e];
+    return;
+  }
+  float* kt = k(b, layer, head) + t;
+  for (uint32_t e = 0; e < hd; ++e) kt[size_t{e} * bt] = kv_k[e];
+  std::memcpy(v(b, layer, head) + size_t{t} * hd, kv_v, hd * sizeof(float));
+}
+
+void kv_block_pool::read_token(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head,
+                               float* kv_k, float* kv_v) const {
+  const uint32_t bt = layout_.block_tokens, hd = layout_.head_dim;
+  assert(pos / bt < h.blocks.size());
+  const uint32_t b = h.blocks[pos / bt], t = pos % bt;
+  if (layout_.dtype == kv_dtype::f16) {
+    const auto* kt = static_cast<const uint16_t*>(k_data(b, layer, head)) + t;
+    const auto* vt = static_cast<const uint16_t*>(v_data(b, layer, head)) + size_t{t} * hd;
+    for (uint32_t e = 0; e < hd; ++e) kv_k[e] = fp16_to_fp32(kt[size_t{e} * bt]);
+    for (uint32_t e = 0; e < hd; ++e) kv_v[e] = fp16_to_fp32(vt[e]);
+    return;
+  }
+  const float* kt = k(b, layer, head) + t;
+  for (uint32_t e = 0; e < hd; ++e) kv_k[e] = kt[size_t{e} * bt];
+  std::memcpy(kv_v, v(b, layer, head) + size_t{t} * hd, hd * sizeof(float));
+}
+
+float* kv_block_pool::v_row(const kv_handle& h, uint32_t pos, uint32_t layer, uint32_t head) {
+  const uint32_t bt = layout_.block_tokens;
+  assert(pos / bt < h.blocks.size());
+  return v(h.blocks[pos / bt], layer, head) + size_t{pos % bt} * layout_.head_dim;
+}
+
+const float* kv_block_pool::v_row(const kv_handle& h, uint32_t pos, uint32_t layer,
+                                  uint32_t head) const {
+  return const_cast<kv_block_pool*>(this)->v_row(h, pos, layer, head);
+}
+
+std::span<std::byte> kv_block_pool::block_data(uint32_t block) {
+  return {data_.get() + block_offset(block), layout_.block_bytes()};
+}
+
+std::span<const std::byte> kv_block_pool::block_data(uint32_t block) const {
+  return {data_.get() + block_offset(block), layout_.block_bytes()};
+}
+
+}  // namespace fw

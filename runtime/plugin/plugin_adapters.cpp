@@ -1,0 +1,161 @@
+#include "runtime/plugin/plugin_adapters.hpp"
+
+#include <vector>
+
+namespace fw {
+
+namespace {
+
+/// Runs a plugin call; a (forbidden) exception becomes FW_PLUGIN_E_INTERNAL.
+template <class F>
+int guarded(F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    return FW_PLUGIN_E_INTERNAL;
+  }
+}
+
+/// One plugin object plus the library it came from. Destroyed: destroy() first, then the library
+/// reference (member order), which may unload the library.
+class plugin_object {
+ public:
+  plugin_object(std::shared_ptr<plugin_library> lib, void* self) : lib_(std::move(lib)), self_(self) {}
+  ~plugin_object() { lib_->destroy(self_); }
+  plugin_object(const plugin_object&) = delete;
+  plugin_object& operator=(const plugin_object&) = delete;
+
+  [[nodiscard]] plugin_library& lib() const { return *lib_; }
+  [[nodiscard]] void* self() const { return self_; }
+
+ private:
+  std::shared_ptr<plugin_library> lib_;
+  void* self_;
+};
+
+class c_draft_plugin final : public draft_plugin {
+ public:
+  c_draft_plugin(std::shared_ptr<plugin_library> lib, void* self, const draft_options& options)
+      : obj_(std::move(lib), self),
+        table_(static_cast<const fw_draft_model_v1*>(obj_.lib().table().kind_table)),
+        n_vocab_((table_->flags & FW_DRAFT_PROBS) ? options.n_vocab : 0) {}
+
+  std::string name() const override { return obj_.lib().name(); }
+  std::string version() const override { return obj_.lib().version(); }
+  std::string file() const override { return obj_.lib().file(); }
+
+  expected<void> begin(uint64_t seq, std::span<const int32_t> prompt, const sampling_params& params) override {
+    const fw_sampling_v1 s{params.temperature, params.top_k, params.top_p, params.min_p, params.seed};
+    const int rc = guarded([&] { return table_->begin(obj_.self(), seq, prompt.data(), prompt.size(), &s); });
+    if (rc < 0) return obj_.lib().call_error("begin", rc);
+    return {};
+  }
+
+  expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) override {
+    if (k <= 0) return draft_proposal{};
+    tokens_.assign(static_cast<size_t>(k), 0);
+    if (n_vocab_ > 0) probs_.assign(static_cast<size_t>(k) * n_vocab_, 0.0f);
+    const int rc = guarded([&] {
+      return table_->propose(obj_.self(), seq, history.data(), history.size(), k, tokens_.data(),
+                             n_vocab_ > 0 ? probs_.data() : nullptr, n_vocab_);
+    });
+    if (rc < 0) return obj_.lib().call_error("propose", rc);
+    if (rc > k)
+      return make_error(errc::internal, obj_.lib().describe() + ": propose() returned " +
+                                            std::to_string(rc) + " tokens for k = " + std::to_string(k));
+    draft_proposal p;
+    p.tokens.assign(tokens_.begin(), tokens_.begin() + rc);
+    if (n_vocab_ > 0)
+      for (int i = 0; i < rc; ++i)
+        p.probs.emplace_back(probs_.begin() + static_cast<ptrdiff_t>(i) * n_vocab_,
+                             probs_.begin() + static_cast<ptrdiff_t>(i + 1) * n_vocab_);
+    return p;
+  }
+
+  void accept(uint64_t seq, std::span<const int32_t> history) override {
+    // drafter::accept cannot fail; a plugin error here shows up as a failed next propose().
+    guarded([&] { return table_->accept(obj_.self(), seq, history.data(), history.size()); });
+  }
+
+  void end(uint64_t seq) override {
+    guarded([&] {
+      table_->end(obj_.self(), seq);
+      return 0;
+    });
+  }
+
+ private:
+  plugin_object obj_;
+  const fw_draft_model_v1* table_;
+  int32_t n_vocab_;
+  std::vector<int32_t> tokens_;
+  std::vector<float> probs_;
+};
+
+class c_quant_kernel final : public quant_kernel {
+ public:
+  c_quant_kernel(std::shared_ptr<plugin_library> lib, void* self)
+      : obj_(std::move(lib), self),
+        table_(static_cast<const fw_quant_kernel_v1*>(obj_.lib().table().kind_table)),
+        types_(obj_.lib().types()) {}
+
+  std::string name() const override { return obj_.lib().name(); }
+  std::string version() const override { return obj_.lib().version(); }
+  std::span<const uint32_t> types() const override { return types_; }
+
+  expected<void> gemv(uint32_t type, const void* w, size_t row_bytes, int64_t k, int64_t n,
+                      const float* x, int64_t m, float* y) override {
+    if (!handles(type)) return unsupported(type);
+    const int rc = guarded([&] { return table_->gemv(obj_.self(), type, w, row_bytes, k, n, x, m, y); });
+    if (rc < 0) return obj_.lib().call_error("gemv", rc);
+    return {};
+  }
+
+  expected<void> quantize_row(uint32_t type, const float* x, void* dst, int64_t k) override {
+    if (!handles(type) || !table_->quantize_row) return unsupported(type);
+    const int rc = guarded([&] { return table_->quantize_row(obj_.self(), type, x, dst, k); });
+    if (rc < 0) return obj_.lib().call_error("quantize_row", rc);
+    return {};
+  }
+
+  expected<void> dequantize_row(uint32_t type, const void* src, float* y, int64_t k) override {
+    if (!handles(type) || !table_->dequantize_row) return unsupported(type);
+    const int rc = guarded([&] { return table_->dequantize_row(obj_.self(), type, src, y, k); });
+    if (rc < 0) return obj_.lib().call_error("dequantize_row", rc);
+    return {};
+  }
+
+ private:
+  error unsupported(uint32_t type) const {
+    return make_error(errc::unsupported, obj_.lib().describe() + ": does not provide this for ggml type " +
+                                             std::to_string(type));
+  }
+
+  plugin_object obj_;
+  const fw_quant_kernel_v1* table_;
+  std::vector<uint32_t> types_;
+};
+
+}  // namespace
+
+expected<std::shared_ptr<draft_plugin>> make_draft_plugin(std::shared_ptr<plugin_library> lib,
+                                                          const draft_options& options) {
+  if (lib->kind() != plugin_kind::draft_model)
+    return make_error(errc::invalid_argument, lib->describe() + " is a " + to_string(lib->kind()) +
+                                                  " plugin, not a draft_model");
+  auto self = lib->create(options.params_json);
+  if (!self) return self.err();
+  return std::shared_ptr<draft_plugin>(std::make_shared<c_draft_plugin>(std::move(lib), *self, options));
+}
+
+expected<std::shared_ptr<quant_kernel>> make_quant_kernel(std::shared_ptr<plugin_library> lib,
+                                                                        const std::string& params_json) {
+  if (lib->kind() != plugin_kind::quant_kernel)
+    return make_error(errc::invalid_argument, lib->describe() + " is a " + to_string(lib->kind()) +
+                                                  " plugin, not a quant_kernel");
+  auto self = lib->create(params_json);
+  if (!self) return self.err();
+  return std::shared_ptr<quant_kernel>(std::make_shared<c_quant_kernel>(std::move(lib), *self));
+}
+
+}  // namespace fw

@@ -1,0 +1,82 @@
+// sampling_params: the per-request knobs of token sampling, with llama.cpp's defaults.
+// Plain value type: copied into each request and into its sampler; validate() once at the boundary
+// (CLI, config, HTTP) and hand out the error message as is.
+// Thread-safety: plain value type.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "runtime/base/expected.hpp"
+#include "runtime/config/sections/sampling_section.hpp"
+
+namespace fw {
+
+/// Sampling settings of one request. Chain order (as llama.cpp): penalties, top-k, top-p, min-p,
+/// temperature, softmax, seeded draw.
+struct sampling_params {
+  float temperature = 0.8f;      ///< <= 0: greedy argmax (ties -> lowest token id)
+  int32_t top_k = 40;            ///< 0: disabled
+  float top_p = 0.95f;           ///< in [0, 1]; 1: disabled
+  float min_p = 0.05f;           ///< in [0, 1]; 0: disabled; keep p >= min_p * p_max
+  float repeat_penalty = 1.0f;   ///< > 0; 1: disabled
+  int32_t repeat_last_n = 64;    ///< penalty window over the history; 0: none; -1: all of it
+  float presence_penalty = 0.0f;   ///< subtracted once from a token seen in the window
+  float frequency_penalty = 0.0f;  ///< subtracted per occurrence in the window
+  uint64_t seed = 0;             ///< 0: random seed; otherwise reproducible draws
+  int32_t max_tokens = 128;      ///< tokens to generate; -1: until end of sequence / context
+  std::vector<std::string> stop; ///< stop strings (each non-empty)
+  bool ignore_eos = false;       ///< keep generating past the end-of-sequence token
+
+  /// The per-request parameters a [sampling] section describes (its defaults equal these).
+  [[nodiscard]] static sampling_params from_section(const sampling_section& s) {
+    sampling_params p;
+    p.temperature = s.temperature;
+    p.top_k = s.top_k;
+    p.top_p = s.top_p;
+    p.min_p = s.min_p;
+    p.repeat_penalty = s.repeat_penalty;
+    p.repeat_last_n = s.repeat_last_n;
+    p.presence_penalty = s.presence_penalty;
+    p.frequency_penalty = s.frequency_penalty;
+    p.seed = s.seed;
+    p.max_tokens = s.max_tokens;
+    p.stop = s.stop;
+    return p;
+  }
+
+  /// Checks every field; the error (errc::invalid_argument) names the field, value and range.
+  [[nodiscard]] expected<void> validate() const {
+    auto bad = [](const char* field, double value, const char* range) {
+      char text[160];
+      std::snprintf(text, sizeof text, "sampling parameter %s = %g is out of range (%s)", field,
+                    value, range);
+      return make_error(errc::invalid_argument, text);
+    };
+    if (std::isnan(temperature) || std::isinf(temperature))
+      return bad("temperature", temperature, "a finite number; <= 0 means greedy");
+    if (top_k < 0) return bad("top_k", top_k, ">= 0; 0 disables it");
+    if (!(top_p >= 0.0f && top_p <= 1.0f)) return bad("top_p", top_p, "0 to 1; 1 disables it");
+    if (!(min_p >= 0.0f && min_p <= 1.0f)) return bad("min_p", min_p, "0 to 1; 0 disables it");
+    if (!(repeat_penalty > 0.0f) || std::isinf(repeat_penalty))
+      return bad("repeat_penalty", repeat_penalty, "a finite number > 0; 1 disables it");
+    if (repeat_last_n < -1)
+      return bad("repeat_last_n", repeat_last_n, ">= -1; 0 disables it, -1 means all history");
+    if (!std::isfinite(presence_penalty))
+      return bad("presence_penalty", presence_penalty, "a finite number");
+    if (!std::isfinite(frequency_penalty))
+      return bad("frequency_penalty", frequency_penalty, "a finite number");
+    if (max_tokens < -1) return bad("max_tokens", max_tokens, ">= -1; -1 means unlimited");
+    for (size_t i = 0; i < stop.size(); ++i) {
+      if (stop[i].empty())
+        return make_error(errc::invalid_argument,
+                          "sampling parameter stop[" + std::to_string(i) + "] is an empty string");
+    }
+    return {};
+  }
+};
+
+}  // namespace fw

@@ -1,0 +1,26 @@
+// engine_limits: what the actor runtime is told about one engine besides its model and device:
+// the context window, the [scheduler] limits and the speculative draft with its k policy.
+// Built by runtime_parts::limits() (the composition root); read-only afterwards.
+// Thread-safety: plain value; the draft it points at is used by the decode worker only.
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/spec/drafts/drafter.hpp"
+#include "runtime/spec/k_policy.hpp"
+
+namespace fw {
+
+struct engine_limits {
+  uint32_t n_ctx = 4096;          ///< context window per sequence
+  uint32_t max_batch = 16;        ///< sequences decoded together
+  uint32_t max_queue = 256;       ///< waiting requests before refusing
+  uint32_t prefill_chunk = 256;   ///< prompt rows per prefill forward (decode interleaves)
+  double request_timeout_s = 600; ///< unfinished requests fail after this
+  /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
+  /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
+  drafter* draft = nullptr;
+  k_policy policy{};
+};
+
+}  // namespace fw

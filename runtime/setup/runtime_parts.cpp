@@ -1,0 +1,227 @@
+#include "runtime/setup/runtime_parts.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "runtime/base/log.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/device/verify_cost.hpp"
+#include "runtime/plugin/kinds/live_draft.hpp"
+#include "runtime/plugin/kinds/live_quant_kernel.hpp"
+
+namespace fw {
+namespace {
+
+log_level to_log_level(logging_level l) {
+  switch (l) {
+    case logging_level::debug: return log_level::debug;
+    case logging_level::info: return log_level::info;
+    case logging_level::warn: return log_level::warn;
+    case logging_level::error: return log_level::error;
+  }
+  return log_level::info;
+}
+
+kv_dtype to_kv_dtype(kv_cache_type t) { return t == kv_cache_type::f32 ? kv_dtype::f32 : kv_dtype::f16; }
+
+/// The device every role runs on (check_devices allows exactly one).
+const device_section& the_device(const config& cfg) { return cfg.devices.front(); }
+
+cpu_backend_options backend_options(const config& cfg, uint32_t kv_tokens,
+                                    const std::vector<std::shared_ptr<quant_kernel>>& kernels) {
+  cpu_backend_options o;
+  const auto& dev = the_device(cfg);
+  o.threads = dev.threads > 0 ? dev.threads : cfg.compute.threads;
+  o.kv_tokens = kv_tokens;
+  o.kv_block_tokens = cfg.kv_cache.block_tokens;
+  o.kv_type = to_kv_dtype(cfg.kv_cache.type);
+  o.kernel_plugins = kernels;
+  return o;
+}
+
+}  // namespace
+
+expected<void> check_devices(const config& cfg) {
+  std::string problems;
+  auto add = [&](std::string p) { problems += (problems.empty() ? "" : "\n") + p; };
+  for (size_t i = 0; i < cfg.devices.size(); ++i) {
+    const auto& d = cfg.devices[i];
+    const std::string where = "devices[" + std::to_string(i) + "]";
+    if (d.kind == device_kind::cuda)
+      add(where + ": kind = \"cuda\" is not supported: this build has no CUDA backend yet (use kind = \"cpu\")");
+    if (d.role != device_role::both)
+      add(where + ": role = \"" + std::string(enum_name(device_role_names, d.role)) +
+          "\" is not supported yet: prefill/decode separation across devices is not implemented; "
+          "use one device with role = \"both\"");
+  }
+  if (cfg.devices.size() > 1)
+    add("devices: " + std::to_string(cfg.devices.size()) +
+        " devices are configured, but this build runs every role on one device; list one [[devices]] entry");
+  if (!problems.empty()) return make_error(errc::unsupported, problems);
+  return {};
+}
+
+uint32_t resolve_context(const config& cfg, const model_config& mc) {
+  return cfg.model.ctx_size > 0 ? cfg.model.ctx_size : std::min<uint32_t>(mc.n_ctx_train, 4096);
+}
+
+uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc) {
+  const auto& kv = cfg.kv_cache;
+  kv_layout layout;
+  layout.n_layer = mc.n_layer;
+  layout.n_head_kv = mc.n_head_kv;
+  layout.head_dim = mc.head_dim;
+  layout.block_tokens = kv.block_tokens;
+  layout.dtype = to_kv_dtype(kv.type);
+  const uint32_t device_mib = the_device(cfg).kv_pool_mib;
+  if (device_mib > 0) return kv_block_pool::blocks_for_bytes(layout, size_t{device_mib} << 20) * kv.block_tokens;
+  if (kv.pool_tokens > 0) return kv.pool_tokens;
+  return kv_block_pool::blocks_for_bytes(layout, size_t{kv.pool_mib} << 20) * kv.block_tokens;
+}
+
+k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs, std::vector<double> verify_cost) {
+  k_policy_config c;
+  c.verify_cost = std::move(verify_cost);
+  if (spec.k) {
+    c.adaptive = false;
+    c.fixed_k = static_cast<int>(*spec.k);
+    c.k_max = std::max(c.k_max, c.fixed_k);
+  }
+  c.bandwidth_gbs = bandwidth_gbs;
+  return k_policy(c);
+}
+
+engine_limits runtime_parts::limits() const {
+  engine_limits lim;
+  lim.n_ctx = n_ctx;
+  lim.max_batch = cfg.scheduler.max_batch;
+  lim.max_queue = cfg.scheduler.max_queue;
+  lim.prefill_chunk = cfg.scheduler.prefill_chunk;
+  lim.request_timeout_s = cfg.scheduler.request_timeout_s > 0 ? cfg.scheduler.request_timeout_s
+                                                              : std::numeric_limits<double>::infinity();
+  lim.draft = draft.get();
+  lim.policy = policy;
+  return lim;
+}
+
+std::shared_ptr<cpu::thread_pool> runtime_parts::threads() const {
+  auto* cpu = dynamic_cast<cpu_backend*>(device.get());
+  return cpu ? cpu->thread_pool() : nullptr;
+}
+
+expected<std::unique_ptr<backend>> runtime_parts::make_backend(uint32_t tokens) const {
+  return std::unique_ptr<backend>(std::make_unique<cpu_backend>(m->config(), m->weights(), backend_options(cfg, tokens, kernels)));
+}
+
+namespace {
+
+/// The built-in kinds plus "plugin:NAME" through `host` (when there is one).
+draft_registry registry_with(std::shared_ptr<plugin_host> host) {
+  draft_registry r;
+  register_builtin_drafts(r);
+  r.add(draft_kind::plugin, [host](const draft_context& c) -> expected<std::unique_ptr<drafter>> {
+    if (!host) return make_error(errc::unsupported, "no plugin host in this context");
+    draft_options o;
+    o.n_vocab = static_cast<int32_t>(c.target->config().n_vocab);
+    return make_live_draft(host, c.spec->draft_plugin, o);
+  });
+  return r;
+}
+
+}  // namespace
+
+draft_registry runtime_parts::drafts() const { return registry_with(plugins); }
+
+expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
+                                                cpu_backend& target_backend, uint32_t kv_tokens,
+                                                std::shared_ptr<plugin_host> plugins) {
+  draft_context ctx;
+  ctx.spec = &spec;
+  ctx.target = std::move(target);
+  ctx.target_backend = &target_backend;
+  ctx.threads = target_backend.thread_pool();
+  ctx.kv_tokens = kv_tokens;
+  ctx.make_backend = [&target_backend](const model& dm, uint32_t tokens) -> expected<std::unique_ptr<backend>> {
+    cpu_backend_options o;
+    o.kv_tokens = tokens;
+    o.shared_threads = target_backend.thread_pool();  // drafting and verifying never overlap
+    return std::unique_ptr<backend>(std::make_unique<cpu_backend>(dm.config(), dm.weights(), o));
+  };
+  return registry_with(std::move(plugins)).make(ctx);
+}
+
+expected<std::unique_ptr<drafter>> runtime_parts::make_draft(const speculative_section& spec) const {
+  if (!device) return make_error(errc::invalid_argument, "no target backend to draft for");
+  draft_context ctx;
+  ctx.spec = &spec;
+  ctx.target = m;
+  ctx.target_backend = device.get();
+  ctx.threads = threads();
+  ctx.kv_tokens = n_ctx;
+  ctx.make_backend = [this](const model& dm, uint32_t tokens) -> expected<std::unique_ptr<backend>> {
+    cpu_backend_options o = backend_options(cfg, tokens, {});
+    o.shared_threads = threads();  // drafting and verifying never overlap
+    return std::unique_ptr<backend>(std::make_unique<cpu_backend>(dm.config(), dm.weights(), o));
+  };
+  return drafts().make(ctx);
+}
+
+expected<void> runtime_parts::rebuild_draft() {
+  draft.reset();
+  auto d = make_draft(cfg.speculative);
+  if (!d) return d.err();
+  draft = std::move(*d);
+  // Capped by the bandwidth of the decode device; with k = auto and a draft, cost-aware by a
+  // verify-cost calibration on the target (~0.2 s).
+  const auto& dev = the_device(cfg);
+  std::vector<double> cost;
+  if (draft && !cfg.speculative.k)
+    if (auto c = calibrate_verify_cost(*device)) cost = std::move(*c);
+  policy = make_k_policy(cfg.speculative, dev.bandwidth_gbs, std::move(cost));
+  return {};
+}
+
+expected<runtime_parts> build_runtime(config cfg, const build_options& options) {
+  set_log_level(to_log_level(cfg.logging.level));
+  if (auto ok = check_devices(cfg); !ok) return ok.err();
+  runtime_parts p;
+  p.cfg = std::move(cfg);
+  if (options.preloaded) {
+    p.m = options.preloaded;
+  } else {
+    auto m = model::load(p.cfg.model.path);
+    if (!m) return m.err();
+    p.m = *m;
+  }
+  const auto& mc = p.m->config();
+  p.n_ctx = resolve_context(p.cfg, mc);
+  if (p.n_ctx > mc.n_ctx_train)
+    p.warnings.push_back("context size " + std::to_string(p.n_ctx) + " exceeds the model's training context " +
+                         std::to_string(mc.n_ctx_train));
+  p.kv_tokens = options.kv_tokens > 0 ? options.kv_tokens : resolve_kv_tokens(p.cfg, mc);
+  if (p.kv_tokens < p.n_ctx)
+    p.warnings.push_back("the KV pool (" + std::to_string(p.kv_tokens) + " tokens) is smaller than the context window (" +
+                         std::to_string(p.n_ctx) + ")");
+
+  p.plugins = std::make_shared<plugin_host>();
+  for (const auto& err : p.plugins->load_all(p.cfg.plugins)) p.warnings.push_back("plugin not loaded: " + err.message);
+  for (const auto& name : p.cfg.compute.kernel_plugins) {
+    auto k = make_live_quant_kernel(p.plugins, name);
+    if (!k) return make_error(k.err().code, "compute.kernel_plugins: " + k.err().message);
+    p.kernels.push_back(std::move(*k));
+  }
+  auto be = p.make_backend(p.kv_tokens);
+  if (!be) return be.err();
+  p.device = std::move(*be);
+  for (const auto& k : p.device->kernel_paths())
+    if (k.fallback) p.warnings.push_back("kernel " + k.weight_type + ": " + k.note);
+  if (options.build_draft) {
+    if (auto ok = p.rebuild_draft(); !ok) return ok.err();
+  } else {
+    p.policy = make_k_policy(p.cfg.speculative, the_device(p.cfg).bandwidth_gbs);
+  }
+  for (const auto& w : p.warnings) log_warn(w);
+  return p;
+}
+
+}  // namespace fw

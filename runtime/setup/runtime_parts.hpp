@@ -1,0 +1,96 @@
+// runtime_parts: the one composition root. From a config it builds, in order: the log level,
+// the device check (refusing what this build cannot do), the model, the plugin host and its
+// [[plugins.load]] entries, the kernel plugins, the device backend with its KV pool, the
+// speculative draft (through the draft registry) and the k policy. `generate`, the console, the
+// benchmarks and the server all build their engine here, so they cannot drift apart.
+//
+// Ownership: runtime_parts owns everything it built. Members are declared so that destruction
+// runs draft -> backend -> plugin host (a plugin object must die before its library). An engine
+// started on `device` must be shut down before the parts are destroyed.
+// Thread-safety: build on one thread; afterwards members follow their own contracts.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/base/expected.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/device/backend.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/plugin/plugin_host.hpp"
+#include "runtime/setup/engine_limits.hpp"
+#include "runtime/spec/drafts/draft_registry.hpp"
+#include "runtime/spec/drafts/drafter.hpp"
+#include "runtime/spec/k_policy.hpp"
+
+namespace fw {
+
+/// What a tool asks of the composition root besides its config.
+struct build_options {
+  /// An already loaded model (the console loads it itself to show progress); null: load
+  /// cfg.model.path.
+  std::shared_ptr<const model> preloaded;
+  /// KV pool capacity in tokens; 0: as [kv_cache] and the device's kv_pool_mib say.
+  uint32_t kv_tokens = 0;
+  /// Build the [speculative] draft (and, for k = auto, calibrate the verification cost).
+  bool build_draft = true;
+};
+
+class runtime_parts {
+ public:
+  // Declaration order is destruction order reversed: plugins outlive the backend and draft.
+  config cfg;  ///< the effective configuration
+  std::shared_ptr<plugin_host> plugins;
+  std::shared_ptr<const model> m;
+  uint32_t n_ctx = 0;      ///< context window per sequence (cfg.model.ctx_size resolved)
+  uint32_t kv_tokens = 0;  ///< the device's KV pool capacity in tokens
+  std::vector<std::shared_ptr<quant_kernel>> kernels;  ///< [compute] kernel_plugins, following reloads
+  std::unique_ptr<backend> device;
+  std::unique_ptr<drafter> draft;  ///< [speculative] draft; null: plain decoding
+  k_policy policy;
+  std::vector<std::string> warnings;  ///< also logged; tools may show them in a banner
+
+  /// The engine limits of this config: context, [scheduler] and the draft.
+  [[nodiscard]] engine_limits limits() const;
+  /// Rebuilds (or drops) the draft and k policy for cfg.speculative (after changing it).
+  expected<void> rebuild_draft();
+  /// A further backend for the same model with this config's kernel plugins and KV settings,
+  /// holding kv_tokens tokens (benchmarks that size the pool per run).
+  [[nodiscard]] expected<std::unique_ptr<backend>> make_backend(uint32_t kv_tokens) const;
+  /// A draft for `spec` over this target and backend (bench-spec measures several); null for
+  /// draft = "none".
+  [[nodiscard]] expected<std::unique_ptr<drafter>> make_draft(const speculative_section& spec) const;
+  /// The draft registry setup uses: the built-in kinds plus "plugin" through this host.
+  [[nodiscard]] draft_registry drafts() const;
+  /// The kernel threads of the target's backend (drafts and fit-draft compute on them).
+  [[nodiscard]] std::shared_ptr<cpu::thread_pool> threads() const;
+};
+
+/// Refuses, with a message naming the [[devices]] entry, what this build cannot run: a CUDA
+/// device (no CUDA backend yet), more than one device or a role other than "both" (prefill/
+/// decode separation across devices is not implemented yet). No model is loaded.
+expected<void> check_devices(const config& cfg);
+
+/// Context window: cfg.model.ctx_size, or the model's training context capped at 4096.
+uint32_t resolve_context(const config& cfg, const model_config& mc);
+/// KV pool tokens: the device's kv_pool_mib, else [kv_cache] pool_tokens or pool_mib.
+uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc);
+
+class cpu_backend;
+
+/// The draft `spec` asks for, through the draft registry (built-in kinds, and "plugin:NAME"
+/// through `plugins` when given), over a CPU target backend; a separate draft model gets its
+/// own CPU backend of kv_tokens sharing the target's threads. Null for draft = "none".
+expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
+                                                cpu_backend& target_backend, uint32_t kv_tokens,
+                                                std::shared_ptr<plugin_host> plugins = nullptr);
+
+/// Builds everything `cfg` describes (see the header comment).
+expected<runtime_parts> build_runtime(config cfg, const build_options& options = {});
+
+/// The k policy a [speculative] section asks for, capped by bandwidth_gbs (0: no cap); with
+/// k = auto and a measured verify_cost (calibrate_verify_cost) it picks k by cost.
+k_policy make_k_policy(const speculative_section& spec, double bandwidth_gbs, std::vector<double> verify_cost = {});
+
+}  // namespace fw

@@ -1,0 +1,108 @@
+#include "runtime/spec/k_policy.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fw {
+
+int k_policy::bandwidth_cap() const {
+  if (c_.bandwidth_gbs <= 0) return c_.k_max;
+  // About 5 at 200 GB/s and 7 at 400 GB/s: one more token per doubling, from 5 at 200.
+  const int cap = static_cast<int>(std::floor(5.0 + 2.0 * std::log2(c_.bandwidth_gbs / 200.0) + 1e-9));
+  return std::clamp(cap, 1, c_.k_max);
+}
+
+int k_policy::initial_k(int prompt_tokens, std::optional<float> entropy) const {
+  int k = c_.fixed_k;
+  if (c_.adaptive) {
+    if (entropy) {
+      k = *entropy > c_.entropy_threshold ? c_.k_short : c_.k_long;
+    } else if (prompt_tokens < c_.short_prompt) {
+      k = c_.k_short;
+    } else {
+      k = c_.k_long;
+    }
+  }
+  return std::min(k, bandwidth_cap());
+}
+
+k_state k_policy::start(int prompt_tokens, std::optional<float> entropy) const {
+  k_state s;
+  s.k = initial_k(prompt_tokens, entropy);
+  return s;
+}
+
+void k_policy::observe(k_state& s, int proposed, int accepted) const {
+  if (!c_.adaptive) return;
+  if (proposed <= 0) {
+    if (s.k == 0 && ++s.steps_at_zero >= (s.reprobe_wait > 0 ? s.reprobe_wait : c_.reprobe_every)) {
+      s.k = 1;  // probe again: the text may have become predictable
+      s.steps_at_zero = 0;
+      s.acceptance_ema = -1;  // judge the probe on its own results, not the old average
+      s.probing = true;
+    }
+    return;
+  }
+  const double rate = static_cast<double>(accepted) / proposed;
+  s.acceptance_ema = s.acceptance_ema < 0 ? rate : c_.ema_alpha * rate + (1 - c_.ema_alpha) * s.acceptance_ema;
+  s.k = next_k(s);
+  if (s.probing) {  // a probe that falls back to 0 doubles the wait for the next one
+    s.probing = false;
+    const int wait = s.reprobe_wait > 0 ? s.reprobe_wait : c_.reprobe_every;
+    s.reprobe_wait = s.k == 0 ? std::min(2 * wait, c_.max_reprobe_wait) : 0;
+  }
+}
+
+int k_policy::next_k(const k_state& s) const {
+  if (c_.verify_cost.size() > 1)  // cost-aware: the best k for this acceptance (0: plain, re-probed)
+    return std::max(c_.k_min, best_k(s.acceptance_ema, bandwidth_cap()));
+  if (s.acceptance_ema < c_.lower_at) return std::max(c_.k_min, s.k - 1);
+  if (s.acceptance_ema > c_.raise_at) return std::min(bandwidth_cap(), s.k + 1);
+  return s.k;
+}
+
+int k_policy::best_k(double a, int max_k) const {
+  max_k = std::min<int>(max_k, static_cast<int>(c_.verify_cost.size()) - 1);
+  int best = 0;
+  double best_rate = 1.0;  // plain decoding: one token per one-row step
+  double expected = 1.0, term = 1.0;
+  for (int k = 1; k <= max_k; ++k) {
+    term *= a;
+    expected += term;  // 1 + a + ... + a^k: the target's own token plus the accepted prefix
+    const double rate = expected / c_.verify_cost[k];
+    if (rate > best_rate) best = k, best_rate = rate;
+  }
+  return best;
+}
+
+int k_policy::best_prefix(std::span<const float> confidence) const {
+  const int n = static_cast<int>(confidence.size());
+  if (c_.verify_cost.size() < 2) {
+    int m = 0;
+    while (m < n && confidence[static_cast<size_t>(m)] >= c_.lower_at) ++m;
+    return m;
+  }
+  const int max_m = std::min<int>(n, static_cast<int>(c_.verify_cost.size()) - 1);
+  int best = 0;
+  double best_rate = 1.0, expected = 1.0, reach = 1.0;
+  for (int m = 1; m <= max_m; ++m) {
+    reach *= confidence[static_cast<size_t>(m - 1)];
+    expected += reach;
+    const double rate = expected / c_.verify_cost[static_cast<size_t>(m)];
+    if (rate > best_rate) best = m, best_rate = rate;
+  }
+  return best;
+}
+
+int k_policy::k_for_scored(uint32_t remaining) const {
+  const int k = c_.adaptive ? bandwidth_cap() : std::min(c_.fixed_k, bandwidth_cap());
+  return std::max(0, std::min<int>(k, static_cast<int>(remaining) - 1));
+}
+
+int k_policy::k_for(const k_state& s, uint32_t remaining) const {
+  const int k = c_.adaptive ? s.k : std::min(c_.fixed_k, bandwidth_cap());
+  // A proposal longer than what may still be generated is wasted work.
+  return std::max(0, std::min<int>(k, static_cast<int>(remaining) - 1));
+}
+
+}  // namespace fw

@@ -1,0 +1,209 @@
+#include "runtime/step/batch_decoder.hpp"
+
+#include "runtime/sched/scheduler_policy.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace fw {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+batch_decoder::~batch_decoder() { clear(); }
+
+void batch_decoder::set_speculation(drafter* draft, k_policy policy) {
+  draft_ = draft;
+  policy_ = policy;
+  gate_ = spec_gate{};
+}
+
+void batch_decoder::add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy) {
+  const uint64_t id = s->id();
+  slot sl;
+  if (draft_ && draft_->begin(id, s->history(), s->params())) {
+    sl.draft = draft_;
+    draft_->bind_target_kv(id, &s->kv());
+    sl.k = policy_.start(static_cast<int>(s->prompt_size()), attention_entropy);
+  } else if (draft_) {
+    ++spec_.draft_failures;  // the sequence decodes plainly
+  }
+  sl.seq = std::move(s);
+  seqs_[id] = std::move(sl);
+}
+
+void batch_decoder::clear() {
+  while (!seqs_.empty()) remove(seqs_.begin()->first);
+}
+
+bool batch_decoder::remove(uint64_t id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return false;
+  if (it->second.draft) it->second.draft->end(id);
+  ignore_error("batch decoder: releasing a sequence's KV", backend_.kv_pool().release(it->second.seq->kv()));
+  seqs_.erase(it);
+  return true;
+}
+
+step_plan batch_decoder::plan() {
+  step_plan p;
+  std::vector<slot*> rows;
+  if (seqs_.size() <= max_rows_) {
+    for (auto& [id, sl] : seqs_) rows.push_back(&sl);
+  } else {
+    std::vector<std::pair<uint64_t, uint32_t>> order;
+    for (auto& [id, sl] : seqs_) order.emplace_back(id, static_cast<uint32_t>(sl.seq->generated().size()));
+    for (uint64_t id : scheduler_policy::decode_order(std::move(order), max_rows_)) rows.push_back(&seqs_[id]);
+  }
+  // With k = auto the gate may hold drafting off (measuring plain decoding, or because it is faster).
+  const bool gated = draft_ && policy_.config().adaptive;
+  p.drafting = draft_ && (!gated || gate_.allow_drafts());
+  const auto t_draft = std::chrono::steady_clock::now();
+  for (slot* sl : rows) {
+    sequence& s = *sl->seq;
+    planned_sequence ps;
+    ps.id = s.id();
+    ps.input = s.next_input();
+    ps.position = s.next_position();
+    p.want_hidden = p.want_hidden || (sl->draft && sl->draft->wants_hidden());
+    if (sl->draft && p.drafting) {
+      const bool scored = sl->draft->scores_proposals();
+      int k = scored ? policy_.k_for_scored(s.remaining()) : policy_.k_for(sl->k, s.remaining());
+      if (gated && gate_.trial() && !scored) k = std::min(k, 1);  // judged by its cheapest proposal
+      if (k <= 0) {
+        if (!scored) policy_.observe(sl->k, 0, 0);
+      } else if (auto prop = sl->draft->propose(s.id(), s.history(), k); !prop) {
+        ++spec_.draft_failures;  // this sequence steps plainly
+      } else {
+        if (scored && policy_.config().adaptive && !prop->confidence.empty()) {
+          prop->truncate(static_cast<size_t>(policy_.best_prefix(prop->confidence)));
+          ps.consulted = prop->tokens.empty();
+        }
+        ps.proposal = std::move(*prop);
+      }
+    }
+    p.seqs.push_back(std::move(ps));
+  }
+  p.draft_ms = ms_since(t_draft);
+  return p;
+}
+
+expected<void> batch_decoder::execute(step_plan& plan, forward_result& out, std::vector<sequence_failure>& failed) {
+  // Room for every row first: a sequence whose KV cannot grow fails alone, before any compute.
+  kv_block_pool& pool = backend_.kv_pool();
+  std::erase_if(plan.seqs, [&](const planned_sequence& ps) {
+    sequence& s = *seqs_.at(ps.id).seq;
+    if (kv_fault_ && kv_fault_(ps.id)) {
+      failed.push_back({ps.id, make_error(errc::internal, "injected KV fault: this sequence's KV could not grow")});
+      return true;
+    }
+    if (pool.reserve(s.kv(), static_cast<uint32_t>(ps.position + ps.rows()))) return false;
+    failed.push_back({ps.id, make_error(errc::out_of_memory, "the KV cache could not grow for this sequence (" +
+                                                                 std::to_string(pool.free_blocks()) + " free blocks)")});
+    return true;
+  });
+  batch_.clear();
+  batch_.want_hidden = plan.want_hidden;
+  std::vector<int32_t> toks;
+  for (const auto& ps : plan.seqs) {
+    toks.assign(1, ps.input);
+    toks.insert(toks.end(), ps.proposal.tokens.begin(), ps.proposal.tokens.end());
+    batch_.add_sequence(&seqs_.at(ps.id).seq->kv(), toks.data(), toks.size(), ps.position, !ps.proposal.tokens.empty());
+  }
+  if (plan.seqs.empty()) {
+    out.clear();
+    return {};
+  }
+  return backend_.forward(batch_, out);
+}
+
+step_result batch_decoder::apply(const step_plan& plan, const forward_result& out, std::vector<sequence_failure> failed) {
+  step_result res;
+  res.failed = std::move(failed);
+  const size_t nv = model_.config().n_vocab;
+  const size_t e = model_.config().n_embd;
+  size_t row = 0;
+  for (const auto& ps : plan.seqs) {
+    slot& sl = seqs_.at(ps.id);
+    sequence& s = *sl.seq;
+    std::vector<token_outcome> outs;
+    const auto& prop = ps.proposal;
+    const size_t first_row = row;
+    if (prop.tokens.empty()) {
+      outs.push_back(s.advance(out.logits_row(row, nv), model_.vocab()));
+      row += 1;
+      if (ps.consulted) sl.draft->accept(s.id(), s.history());
+    } else {
+      const size_t n_rows = ps.rows();
+      int accepted = 0;
+      outs = s.advance_speculative(std::span<const float>(out.logits).subspan(row * nv, n_rows * nv), prop,
+                                   model_.vocab(), &accepted);
+      row += n_rows;
+      // Roll back the rejected tail: the KV keeps every history token but the newest. A KV that
+      // cannot be cut back is not trusted again: the sequence fails.
+      if (!s.finished()) {
+        if (auto ok = backend_.kv_pool().truncate(s.kv(), static_cast<uint32_t>(s.history().size() - 1)); !ok)
+          res.failed.push_back({s.id(), ok.err()});
+      }
+      sl.draft->accept(s.id(), s.history());
+      policy_.observe(sl.k, static_cast<int>(prop.tokens.size()), accepted);
+      res.accepted.emplace_back(s.id(), accepted);
+      ++spec_.steps;
+      spec_.draft_tokens += prop.tokens.size();
+      spec_.accepted_tokens += accepted;
+      if (spec_.proposed_at.size() < prop.tokens.size()) {
+        spec_.proposed_at.resize(prop.tokens.size());
+        spec_.accepted_at.resize(prop.tokens.size());
+      }
+      for (size_t p = 0; p < prop.tokens.size(); ++p) ++spec_.proposed_at[p];
+      for (int p = 0; p < accepted; ++p) ++spec_.accepted_at[p];
+    }
+    if (plan.want_hidden && sl.draft && sl.draft->wants_hidden() && !s.finished() && !outs.empty()) {
+      const size_t r = first_row + outs.size() - 1;  // the row that chose the newest token
+      if (out.hidden.size() >= (r + 1) * e)
+        sl.draft->observe_hidden(s.id(), s.history(), std::span<const float>(out.hidden.data() + r * e, e));
+    }
+    for (auto& o : outs) {
+      step_event ev;
+      ev.id = s.id();
+      ev.token = o.token;
+      ev.text = std::move(o.text);
+      ev.finished = o.finished;
+      ev.finish_reason = std::move(o.finish_reason);
+      ev.generated = static_cast<uint32_t>(s.generated().size());
+      if (ev.finished) res.finished.push_back(ev.id);
+      res.events.push_back(std::move(ev));
+    }
+  }
+  for (uint64_t id : res.finished) remove(id);
+  for (const auto& f : res.failed) remove(f.id);
+  return res;
+}
+
+step_result batch_decoder::step() {
+  if (seqs_.empty()) return {};
+  const auto t0 = std::chrono::steady_clock::now();
+  step_plan p = plan();
+  const bool any_draft = p.any_draft();
+  if (any_draft) spec_.draft_ms += p.draft_ms;
+  if (draft_ && !p.drafting) ++spec_.gated_steps;
+  std::vector<sequence_failure> failed;
+  const auto t_verify = std::chrono::steady_clock::now();
+  if (auto ok = execute(p, result_, failed); !ok) {
+    // The forward failed: every sequence it carried fails with that error; the rest go on.
+    for (const auto& ps : p.seqs) failed.push_back({ps.id, ok.err()});
+    step_result res;
+    res.failed = std::move(failed);
+    for (const auto& f : res.failed) remove(f.id);
+    return res;
+  }
+  step_result res = apply(p, result_, std::move(failed));
+  if (any_draft) spec_.verify_ms += ms_since(t_verify);
+  if (draft_ && policy_.config().adaptive) gate_.observe(any_draft, res.events.size(), ms_since(t0), p.draft_ms);
+  return res;
+}
+
+}  // namespace fw

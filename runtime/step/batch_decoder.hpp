@@ -1,0 +1,112 @@
+// batch_decoder: continuous batching over one backend. Active sequences advance together, one
+// batched forward per step (one row per sequence, k + 1 when verifying a draft); sequences join
+// and leave between steps. A step is plan() -> execute() -> apply(): a step_plan (rows and
+// proposals) in, a step_result (tokens, accepted counts, finished, failures) out.
+// It owns its sequences and releases their KV blocks when they finish or are removed.
+// Thread-safety: owned by one actor (the decode actor) or thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/device/backend.hpp"
+#include "runtime/device/prefill.hpp"
+#include "runtime/spec/drafts/drafter.hpp"
+#include "runtime/spec/k_policy.hpp"
+#include "runtime/spec/spec_gate.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/step/sequence.hpp"
+#include "runtime/step/step_plan.hpp"
+#include "runtime/step/step_result.hpp"
+
+namespace fw {
+
+/// Speculative decoding counters (cumulative).
+struct spec_stats {
+  uint64_t steps = 0;            ///< sequence-steps that proposed at least one token
+  uint64_t draft_tokens = 0;     ///< tokens proposed
+  uint64_t accepted_tokens = 0;  ///< proposed tokens the target accepted
+  uint64_t draft_failures = 0;   ///< proposals that errored (the step fell back to plain decoding)
+  std::vector<uint64_t> proposed_at;  ///< per position i: steps that proposed >= i + 1 tokens
+  std::vector<uint64_t> accepted_at;  ///< per position i: steps that accepted >= i + 1 tokens
+  double draft_ms = 0;
+  double verify_ms = 0;          ///< target forward passes and acceptance
+  uint64_t gated_steps = 0;      ///< steps decoded plainly because speculation measured slower (k = auto)
+
+  double acceptance_rate() const { return draft_tokens ? double(accepted_tokens) / draft_tokens : 0; }
+  /// Mean tokens gained per speculative sequence-step (accepted + the target's own token).
+  double mean_accepted_length() const { return steps ? double(accepted_tokens + steps) / steps : 0; }
+};
+
+class batch_decoder {
+ public:
+  batch_decoder(const model& m, backend& b, uint32_t max_rows) : model_(m), backend_(b), max_rows_(max_rows) {}
+  ~batch_decoder();
+  batch_decoder(const batch_decoder&) = delete;
+  batch_decoder& operator=(const batch_decoder&) = delete;
+
+  /// Adds a sequence whose KV holds every history token but the last (next_input()).
+  /// `attention_entropy`: of the prompt's last prefill layer, for the k policy when known.
+  void add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy = std::nullopt);
+  /// Removes a sequence (cancel, failure) and frees its KV. false when unknown.
+  bool remove(uint64_t id);
+  size_t active() const { return seqs_.size(); }
+  bool contains(uint64_t id) const { return seqs_.count(id) > 0; }
+
+  /// One step: plan() -> execute() -> apply(). Finished and failed sequences are removed and
+  /// their KV freed. A sequence whose KV cannot grow (pool exhausted, a KV error) fails alone;
+  /// a forward pass that fails fails the sequences it carried; the others keep decoding.
+  step_result step();
+
+  /// Which sequences run this step (up to max_rows, longest generations first) with their
+  /// inputs and the drafts' proposals.
+  step_plan plan();
+  /// Grows every planned sequence's KV for its rows, then one forward over all rows into
+  /// `out`. Sequences whose KV cannot grow are moved from the plan to `failed`; an error is
+  /// returned only when the forward itself fails (then every planned sequence is concerned).
+  expected<void> execute(step_plan& plan, forward_result& out, std::vector<sequence_failure>& failed);
+  /// Samples, accepts or rolls back every planned sequence from `out`, counts speculation and
+  /// removes the sequences that finished or failed.
+  step_result apply(const step_plan& plan, const forward_result& out, std::vector<sequence_failure> failed);
+
+  /// Frees every sequence's KV (shutdown / failure).
+  void clear();
+
+  /// Turns speculative decoding on (draft non-null) or off for sequences added from now on.
+  /// The drafter must outlive the decoder or the next call.
+  void set_speculation(drafter* draft, k_policy policy);
+  const spec_stats& speculation_stats() const { return spec_; }
+  /// The speculation gate's measurements (k = auto), to carry over to a later decoder of the same
+  /// target and draft (the generator keeps it across requests).
+  const spec_gate& gate() const { return gate_; }
+  void set_gate(const spec_gate& g) { gate_ = g; }
+
+  /// Test seam (the actor runtime's engine_faults): before a step grows a sequence's KV, `fail`
+  /// is asked with its id; true makes that reservation fail as a KV error would.
+  void set_kv_fault(std::function<bool(uint64_t)> fail) { kv_fault_ = std::move(fail); }
+
+ private:
+  const model& model_;
+  backend& backend_;
+  uint32_t max_rows_;
+  struct slot {
+    std::unique_ptr<sequence> seq;
+    drafter* draft = nullptr;  ///< the drafter this sequence began with, if any
+    k_state k;
+  };
+  std::map<uint64_t, slot> seqs_;
+  std::function<bool(uint64_t)> kv_fault_;
+  drafter* draft_ = nullptr;
+  k_policy policy_;
+  spec_gate gate_;  ///< with an adaptive policy: drafting off while plain decoding is faster
+  spec_stats spec_;
+  forward_batch batch_;
+  forward_result result_;  ///< the step's logits (and hidden states for drafts that read them)
+};
+
+}  // namespace fw

@@ -1,0 +1,85 @@
+// sequence: the decoding state of one request after its prompt is in the KV cache: sampler,
+// token history, stop strings, UTF-8 assembly, token budget and timings. Given the logits of
+// its last position it picks the next token and says what text to emit and whether it is done.
+// The KV handle is held here but the pool (and its release) belongs to whoever runs the
+// sequence. Thread-safety: owned by one actor or thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/spec/drafts/drafter.hpp"
+#include "runtime/kv/kv_handle.hpp"
+#include "runtime/sample/sampler.hpp"
+#include "runtime/sample/sampling_params.hpp"
+#include "runtime/text/stop_matcher.hpp"
+#include "runtime/text/tokenizer.hpp"
+#include "runtime/text/utf8_stream.hpp"
+
+namespace fw {
+
+/// What one sampled token did.
+struct token_outcome {
+  int32_t token = -1;   ///< -1 when the model ended the sequence (EOS)
+  std::string text;     ///< text safe to stream now (may be empty)
+  bool finished = false;
+  std::string finish_reason;  ///< "stop", "length" when finished
+};
+
+class sequence {
+ public:
+  /// budget: tokens this sequence may still generate (already clipped to the context window).
+  sequence(uint64_t id, std::vector<int32_t> prompt, const sampling_params& params, int32_t n_vocab,
+           uint32_t budget);
+
+  uint64_t id() const { return id_; }
+  kv_handle& kv() { return kv_; }
+  const kv_handle& kv() const { return kv_; }
+  /// All tokens so far: prompt then generated.
+  const std::vector<int32_t>& history() const { return history_; }
+  const std::vector<int32_t>& generated() const { return generated_; }
+  size_t prompt_size() const { return prompt_size_; }
+  /// The token to feed next and its position (the last of history, not yet in the KV cache).
+  int32_t next_input() const { return history_.back(); }
+  int32_t next_position() const { return static_cast<int32_t>(history_.size()) - 1; }
+  bool finished() const { return finished_; }
+  const sampling_params& params() const { return params_; }
+
+  /// Samples from `logits` (n_vocab floats for the position next_position()), appends the
+  /// token and reports what to stream.
+  token_outcome advance(std::span<const float> logits, const tokenizer& vocab);
+
+  /// Speculative step. `rows` holds the target's logits for next_position() and for each
+  /// proposed token's position (proposal.tokens.size() + 1 rows of n_vocab floats). Accepts the
+  /// longest agreeing prefix plus one target token: greedy sampling takes the target's token at
+  /// each position (identical to plain decoding); otherwise rejection sampling (accept with
+  /// min(1, p/q), resample from norm(max(0, p - q))) keeps the target's distribution. Returns one
+  /// outcome per token added (stops early when the sequence finishes) and the number of draft
+  /// tokens accepted. The caller truncates the KV to history().size() - 1.
+  std::vector<token_outcome> advance_speculative(std::span<const float> rows, const draft_proposal& proposal,
+                                                 const tokenizer& vocab, int* accepted);
+
+  /// Tokens this sequence may still generate.
+  uint32_t remaining() const { return budget_ > generated_.size() ? budget_ - static_cast<uint32_t>(generated_.size()) : 0; }
+
+ private:
+  /// Appends a chosen token (or ends on EOS) and reports what to stream.
+  token_outcome push(int32_t tok, const tokenizer& vocab);
+
+  uint64_t id_;
+  sampling_params params_;
+  sampler sampler_;
+  kv_handle kv_;
+  std::vector<int32_t> history_;
+  std::vector<int32_t> generated_;
+  size_t prompt_size_;
+  uint32_t budget_;
+  stop_matcher stops_;
+  utf8_stream utf8_;
+  bool finished_ = false;
+};
+
+}  // namespace fw

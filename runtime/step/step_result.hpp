@@ -1,0 +1,42 @@
+// step_result: what one decode step produced, the second value of a step (after step_plan):
+// the tokens and text of every sequence that advanced, how many draft tokens each speculative
+// sequence had accepted, which sequences finished, and which failed with which error. A
+// failure concerns only its sequence: the others of the step advance normally.
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/base/expected.hpp"
+
+namespace fw {
+
+/// One token (or the end) of one sequence.
+struct step_event {
+  uint64_t id = 0;
+  int32_t token = -1;  ///< -1: none (EOS)
+  std::string text;
+  bool finished = false;
+  std::string finish_reason;
+  uint32_t generated = 0;  ///< tokens generated so far
+};
+
+/// A sequence the step removed with an error (its KV is freed).
+struct sequence_failure {
+  uint64_t id = 0;
+  error err;
+};
+
+struct step_result {
+  std::vector<step_event> events;        ///< in row order, tokens of one sequence in sequence order
+  std::vector<sequence_failure> failed;  ///< sequences that left the batch with an error
+  std::vector<uint64_t> finished;        ///< sequences that ended normally (left the batch)
+  /// Per speculative sequence of the step: (id, draft tokens accepted).
+  std::vector<std::pair<uint64_t, int>> accepted;
+
+  [[nodiscard]] bool empty() const { return events.empty() && failed.empty(); }
+};
+
+}  // namespace fw

@@ -1,0 +1,104 @@
+// Every shipped config parses, passes the composition root's device check, and sets only keys
+// that some code reads: a config key or example that nothing honours is a bug (DEVELOPERS.md).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/config/config.hpp"
+#include "runtime/setup/runtime_parts.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<fs::path> shipped_configs() {
+  const fs::path root(FW_SOURCE_DIR);
+  std::vector<fs::path> out{root / "conf/default.toml"};
+  for (const auto& e : fs::directory_iterator(root / "conf/examples"))
+    if (e.path().extension() == ".toml") out.push_back(e.path());
+  return out;
+}
+
+/// The engine's sources outside the config parser and the tests, as (path, text).
+std::vector<std::pair<std::string, std::string>> consumer_sources() {
+  const fs::path root(FW_SOURCE_DIR);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const char* top : {"runtime", "actors", "tools"}) {
+    for (const auto& e : fs::recursive_directory_iterator(root / top)) {
+      const std::string rel = fs::relative(e.path(), root).string();
+      if (!e.is_regular_file() || rel.rfind("runtime/config/", 0) == 0) continue;
+      if (e.path().extension() != ".cpp" && e.path().extension() != ".hpp") continue;
+      std::ifstream in(e.path());
+      std::stringstream text;
+      text << in.rdbuf();
+      out.emplace_back(rel, text.str());
+    }
+  }
+  return out;
+}
+
+/// Whether some source reads `key` of a section: it accesses ".key" or "->key" and names the
+/// section (its struct or the config member), so a field nobody reads is found.
+bool consumed(const std::vector<std::pair<std::string, std::string>>& sources, const std::string& section_marker,
+              const std::string& struct_marker, const std::string& key) {
+  // Keys read through a helper of their section (sections/*.hpp) count where the helper is called.
+  if (section_marker == "plugins" && key == "dir") return consumed(sources, "plugins", "plugins_section", "file_of");
+  const std::regex access("(\\.|->)" + key + "\\b");
+  for (const auto& [path, text] : sources)
+    if ((text.find(section_marker) != std::string::npos || text.find(struct_marker) != std::string::npos) &&
+        std::regex_search(text, access))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(config_examples_test, every_shipped_config_loads_and_passes_the_device_check) {
+  const auto files = shipped_configs();
+  ASSERT_GE(files.size(), 2u);
+  for (const auto& f : files) {
+    auto c = fw::config::from_file(f.string());
+    ASSERT_TRUE(c) << f << ": " << c.err().message;
+    auto ok = fw::check_devices(*c);
+    EXPECT_TRUE(ok) << f << ": " << (ok ? "" : ok.err().message);
+  }
+}
+
+TEST(config_examples_test, configs_that_ask_for_what_this_build_cannot_do_are_refused_by_name) {
+  auto cuda = fw::config::from_string("[[devices]]\nkind = \"cuda\"\n", "gpu.toml");
+  ASSERT_TRUE(cuda);
+  auto r = fw::check_devices(*cuda);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("devices[0]: kind = \"cuda\" is not supported"), std::string::npos) << r.err().message;
+
+  auto pd = fw::config::from_string(
+      "[[devices]]\nkind = \"cpu\"\nid = 0\nrole = \"prefill\"\n[[devices]]\nkind = \"cpu\"\nid = 1\nrole = \"decode\"\n",
+      "pd.toml");
+  ASSERT_TRUE(pd);
+  r = fw::check_devices(*pd);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("devices[0]: role = \"prefill\" is not supported yet"), std::string::npos);
+  EXPECT_NE(r.err().message.find("devices[1]: role = \"decode\""), std::string::npos);
+  EXPECT_NE(r.err().message.find("2 devices are configured"), std::string::npos);
+  EXPECT_EQ(r.err().code, fw::errc::unsupported);
+}
+
+TEST(config_examples_test, every_config_key_is_read_by_some_code) {
+  const auto sources = consumer_sources();
+  ASSERT_FALSE(sources.empty());
+  for (const auto& qualified : fw::config::keys()) {
+    const auto dot = qualified.find('.');
+    const std::string section = qualified.substr(0, dot), key = qualified.substr(dot + 1);
+    EXPECT_TRUE(consumed(sources, section, section + "_section", key))
+        << qualified << " is parsed but no code outside runtime/config reads it";
+  }
+  for (const char* key : {"kind", "id", "threads", "kv_pool_mib", "role", "bandwidth_gbs"})
+    EXPECT_TRUE(consumed(sources, "devices", "device_section", key)) << "devices." << key << " is read by nobody";
+  for (const char* key : {"name", "path"})
+    EXPECT_TRUE(consumed(sources, "plugins.load", "plugin_load", key)) << "plugins.load." << key << " is read by nobody";
+}
