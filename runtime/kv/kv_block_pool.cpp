@@ -23,10 +23,7 @@ namespace {
 // blocks far apart, one 4 KiB page per tile: with small pages every tile is a TLB miss.
 constexpr size_t huge_page = size_t{2} << 20;
 
-std::string describe(const kv_handle& h) {
-  return "kv handle (pool " + std::to_string(h.pool_id) + ", epoch " + std::to_string(h.epoch) +
-         ", " + std::to_string(h.blocks.size()) + " blocks)";
-}
+std::string describe(const kv_handle& h) { return kv_block_table::describe(h); }
 
 }  // namespace
 
@@ -45,7 +42,7 @@ kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_bloc
       n_blocks_(n_blocks),
       tile_bytes_(layout.tile_elems() * layout.elem_bytes()),
       v_offset_(size_t{layout.n_layer} * layout.n_head_kv * layout.tile_elems() * layout.elem_bytes()),
-      owner_(n_blocks, 0) {
+      book_(pool_id, layout.block_tokens, n_blocks) {
   assert(layout.n_layer > 0 && layout.n_head_kv > 0 && layout.head_dim > 0 &&
          layout.block_tokens > 0);
   const size_t bytes = size_t{n_blocks} * layout.block_bytes();
@@ -59,8 +56,6 @@ kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_bloc
     // A hint (THP in "madvise" mode needs it); failure only costs speed.
     if (bytes >= huge_page) (void)::madvise(p, length, MADV_HUGEPAGE);
   }
-  free_.reserve(n_blocks);
-  for (uint32_t b = n_blocks; b > 0; --b) free_.push_back(b - 1);  // hands out 0, 1, 2, ...
 }
 
 kv_block_pool::~kv_block_pool() = default;
@@ -97,162 +92,46 @@ uint32_t kv_block_pool::blocks_for_bytes(kv_layout layout, size_t bytes) {
       std::min<size_t>(bytes / per_block, std::numeric_limits<uint32_t>::max()));
 }
 
-// -- allocation --
-
-uint32_t kv_block_pool::next_epoch_locked() {
-  const uint32_t e = next_epoch_++;
-  if (next_epoch_ == 0) next_epoch_ = 1;  // 0 means "never allocated"
-  return e;
-}
-
-bool kv_block_pool::epoch_live_locked(uint32_t epoch) const {
-  // Handed out since the last reset; modular so that wrapping the counter is harmless.
-  return epoch != 0 && epoch - first_live_epoch_ < next_epoch_ - first_live_epoch_;
-}
-
-expected<void> kv_block_pool::check_owned_locked(const kv_handle& h) const {
-  if (h.pool_id != pool_id_) {
-    return make_error(errc::invalid_argument,
-                      describe(h) + " does not belong to pool " + std::to_string(pool_id_));
-  }
-  if (!epoch_live_locked(h.epoch)) {
-    return make_error(errc::invalid_argument,
-                      describe(h) + " is stale: its epoch is not live in this pool (never "
-                                    "allocated here, or the pool was reset)");
-  }
-  for (uint32_t b : h.blocks) {
-    if (b >= n_blocks_) {
-      return make_error(errc::invalid_argument, describe(h) + " names block " + std::to_string(b) +
-                                                    " of a pool of " + std::to_string(n_blocks_));
-    }
-    if (owner_[b] != h.epoch) {
-      return make_error(errc::invalid_argument,
-                        describe(h) + " is stale: block " + std::to_string(b) + " is " +
-                            (owner_[b] == 0 ? std::string("free")
-                                            : "lent to epoch " + std::to_string(owner_[b])) +
-                            " (double release, or use after release)");
-    }
-  }
-  return {};
-}
+// -- allocation: the book (kv_block_table) under the pool's mutex --
 
 std::optional<kv_handle> kv_block_pool::allocate(uint32_t n_tokens) {
-  const uint32_t need = layout_.blocks_for_tokens(n_tokens);
   std::lock_guard lock(mutex_);
-  if (need > free_.size()) return std::nullopt;
-  kv_handle h;
-  h.pool_id = pool_id_;
-  h.epoch = next_epoch_locked();
-  h.blocks.reserve(need);
-  for (uint32_t i = 0; i < need; ++i) {
-    const uint32_t b = free_.back();
-    free_.pop_back();
-    owner_[b] = h.epoch;
-    h.blocks.push_back(b);
-  }
-  return h;
-}
-
-expected<void> kv_block_pool::grow_locked(kv_handle& h, uint32_t n_tokens) {
-  if (h.epoch == 0 && h.empty()) {  // default-constructed: becomes a fresh allocation
-    if (layout_.blocks_for_tokens(n_tokens) > free_.size())
-      return make_error(errc::out_of_memory, "kv pool " + std::to_string(pool_id_) + " has " +
-                                                 std::to_string(free_.size()) + " free blocks");
-    h.pool_id = pool_id_;
-    h.epoch = next_epoch_locked();
-    h.n_tokens = 0;
-  } else if (auto ok = check_owned_locked(h); !ok) {
-    return ok;
-  }
-  const size_t need = layout_.blocks_for_tokens(n_tokens);
-  if (need <= h.blocks.size()) return {};
-  const size_t extra = need - h.blocks.size();
-  if (extra > free_.size()) {
-    return make_error(errc::out_of_memory, "kv pool " + std::to_string(pool_id_) + " needs " +
-                                               std::to_string(extra) + " more blocks, has " +
-                                               std::to_string(free_.size()) + " free");
-  }
-  h.blocks.reserve(need);
-  for (size_t i = 0; i < extra; ++i) {
-    const uint32_t b = free_.back();
-    free_.pop_back();
-    owner_[b] = h.epoch;
-    h.blocks.push_back(b);
-  }
-  return {};
+  return book_.allocate(n_tokens);
 }
 
 bool kv_block_pool::reserve(kv_handle& h, uint32_t n_tokens) {
   std::lock_guard lock(mutex_);
-  return grow_locked(h, n_tokens).has_value();
+  return book_.grow(h, n_tokens).has_value();
 }
 
 expected<void> kv_block_pool::truncate(kv_handle& h, uint32_t n_tokens) {
-  if (n_tokens > h.n_tokens) {
-    return make_error(errc::invalid_argument, "cannot truncate " + describe(h) + " of " +
-                                                  std::to_string(h.n_tokens) + " tokens to " +
-                                                  std::to_string(n_tokens));
-  }
   std::lock_guard lock(mutex_);
-  if (auto ok = check_owned_locked(h); !ok) return ok;
-  const size_t keep = layout_.blocks_for_tokens(n_tokens);
-  while (h.blocks.size() > keep) {
-    const uint32_t b = h.blocks.back();
-    h.blocks.pop_back();
-    if (owner_[b] != h.epoch) continue;  // a duplicated id, already freed above
-    owner_[b] = 0;
-    free_.push_back(b);
-  }
-  h.n_tokens = n_tokens;
-  return {};
+  return book_.truncate(h, n_tokens);
 }
 
 expected<void> kv_block_pool::release(kv_handle& h) {
-  if (h.empty()) {
-    h.n_tokens = 0;
-    return {};
-  }
   std::lock_guard lock(mutex_);
-  if (auto ok = check_owned_locked(h); !ok) return ok;
-  for (auto it = h.blocks.rbegin(); it != h.blocks.rend(); ++it) {
-    if (owner_[*it] != h.epoch) continue;  // a duplicated id, already freed
-    owner_[*it] = 0;
-    free_.push_back(*it);
-  }
-  h.blocks.clear();
-  h.n_tokens = 0;
-  return {};
+  return book_.release(h);
 }
 
 uint32_t kv_block_pool::release_epoch(uint32_t epoch) {
-  if (epoch == 0) return 0;
   std::lock_guard lock(mutex_);
-  uint32_t freed = 0;
-  for (uint32_t b = 0; b < n_blocks_; ++b) {
-    if (owner_[b] != epoch) continue;
-    owner_[b] = 0;
-    free_.push_back(b);
-    ++freed;
-  }
-  return freed;
+  return book_.release_epoch(epoch);
 }
 
 void kv_block_pool::reset() {
   std::lock_guard lock(mutex_);
-  std::fill(owner_.begin(), owner_.end(), 0);
-  free_.clear();
-  for (uint32_t b = n_blocks_; b > 0; --b) free_.push_back(b - 1);
-  first_live_epoch_ = next_epoch_;
+  book_.reset();
 }
 
 bool kv_block_pool::owns(const kv_handle& h) const {
   std::lock_guard lock(mutex_);
-  return check_owned_locked(h).has_value();
+  return book_.check(h).has_value();
 }
 
 uint32_t kv_block_pool::free_blocks() const {
   std::lock_guard lock(mutex_);
-  return static_cast<uint32_t>(free_.size());
+  return book_.free_blocks();
 }
 
 uint32_t kv_block_pool::used_blocks() const { return n_blocks_ - free_blocks(); }
@@ -291,7 +170,7 @@ expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_han
   }
   {
     std::lock_guard lock(src.mutex_);
-    if (auto ok = src.check_owned_locked(from); !ok) return ok;
+    if (auto ok = src.book_.check(from); !ok) return ok;
   }
   if (from.n_tokens > src.capacity(from)) {
     return make_error(errc::invalid_argument, describe(from) + " claims " +
@@ -304,7 +183,7 @@ expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_han
   {
     std::lock_guard lock(mutex_);
     kv_handle grown = to;
-    if (auto ok = grow_locked(grown, from.n_tokens); !ok) return ok;
+    if (auto ok = book_.grow(grown, from.n_tokens); !ok) return ok;
     to = std::move(grown);
   }
 

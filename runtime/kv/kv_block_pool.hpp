@@ -10,7 +10,9 @@
 // contiguous, for the weighted sum). Attention streams whole tiles, and a block is one contiguous
 // range for copies and transfer. write_token / read_token hide the K transposition.
 //
-// Ownership: the pool owns the memory and the book of which allocation (epoch) owns each block.
+// Ownership: the pool owns the memory and the book (kv_block_table: free list, epochs, which
+// allocation owns each block); the book is a separate, single-threaded class that only the pool
+// mutates, under its mutex.
 // A handle's owner (one actor at a time) owns the contents of its blocks. Every allocation gets a
 // fresh epoch, and each block records the epoch it was lent to, so a stale copy of a handle
 // (released already, or from before reset()) is detected and answered with an error value instead
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "runtime/base/expected.hpp"
+#include "runtime/kv/kv_block_table.hpp"
 #include "runtime/kv/kv_handle.hpp"
 
 namespace fw {
@@ -147,12 +150,6 @@ class kv_block_pool {
     void operator()(std::byte* p) const;
   };
 
-  // Grows h to n_tokens of capacity; caller holds mutex_.
-  expected<void> grow_locked(kv_handle& h, uint32_t n_tokens);
-  // Error unless h is a live handle of this pool; caller holds mutex_.
-  expected<void> check_owned_locked(const kv_handle& h) const;
-  bool epoch_live_locked(uint32_t epoch) const;
-  uint32_t next_epoch_locked();
   size_t block_offset(uint32_t block) const;
 
   const uint32_t pool_id_;
@@ -163,10 +160,7 @@ class kv_block_pool {
   std::unique_ptr<std::byte[], mapping_free> data_;
 
   mutable std::mutex mutex_;
-  std::vector<uint32_t> owner_;      // GUARDED_BY(mutex_): epoch lent each block, 0 when free
-  std::vector<uint32_t> free_;       // GUARDED_BY(mutex_): free block ids, next one at the back
-  uint32_t next_epoch_ = 1;          // GUARDED_BY(mutex_)
-  uint32_t first_live_epoch_ = 1;    // GUARDED_BY(mutex_): epochs before it died in reset()
+  kv_block_table book_;  // GUARDED_BY(mutex_): free list, epochs, ownership; only this pool mutates it
 };
 
 }  // namespace fw

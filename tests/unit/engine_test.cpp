@@ -146,6 +146,57 @@ TEST_F(engine_test, speculative_decode_actor_is_lossless_with_concurrent_request
   expect_no_leak(*e);
 }
 
+TEST_F(engine_test, speculative_sampling_at_temperature_runs_end_to_end_and_is_reproducible_by_seed) {
+  // Rejection sampling in the decode worker (its distribution is tested in speculative_test):
+  // sampled requests with an n-gram draft at a fixed k finish, drafts are verified and some
+  // accepted, and a request's seed alone decides its output, whatever else shares its batch.
+  auto prompt = [](size_t i) {
+    std::vector<int32_t> p;
+    for (size_t j = 0; j < 24 + i; ++j) p.push_back(static_cast<int32_t>(3 + (j % (3 + i)) * 11));
+    return p;
+  };
+  auto params = [](size_t i) {
+    sampling_params p = test::unfiltered(0.1f, 30);  // sharp enough on this random model that drafts can be right
+    p.seed = 100 + i;
+    return p;
+  };
+  ngram_drafter draft(1);
+  k_policy_config kc;
+  kc.adaptive = false;
+  kc.fixed_k = 3;
+  cpu_backend_options o;
+  o.threads = 2;
+  o.kv_tokens = 4096;
+  engine_limits lim;
+  lim.n_ctx = 256;
+  lim.prefill_chunk = 16;
+  lim.draft = &draft;
+  lim.policy = k_policy(kc);
+  auto e = engine::start(model_, std::make_unique<cpu_backend>(model_->config(), model_->weights(), o), lim);
+  ASSERT_TRUE(e);
+  std::vector<std::future<completed_request>> futs;
+  for (size_t i = 0; i < 6; ++i)
+    futs.push_back(std::async(std::launch::async, [&, i] { return (*e)->run(prompt(i), params(i)); }));
+  std::vector<std::vector<int32_t>> together;
+  for (auto& f : futs) {
+    ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+    auto r = f.get();
+    ASSERT_TRUE(r.ok()) << r.final.error;
+    EXPECT_EQ(r.tokens.size(), 30u);
+    together.push_back(r.tokens);
+  }
+  const std::string m = (*e)->render_metrics();
+  const auto at = m.find("flywheel:spec_decode_num_accepted_tokens_total{");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(std::stod(m.substr(m.find("} ", at) + 2)), 0.0) << "some draft tokens are accepted:\n" << m.substr(at, 200);
+  for (size_t i : {0, 3}) {  // alone, with nothing else in the batch
+    auto r = (*e)->run(prompt(i), params(i));
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.tokens, together[i]) << "request " << i;
+  }
+  expect_no_leak(**e);
+}
+
 TEST_F(engine_test, cancel_frees_the_blocks_and_ends_the_stream) {
   auto e = start();
   std::promise<stream_event> fin;
@@ -361,6 +412,43 @@ TEST_F(engine_test, a_kv_error_in_one_sequence_fails_only_that_request_of_a_full
   EXPECT_EQ(s->worker_restarts, 0u) << "the decode worker kept serving";
   EXPECT_EQ(s->completed, 15u);
   expect_no_leak(*e);
+}
+
+TEST_F(engine_test, a_request_that_outlives_its_timeout_fails_and_its_kv_is_released) {
+  // The prefill worker holds the request until the client has seen the timeout, so the request
+  // expires while prefilling; the prefill's reply then releases its KV.
+  auto release = std::make_shared<std::promise<void>>();
+  auto released = release->get_future().share();
+  auto faults = std::make_shared<engine_faults>();
+  faults->crash_prefill = [released](uint64_t) {
+    released.wait();
+    return false;
+  };
+  cpu_backend_options o;
+  o.threads = 2;
+  o.kv_tokens = 4096;
+  auto be = std::make_unique<cpu_backend>(model_->config(), model_->weights(), o);
+  engine_limits lim;
+  lim.n_ctx = 256;
+  lim.prefill_chunk = 16;
+  lim.request_timeout_s = 0.2;
+  auto e = engine::start(model_, std::move(be), lim, engine_options{faults});
+  ASSERT_TRUE(e);
+  std::promise<stream_event> fin;
+  (*e)->submit(prompt_of(2), greedy(20), [&](const stream_event& ev) {
+    if (ev.kind != static_cast<uint8_t>(stream_kind::token)) fin.set_value(ev);
+  });
+  auto f = fin.get_future();
+  ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+  const auto ev = f.get();
+  EXPECT_EQ(ev.failure().code, errc::timed_out);
+  EXPECT_NE(ev.error.find("did not finish within"), std::string::npos) << ev.error;
+  release->set_value();
+  expect_no_leak(**e);
+  auto s = (*e)->stats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->failed, 1u);
+  EXPECT_EQ(s->completed, 0u);
 }
 
 TEST_F(engine_test, a_client_that_goes_away_is_cancelled) {

@@ -451,3 +451,37 @@ TEST(kv_block_pool_ids, every_backend_pool_has_its_own_id_and_refuses_the_others
 
 }  // namespace
 }  // namespace fw
+
+namespace fw {
+namespace {
+
+TEST(kv_block_table_test, the_book_alone_lends_checks_and_takes_back_blocks) {
+  kv_block_table t(7, 16, 4);
+  auto a = t.allocate(20);  // two blocks
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->pool_id, 7u);
+  EXPECT_EQ(a->blocks.size(), 2u);
+  EXPECT_EQ(t.free_blocks(), 2u);
+  kv_handle copy = *a;
+  ASSERT_TRUE(t.release(*a));
+  EXPECT_EQ(t.free_blocks(), 4u);
+  auto stale = t.release(copy);
+  ASSERT_FALSE(stale) << "a copy of a released handle is stale";
+  EXPECT_NE(stale.err().message.find("stale"), std::string::npos) << stale.err().message;
+  EXPECT_EQ(t.free_blocks(), 4u) << "the free list is not corrupted";
+
+  kv_handle grown;
+  ASSERT_TRUE(t.grow(grown, 40));  // a default handle becomes an allocation of three blocks
+  EXPECT_EQ(grown.blocks.size(), 3u);
+  EXPECT_EQ(t.grow(grown, 80).err().code, errc::out_of_memory);
+  EXPECT_EQ(grown.blocks.size(), 3u) << "unchanged on failure";
+  grown.n_tokens = 40;
+  ASSERT_TRUE(t.truncate(grown, 10));
+  EXPECT_EQ(grown.blocks.size(), 1u);
+  t.reset();
+  EXPECT_FALSE(t.check(grown)) << "reset makes every handle stale";
+  EXPECT_EQ(t.free_blocks(), 4u);
+}
+
+}  // namespace
+}  // namespace fw

@@ -51,7 +51,10 @@ class speculative_test : public ::testing::Test {
   }
   /// A separate draft model's own backend (2 threads, 1024 KV tokens).
   static std::unique_ptr<fw::backend> draft_backend(const model& m) {
-    return std::make_unique<cpu_backend>(m.config(), m.weights(), cpu_backend_options{.threads = 2, .kv_tokens = 1024});
+    cpu_backend_options o;
+    o.threads = 2;
+    o.kv_tokens = 1024;
+    return std::make_unique<cpu_backend>(m.config(), m.weights(), o);
   }
   // Prompts with repetition so n-gram lookup has something to find.
   static std::vector<std::vector<int32_t>> prompts() {

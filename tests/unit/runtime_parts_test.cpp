@@ -1,0 +1,124 @@
+// The composition root builds what a config asks for: [compute] kernel_plugins from
+// [[plugins.load]] serve the backend (and follow a reload while a request generates through the
+// actor runtime), refusals come before any model work, and the engine limits come from
+// [scheduler].
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <future>
+
+#include "actors/engine.hpp"
+#include "runtime/setup/runtime_parts.hpp"
+#include "runtime/step/generator.hpp"
+#include "tests/sampling_presets.hpp"
+#include "tests/unit/test_models.hpp"
+
+namespace fw {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+void replace_file(const std::string& from, const std::string& to) {
+  fs::copy_file(from, to + ".tmp", fs::copy_options::overwrite_existing);
+  fs::rename(to + ".tmp", to);
+}
+
+/// A config over a tiny q8_0 model with the q8_0 kernel plugin (loaded from a copy we may replace).
+config plugin_config(const std::string& model_path, const std::string& plugin_file) {
+  auto c = config::from_string("[model]\npath = \"" + model_path +
+                                   "\"\nctx_size = 256\n[compute]\nthreads = 2\nkernel_plugins = [\"q8\"]\n"
+                                   "[kv_cache]\npool_tokens = 2048\n[scheduler]\nmax_batch = 4\nmax_queue = 9\n"
+                                   "[[plugins.load]]\nname = \"q8\"\npath = \"" + plugin_file + "\"\n",
+                               "plugin.toml");
+  EXPECT_TRUE(c) << (c ? "" : c.err().message);
+  return c ? *c : config{};
+}
+
+class runtime_parts_test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tiny_model_spec spec;
+    spec.weight_type = ggml_type::q8_0;
+    spec.seed = 51;
+    ASSERT_TRUE(test::load_tiny(spec, "parts_q8_0"));
+    model_path_ = test::temp_dir() + "/parts_q8_0.gguf";
+  }
+  static inline std::string model_path_;
+};
+
+TEST_F(runtime_parts_test, kernel_plugins_from_the_config_serve_the_backend) {
+  const std::string plugin = test::temp_dir() + "/libparts_q8.so";
+  replace_file(std::string(FW_BINARY_DIR) + "/plugins/libq8_0_kernel.so", plugin);
+  auto parts = build_runtime(plugin_config(model_path_, plugin));
+  ASSERT_TRUE(parts) << parts.err().what();
+  bool served = false;
+  for (const auto& k : parts->device->kernel_paths()) served |= k.weight_type == "q8_0" && k.path.rfind("plugin q8 ", 0) == 0;
+  EXPECT_TRUE(served) << "the kernel report names the plugin";
+  EXPECT_EQ(parts->plugins->find("q8")->users, 1);
+  const auto lim = parts->limits();
+  EXPECT_EQ(lim.max_batch, 4u);
+  EXPECT_EQ(lim.max_queue, 9u);
+  EXPECT_EQ(lim.n_ctx, 256u);
+  EXPECT_EQ(parts->kv_tokens, 2048u);
+  generator g(*parts->m, *parts->device, generator_options{256, 64, false});
+  auto r = g.run(std::vector<int32_t>{3, 4, 5, 6}, test::greedy(8));
+  ASSERT_TRUE(r) << r.err().what();
+  EXPECT_EQ(r->tokens.size(), 8u);
+}
+
+TEST_F(runtime_parts_test, refusals_and_bad_plugins_fail_before_serving) {
+  auto cuda = config::from_string("[[devices]]\nkind = \"cuda\"\n", "cuda.toml");
+  ASSERT_TRUE(cuda);
+  cuda->model.path = model_path_;
+  auto r = build_runtime(*cuda);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.err().code, errc::unsupported);
+  auto missing = build_runtime(plugin_config(model_path_, test::temp_dir() + "/no_such_plugin.so"));
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.err().message.find("compute.kernel_plugins"), std::string::npos) << missing.err().message;
+}
+
+TEST_F(runtime_parts_test, a_kernel_plugin_reloaded_while_a_request_generates_serves_the_next_steps) {
+  const std::string plugin = test::temp_dir() + "/libparts_q8_live.so";
+  replace_file(std::string(FW_BINARY_DIR) + "/plugins/libq8_0_kernel.so", plugin);
+  auto parts = build_runtime(plugin_config(model_path_, plugin));
+  ASSERT_TRUE(parts) << parts.err().what();
+  // The same request without a reload, for reference (the plugin's products are deterministic).
+  generator g(*parts->m, *parts->device, generator_options{256, 64, false});
+  const std::vector<int32_t> prompt{3, 4, 5, 6, 7};
+  auto want = g.run(prompt, test::greedy(60));
+  ASSERT_TRUE(want);
+  auto host = parts->plugins;
+  auto e = actors::engine::start(parts->m, std::move(parts->device), parts->limits());
+  ASSERT_TRUE(e) << e.err().what();
+  std::promise<actors::completed_request> done;
+  actors::completed_request got;
+  bool reloaded = false;
+  (*e)->submit(prompt, test::greedy(60), [&](const actors::stream_event& ev) {
+    if (ev.kind == static_cast<uint8_t>(actors::stream_kind::token)) {
+      got.tokens.insert(got.tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      if (got.tokens.size() == 5 && !reloaded) {  // mid-generation: the plugin file is rebuilt and reloaded
+        replace_file(std::string(FW_BINARY_DIR) + "/tests/plugins/libq8_0_kernel_v2.so", plugin);
+        reloaded = host->reload("q8").has_value();
+      }
+    } else {
+      got.final = ev;
+      done.set_value(got);
+    }
+  });
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
+  auto r = f.get();
+  ASSERT_TRUE(reloaded);
+  ASSERT_TRUE(r.ok()) << r.final.error;
+  EXPECT_EQ(r.tokens, want->tokens) << "the request finished across the reload, unchanged";
+  bool v2 = false;
+  for (const auto& k : (*e)->device().kernel_paths()) v2 |= k.path == "plugin q8 2.0.0-test";
+  EXPECT_TRUE(v2) << "the rebuilt plugin serves now";
+  for (const auto& row : host->list()) EXPECT_NE(row.state, plugin_state::unloading) << "the old version closed";
+  (*e)->shutdown();
+}
+
+}  // namespace
+}  // namespace fw
