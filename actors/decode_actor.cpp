@@ -55,7 +55,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
       [=](step_atom) {
         auto& st = self->state;
         st.stepping = false;
-        if (ctx->faults && ctx->faults->crash_decode_step && ctx->faults->crash_decode_step())
+        if (ctx->faults && ctx->faults->before_decode_step && ctx->faults->before_decode_step())
           throw std::runtime_error("injected fault in the decode step");
         step_result res = st.decoder->step();
         // Counters and the scheduler first, so that what a client reads after its final event

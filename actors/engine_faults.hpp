@@ -12,8 +12,9 @@ namespace fw::actors {
 struct engine_faults {
   /// Before the prefill worker runs a request's job: true -> the worker throws (dies).
   std::function<bool(uint64_t request)> crash_prefill;
-  /// Before each decode step: true -> the decode worker throws (dies).
-  std::function<bool()> crash_decode_step;
+  /// Before each decode step, on the decode worker's thread (tests may act there, e.g. reload a
+  /// plugin between two steps): true -> the decode worker throws (dies).
+  std::function<bool()> before_decode_step;
   /// Before a step grows a sequence's KV: true -> that reservation fails (a KV error that
   /// concerns that one sequence).
   std::function<bool(uint64_t request)> fail_kv_reserve;

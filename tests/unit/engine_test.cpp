@@ -272,7 +272,7 @@ TEST_F(engine_test, decode_worker_crash_fails_its_requests_and_is_restarted) {
   auto streaming = std::make_shared<std::atomic<int>>(0);
   auto faults = std::make_shared<engine_faults>();
   auto armed = std::make_shared<std::atomic<bool>>(true);
-  faults->crash_decode_step = [streaming, armed] { return streaming->load() == 4 && armed->exchange(false); };
+  faults->before_decode_step = [streaming, armed] { return streaming->load() == 4 && armed->exchange(false); };
   auto e = start(4096, 16, 256, nullptr, faults);
   std::vector<std::promise<completed_request>> done(4);
   std::vector<completed_request> got(4);

@@ -90,18 +90,25 @@ TEST_F(runtime_parts_test, a_kernel_plugin_reloaded_while_a_request_generates_se
   auto want = g.run(prompt, test::greedy(60));
   ASSERT_TRUE(want);
   auto host = parts->plugins;
-  auto e = actors::engine::start(parts->m, std::move(parts->device), parts->limits());
+  // Between the decode worker's 5th and 6th step the plugin file is rebuilt and reloaded, on the
+  // worker's thread, so the reload lands mid-generation whatever the timing.
+  auto reloaded = std::make_shared<std::atomic<bool>>(false);
+  auto steps = std::make_shared<std::atomic<int>>(0);
+  auto faults = std::make_shared<actors::engine_faults>();
+  faults->before_decode_step = [=] {
+    if (steps->fetch_add(1) == 5) {
+      replace_file(std::string(FW_BINARY_DIR) + "/tests/plugins/libq8_0_kernel_v2.so", plugin);
+      reloaded->store(host->reload("q8").has_value());
+    }
+    return false;
+  };
+  auto e = actors::engine::start(parts->m, std::move(parts->device), parts->limits(), actors::engine_options{faults});
   ASSERT_TRUE(e) << e.err().what();
   std::promise<actors::completed_request> done;
   actors::completed_request got;
-  bool reloaded = false;
   (*e)->submit(prompt, test::greedy(60), [&](const actors::stream_event& ev) {
     if (ev.kind == static_cast<uint8_t>(actors::stream_kind::token)) {
       got.tokens.insert(got.tokens.end(), ev.tokens.begin(), ev.tokens.end());
-      if (got.tokens.size() == 5 && !reloaded) {  // mid-generation: the plugin file is rebuilt and reloaded
-        replace_file(std::string(FW_BINARY_DIR) + "/tests/plugins/libq8_0_kernel_v2.so", plugin);
-        reloaded = host->reload("q8").has_value();
-      }
     } else {
       got.final = ev;
       done.set_value(got);
@@ -110,7 +117,7 @@ TEST_F(runtime_parts_test, a_kernel_plugin_reloaded_while_a_request_generates_se
   auto f = done.get_future();
   ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
   auto r = f.get();
-  ASSERT_TRUE(reloaded);
+  ASSERT_TRUE(reloaded->load());
   ASSERT_TRUE(r.ok()) << r.final.error;
   EXPECT_EQ(r.tokens, want->tokens) << "the request finished across the reload, unchanged";
   bool v2 = false;

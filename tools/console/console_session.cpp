@@ -257,7 +257,10 @@ console_session::outcome console_session::cmd_stats() {
                       static_cast<unsigned long long>(s->completed), static_cast<unsigned long long>(s->failed),
                       static_cast<unsigned long long>(s->worker_restarts));
   if (options_.draft_name.empty()) {
-    out_ << "speculation: off (start with --draft ngram|hybrid|feature|layer-skip|self-quant|model or [speculative] draft)\n";
+    std::string kinds;
+    for (const auto& [kind, name] : draft_kind_names)
+      if (kind != draft_kind::none && kind != draft_kind::plugin) kinds += (kinds.empty() ? "" : "|") + std::string(name);
+    out_ << "speculation: off (start with --draft " << kinds << " or [speculative] draft)\n";
   } else {
     auto& reg = engine_.metrics();
     const auto& labels = engine_.metric_labels();

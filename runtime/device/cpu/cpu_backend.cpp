@@ -156,6 +156,16 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
                cpu::to_string(k.level) + (best < host ? " (limited by FW_SIMD)" : "");
     out.push_back(std::move(r));
   }
+  // Attention has one SIMD path (AVX-512); elsewhere it runs the scalar reference.
+  kernel_report a;
+  a.weight_type = "attention";
+  const bool simd = attend_ == &cpu::avx512::attention;
+  a.path = std::string(simd ? "avx512" : "scalar") + (pool_.layout().dtype == kv_dtype::f16 ? " (f16 KV)" : " (f32 KV)");
+  a.fallback = !simd;
+  if (!simd)
+    a.note = std::string("attention has no ") + cpu::to_string(host) +
+             " path: the scalar reference runs (slower decode at long contexts)";
+  out.push_back(std::move(a));
   return out;
 }
 
