@@ -3,6 +3,7 @@
 # Idempotent: a second run skips what is already there.
 #   scripts/setup.sh            apt packages + bundled model + Release build in build/
 #   FW_SKIP_BUILD=1 scripts/setup.sh   only packages and model
+#   FW_SKIP_FEATURE_FIT=1 scripts/setup.sh   no feature-draft map (the tests fit a small one of their own)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/scripts/versions.sh"
@@ -50,6 +51,6 @@ fi
 
 # -- the feature draft's map (--draft feature|hybrid), fit once on conf/calibration/prompts.txt
 #    (~2.5 min on 2 cores; `flywheel fit-draft --prompts YOURS.txt` refits it on your own prompts) --
-if [ "${FW_SKIP_BUILD:-0}" != 1 ] && [ -x "$root/build/tools/flywheel" ]; then
+if [ "${FW_SKIP_BUILD:-0}" != 1 ] && [ "${FW_SKIP_FEATURE_FIT:-0}" != 1 ] && [ -x "$root/build/tools/flywheel" ]; then
   (cd "$root" && build/tools/flywheel fit-draft --if-missing --out models/feature_draft.gguf)
 fi
