@@ -13,49 +13,43 @@
 #include <string>
 #include <vector>
 
-#include <sys/mman.h>
 
 namespace fw {
 
 namespace {
 
-// 2 MiB: the pool can sit on transparent huge pages. Attention reads a sequence's tiles from
-// blocks far apart, one 4 KiB page per tile: with small pages every tile is a TLB miss.
-constexpr size_t huge_page = size_t{2} << 20;
-
 std::string describe(const kv_handle& h) { return kv_block_table::describe(h); }
 
 }  // namespace
-
-void kv_block_pool::mapping_free::operator()(std::byte* p) const {
-  if (p) ::munmap(p, length);
-}
 
 uint32_t kv_block_pool::next_pool_id() {
   static std::atomic<uint32_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+namespace {
+
+std::unique_ptr<kv_storage> host_storage_or_throw(uint32_t n_blocks, size_t block_bytes) {
+  auto st = host_kv_storage::create(n_blocks, block_bytes);
+  if (!st) throw std::bad_alloc();
+  return std::move(*st);
+}
+
+}  // namespace
+
 kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_blocks)
+    : kv_block_pool(pool_id, layout, host_storage_or_throw(n_blocks, layout.block_bytes())) {}
+
+kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, std::unique_ptr<kv_storage> storage)
     : pool_id_(pool_id),
       layout_(layout),
-      n_blocks_(n_blocks),
+      n_blocks_(storage->n_blocks()),
       tile_bytes_(layout.tile_elems() * layout.elem_bytes()),
       v_offset_(size_t{layout.n_layer} * layout.n_head_kv * layout.tile_elems() * layout.elem_bytes()),
-      book_(pool_id, layout.block_tokens, n_blocks) {
-  assert(layout.n_layer > 0 && layout.n_head_kv > 0 && layout.head_dim > 0 &&
-         layout.block_tokens > 0);
-  const size_t bytes = size_t{n_blocks} * layout.block_bytes();
-  if (bytes > 0) {
-    // Anonymous memory: zero-filled and committed page by page as blocks are first written, so a
-    // large pool costs resident memory only for the blocks in use (and nothing at start).
-    const size_t length = (bytes + huge_page - 1) / huge_page * huge_page;
-    void* p = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    data_ = std::unique_ptr<std::byte[], mapping_free>(static_cast<std::byte*>(p), mapping_free{length});
-    // A hint (THP in "madvise" mode needs it); failure only costs speed.
-    if (bytes >= huge_page) (void)::madvise(p, length, MADV_HUGEPAGE);
-  }
+      storage_(std::move(storage)),
+      book_(pool_id, layout.block_tokens, n_blocks_) {
+  assert(layout.n_layer > 0 && layout.n_head_kv > 0 && layout.head_dim > 0 && layout.block_tokens > 0);
+  assert(storage_->block_bytes() == layout.block_bytes());
 }
 
 kv_block_pool::~kv_block_pool() = default;
@@ -216,14 +210,10 @@ expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_han
 
 // -- memory --
 
-size_t kv_block_pool::block_offset(uint32_t block) const {
-  assert(block < n_blocks_);
-  return size_t{block} * layout_.block_bytes();
-}
-
 void* kv_block_pool::k_data(uint32_t block, uint32_t layer, uint32_t head) {
   assert(layer < layout_.n_layer && head < layout_.n_head_kv);
-  return data_.get() + block_offset(block) + (size_t{layer} * layout_.n_head_kv + head) * tile_bytes_;
+  assert(block < n_blocks_);
+  return storage_->block(block) + (size_t{layer} * layout_.n_head_kv + head) * tile_bytes_;
 }
 
 const void* kv_block_pool::k_data(uint32_t block, uint32_t layer, uint32_t head) const {
@@ -307,11 +297,12 @@ const float* kv_block_pool::v_row(const kv_handle& h, uint32_t pos, uint32_t lay
 }
 
 std::span<std::byte> kv_block_pool::block_data(uint32_t block) {
-  return {data_.get() + block_offset(block), layout_.block_bytes()};
+  assert(block < n_blocks_);
+  return {storage_->block(block), layout_.block_bytes()};
 }
 
 std::span<const std::byte> kv_block_pool::block_data(uint32_t block) const {
-  return {data_.get() + block_offset(block), layout_.block_bytes()};
+  return const_cast<kv_block_pool*>(this)->block_data(block);
 }
 
 }  // namespace fw

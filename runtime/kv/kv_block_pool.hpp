@@ -1,5 +1,6 @@
-// kv_block_pool: one device's KV cache memory (host memory here), cut into fixed-size blocks and
-// lent out to sequences through kv_handle values.
+// kv_block_pool: one device's KV cache, cut into fixed-size blocks and lent out to sequences
+// through kv_handle values. Three parts: the book (kv_block_table), the memory (kv_storage:
+// host_kv_storage here, device memory later) and the layout math below.
 //
 // Memory layout (elements of layout.dtype, float32 or half): block after block; inside block b the
 // K tiles of every (layer, kv head) then the V tiles:
@@ -35,6 +36,7 @@
 #include "runtime/base/expected.hpp"
 #include "runtime/kv/kv_block_table.hpp"
 #include "runtime/kv/kv_handle.hpp"
+#include "runtime/kv/kv_storage.hpp"
 
 namespace fw {
 
@@ -43,6 +45,8 @@ class kv_block_pool {
   /// Maps n_blocks zeroed blocks of layout (memory is committed as blocks are first written). Precondition: layout dimensions are > 0
   /// (asserted); throws std::bad_alloc like any allocation - create() turns both into errors.
   kv_block_pool(uint32_t pool_id, kv_layout layout, uint32_t n_blocks);
+  /// A pool over given storage (a device's memory): its n_blocks blocks of layout.block_bytes().
+  kv_block_pool(uint32_t pool_id, kv_layout layout, std::unique_ptr<kv_storage> storage);
 
   /// Checks the layout and size, then constructs; errc::invalid_argument for a zero dimension,
   /// errc::out_of_memory when the memory cannot be had.
@@ -145,19 +149,14 @@ class kv_block_pool {
   [[nodiscard]] const kv_layout& layout() const { return layout_; }
 
  private:
-  struct mapping_free {
-    size_t length;  // no initializer: GCC rejects a nested default member initializer here
-    void operator()(std::byte* p) const;
-  };
 
-  size_t block_offset(uint32_t block) const;
 
   const uint32_t pool_id_;
   const kv_layout layout_;
   const uint32_t n_blocks_;
   const size_t tile_bytes_;
   const size_t v_offset_;  // bytes from a block's K tiles to its V tiles
-  std::unique_ptr<std::byte[], mapping_free> data_;
+  std::unique_ptr<kv_storage> storage_;  // the blocks' memory (host_kv_storage here)
 
   mutable std::mutex mutex_;
   kv_block_table book_;  // GUARDED_BY(mutex_): free list, epochs, ownership; only this pool mutates it
