@@ -134,36 +134,27 @@ draft_registry runtime_parts::drafts() const { return registry_with(plugins); }
 
 expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
                                                 cpu_backend& target_backend, uint32_t kv_tokens,
-                                                std::shared_ptr<plugin_host> plugins) {
+                                                std::shared_ptr<plugin_host> plugins, cpu_backend_options draft_options) {
   draft_context ctx;
   ctx.spec = &spec;
   ctx.target = std::move(target);
   ctx.target_backend = &target_backend;
   ctx.threads = target_backend.thread_pool();
   ctx.kv_tokens = kv_tokens;
-  ctx.make_backend = [&target_backend](const model& dm, uint32_t tokens) -> expected<std::unique_ptr<backend>> {
-    cpu_backend_options o;
+  draft_options.shared_threads = target_backend.thread_pool();  // drafting and verifying never overlap
+  ctx.make_backend = [draft_options](const model& dm, uint32_t tokens) -> expected<std::unique_ptr<backend>> {
+    cpu_backend_options o = draft_options;
     o.kv_tokens = tokens;
-    o.shared_threads = target_backend.thread_pool();  // drafting and verifying never overlap
     return std::unique_ptr<backend>(std::make_unique<cpu_backend>(dm.config(), dm.weights(), o));
   };
   return registry_with(std::move(plugins)).make(ctx);
 }
 
 expected<std::unique_ptr<drafter>> runtime_parts::make_draft(const speculative_section& spec) const {
-  if (!device) return make_error(errc::invalid_argument, "no target backend to draft for");
-  draft_context ctx;
-  ctx.spec = &spec;
-  ctx.target = m;
-  ctx.target_backend = device.get();
-  ctx.threads = threads();
-  ctx.kv_tokens = n_ctx;
-  ctx.make_backend = [this](const model& dm, uint32_t tokens) -> expected<std::unique_ptr<backend>> {
-    cpu_backend_options o = backend_options(cfg, tokens, {});
-    o.shared_threads = threads();  // drafting and verifying never overlap
-    return std::unique_ptr<backend>(std::make_unique<cpu_backend>(dm.config(), dm.weights(), o));
-  };
-  return drafts().make(ctx);
+  auto* cpu = dynamic_cast<cpu_backend*>(device.get());
+  if (!cpu) return make_error(errc::invalid_argument, "no target backend to draft for");
+  // A separate draft model's backend keeps this config's KV settings (no kernel plugins).
+  return make_drafter(spec, m, *cpu, n_ctx, plugins, backend_options(cfg, n_ctx, {}));
 }
 
 expected<void> runtime_parts::rebuild_draft() {

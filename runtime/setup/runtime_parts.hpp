@@ -17,6 +17,7 @@
 #include "runtime/base/expected.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/device/backend.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/plugin/plugin_host.hpp"
 #include "runtime/setup/engine_limits.hpp"
@@ -77,14 +78,14 @@ uint32_t resolve_context(const config& cfg, const model_config& mc);
 /// KV pool tokens: the device's kv_pool_mib, else [kv_cache] pool_tokens or pool_mib.
 uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc);
 
-class cpu_backend;
-
 /// The draft `spec` asks for, through the draft registry (built-in kinds, and "plugin:NAME"
 /// through `plugins` when given), over a CPU target backend; a separate draft model gets its
-/// own CPU backend of kv_tokens sharing the target's threads. Null for draft = "none".
+/// own CPU backend (draft_options, with kv_tokens and the target's threads). Null for
+/// draft = "none".
 expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
                                                 cpu_backend& target_backend, uint32_t kv_tokens,
-                                                std::shared_ptr<plugin_host> plugins = nullptr);
+                                                std::shared_ptr<plugin_host> plugins = nullptr,
+                                                cpu_backend_options draft_options = {});
 
 /// Builds everything `cfg` describes (see the header comment).
 expected<runtime_parts> build_runtime(config cfg, const build_options& options = {});
