@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -55,8 +56,9 @@ class engine_test : public ::testing::Test {
     return p;
   }
   static void expect_no_leak(engine& e) {
-    // Finished sequences are released by the decode actor just before the final event.
-    for (int i = 0; i < 100; ++i) {
+    // Finished sequences are released by the decode worker before their final event; cancelled
+    // and failed ones a few messages later. A bounded wait for that state (30 s), not a sleep.
+    for (int i = 0; i < 3000; ++i) {
       auto s = e.stats();
       ASSERT_TRUE(s);
       if (s->kv_used_blocks == 0 && s->decoding == 0 && s->prefilling == 0 && s->waiting == 0) return;
@@ -64,6 +66,32 @@ class engine_test : public ::testing::Test {
     }
     auto s = e.stats();
     FAIL() << "KV blocks still in use: " << s->kv_used_blocks;
+  }
+
+  /// Submits a request and collects its stream (tokens, text, then the final event);
+  /// `on_first_token` runs when its first token arrives. Returns its id and the whole request.
+  static std::pair<uint64_t, std::future<completed_request>> submit_collect(engine& e, std::vector<int32_t> prompt,
+                                                                            const sampling_params& p,
+                                                                            std::function<void()> on_first_token = {}) {
+    struct state {
+      std::mutex mu;
+      completed_request got;
+      std::promise<completed_request> done;
+    };
+    auto st = std::make_shared<state>();
+    auto fut = st->done.get_future();
+    const uint64_t id = e.submit(std::move(prompt), p, [st, on_first_token](const stream_event& ev) {
+      std::lock_guard lock(st->mu);
+      if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
+        if (st->got.tokens.empty() && on_first_token) on_first_token();
+        st->got.tokens.insert(st->got.tokens.end(), ev.tokens.begin(), ev.tokens.end());
+        st->got.text += ev.text;
+      } else {
+        st->got.final = ev;
+        st->done.set_value(st->got);
+      }
+    });
+    return {id, std::move(fut)};
   }
 
   static inline std::shared_ptr<const model> model_;
@@ -85,24 +113,10 @@ TEST_F(engine_test, sixteen_concurrent_requests_equal_sequential_generation) {
 
   auto e = start();
   ASSERT_TRUE(e);
-  std::vector<std::promise<completed_request>> done(16);
-  std::vector<completed_request> partial(16);
-  std::mutex mu;
+  std::vector<std::future<completed_request>> done;
+  for (size_t i = 0; i < 16; ++i) done.push_back(submit_collect(*e, prompt_of(i), greedy(8 + static_cast<int>(i) * 3)).second);
   for (size_t i = 0; i < 16; ++i) {
-    e->submit(prompt_of(i), greedy(8 + static_cast<int>(i) * 3), [&, i](const stream_event& ev) {
-      std::lock_guard lock(mu);
-      auto& p = partial[i];
-      if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
-        p.tokens.insert(p.tokens.end(), ev.tokens.begin(), ev.tokens.end());
-        p.text += ev.text;
-      } else {
-        p.final = ev;
-        done[i].set_value(p);
-      }
-    });
-  }
-  for (size_t i = 0; i < 16; ++i) {
-    auto f = done[i].get_future();
+    auto& f = done[i];
     ASSERT_EQ(f.wait_for(60s), std::future_status::ready) << "request " << i << " hangs";
     auto r = f.get();
     EXPECT_TRUE(r.ok()) << r.final.error;
@@ -274,23 +288,10 @@ TEST_F(engine_test, decode_worker_crash_fails_its_requests_and_is_restarted) {
   auto armed = std::make_shared<std::atomic<bool>>(true);
   faults->before_decode_step = [streaming, armed] { return streaming->load() == 4 && armed->exchange(false); };
   auto e = start(4096, 16, 256, nullptr, faults);
-  std::vector<std::promise<completed_request>> done(4);
-  std::vector<completed_request> got(4);
-  std::mutex mu;
-  for (size_t i = 0; i < 4; ++i) {
-    e->submit(prompt_of(i), greedy(150), [&, i](const stream_event& ev) {
-      std::lock_guard lock(mu);
-      if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
-        if (got[i].tokens.empty()) streaming->fetch_add(1);
-        got[i].tokens.insert(got[i].tokens.end(), ev.tokens.begin(), ev.tokens.end());
-      } else {
-        got[i].final = ev;
-        done[i].set_value(got[i]);
-      }
-    });
-  }
-  for (auto& d : done) {
-    auto f = d.get_future();
+  std::vector<std::future<completed_request>> done;
+  for (size_t i = 0; i < 4; ++i)
+    done.push_back(submit_collect(*e, prompt_of(i), greedy(150), [streaming] { streaming->fetch_add(1); }).second);
+  for (auto& f : done) {
     ASSERT_EQ(f.wait_for(60s), std::future_status::ready) << "a request hangs after the crash";
     auto r = f.get();
     EXPECT_FALSE(r.ok()) << "every request was decoding when the worker died";
@@ -374,25 +375,16 @@ TEST_F(engine_test, a_kv_error_in_one_sequence_fails_only_that_request_of_a_full
   auto faults = std::make_shared<engine_faults>();
   faults->fail_kv_reserve = [calls, victim](uint64_t id) { return id == victim && calls->fetch_add(1) == 3; };
   auto e = start(4096, 16, 256, nullptr, faults);
-  std::vector<std::future<completed_request>> futs;
   std::vector<uint64_t> ids(16);
-  std::vector<std::promise<completed_request>> done(16);
-  std::vector<completed_request> got(16);
-  std::mutex mu;
+  std::vector<std::future<completed_request>> done;
   for (size_t i = 0; i < 16; ++i) {
-    ids[i] = e->submit(prompt_of(i), greedy(24), [&, i](const stream_event& ev) {
-      std::lock_guard lock(mu);
-      if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
-        got[i].tokens.insert(got[i].tokens.end(), ev.tokens.begin(), ev.tokens.end());
-      } else {
-        got[i].final = ev;
-        done[i].set_value(got[i]);
-      }
-    });
+    auto [id, f] = submit_collect(*e, prompt_of(i), greedy(24));
+    ids[i] = id;
+    done.push_back(std::move(f));
   }
   int ok = 0;
   for (size_t i = 0; i < 16; ++i) {
-    auto f = done[i].get_future();
+    auto& f = done[i];
     ASSERT_EQ(f.wait_for(60s), std::future_status::ready) << "request " << i << " hangs";
     auto r = f.get();
     if (ids[i] == victim) {
@@ -473,27 +465,16 @@ TEST_F(engine_test, a_client_that_goes_away_is_cancelled) {
 
 TEST_F(engine_test, shutdown_fails_in_flight_requests_and_returns) {
   auto e = start();
-  std::vector<std::promise<completed_request>> done(3);
-  std::vector<completed_request> got(3);
   std::atomic<int> streaming{0};
   std::promise<void> all_streaming;
-  std::mutex mu;
-  for (size_t i = 0; i < 3; ++i) {
-    e->submit(prompt_of(i), greedy(200), [&, i](const stream_event& ev) {
-      std::lock_guard lock(mu);
-      if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
-        if (got[i].tokens.empty() && streaming.fetch_add(1) == 2) all_streaming.set_value();
-        got[i].tokens.insert(got[i].tokens.end(), ev.tokens.begin(), ev.tokens.end());
-      } else {
-        got[i].final = ev;
-        done[i].set_value(got[i]);
-      }
-    });
-  }
+  std::vector<std::future<completed_request>> done;
+  for (size_t i = 0; i < 3; ++i)
+    done.push_back(submit_collect(*e, prompt_of(i), greedy(200), [&] {
+                     if (streaming.fetch_add(1) == 2) all_streaming.set_value();
+                   }).second);
   ASSERT_EQ(all_streaming.get_future().wait_for(30s), std::future_status::ready);
   e->shutdown();
-  for (auto& d : done) {
-    auto f = d.get_future();
+  for (auto& f : done) {
     ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
     auto r = f.get();
     EXPECT_FALSE(r.ok()) << "200 tokens cannot be done yet";
