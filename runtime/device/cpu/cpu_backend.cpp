@@ -272,7 +272,10 @@ expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out)
     end_pos[b.seq[r]] = std::max(end_pos[b.seq[r]], b.positions[r] + 1);
   }
   for (size_t s = 0; s < b.kv.size(); ++s) {
-    if (!pool_.reserve(*b.kv[s], static_cast<uint32_t>(end_pos[s])))
+    // Callers that planned the step (the batch decoder) reserved already: only the lock-free
+    // capacity check then; the book is consulted when the handle must grow.
+    if (pool_.capacity(*b.kv[s]) < static_cast<uint32_t>(end_pos[s]) &&
+        !pool_.reserve(*b.kv[s], static_cast<uint32_t>(end_pos[s])))
       return make_error(errc::out_of_memory, "KV cache pool exhausted (" + std::to_string(pool_.free_blocks()) + " free blocks)");
   }
 
