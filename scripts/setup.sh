@@ -14,8 +14,9 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()
 for spec in "${FW_APT_PACKAGES[@]}"; do
   name="${spec%%=*}"; want="${spec#*=}"
-  have="$(dpkg-query -W -f='${Version}' "$name" 2>/dev/null || true)"
-  [ "$have" = "$want" ] || missing+=("$spec")
+  # Installed at the pinned version (a removed package keeps its version in dpkg's records).
+  have="$(dpkg-query -W -f='${Status} ${Version}' "$name" 2>/dev/null || true)"
+  [ "$have" = "install ok installed $want" ] || missing+=("$spec")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
