@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "runtime/base/expected.hpp"
+#include "runtime/config/sections/alerts_section.hpp"
 #include "runtime/config/sections/compute_section.hpp"
 #include "runtime/config/sections/device_section.hpp"
 #include "runtime/config/sections/kv_cache_section.hpp"
@@ -36,6 +37,7 @@
 #include "runtime/config/sections/plugins_section.hpp"
 #include "runtime/config/sections/sampling_section.hpp"
 #include "runtime/config/sections/scheduler_section.hpp"
+#include "runtime/config/sections/server_section.hpp"
 #include "runtime/config/sections/speculative_section.hpp"
 
 namespace fw {
@@ -52,6 +54,8 @@ struct config {
   logging_section logging;
   speculative_section speculative;
   plugins_section plugins;
+  server_section server;
+  alerts_section alerts;
   std::vector<device_section> devices = {device_section{}};  ///< default: one cpu device, role both
   std::string source_path;  ///< the file parsed (or the name given to from_string); empty: built-in
 

@@ -277,6 +277,25 @@ std::vector<section> build_sections() {
   s.push_back(make_section<plugins_section>(
       "plugins", &config::plugins, {text("dir", &plugins_section::dir, false)},
       {"load"}));
+  s.push_back(make_section<server_section>(
+      "server", &config::server,
+      {text("host", &server_section::host, false),
+       integer("port", &server_section::port, 0, 65535, "0 = any free port"),
+       text("model_name", &server_section::model_name, true),
+       text("api_key", &server_section::api_key, true),
+       integer("max_body_kib", &server_section::max_body_kib, 1, 1 << 20),
+       number("read_timeout_s", &server_section::read_timeout_s, 0, 3600, true),
+       number("idle_timeout_s", &server_section::idle_timeout_s, 0, 86400, true),
+       number("write_timeout_s", &server_section::write_timeout_s, 0, 3600, true),
+       integer("max_connections", &server_section::max_connections, 1, 1 << 20),
+       number("shutdown_timeout_s", &server_section::shutdown_timeout_s, 0, 3600, false),
+       integer("retry_after_s", &server_section::retry_after_s, 1, 3600)}));
+  s.push_back(make_section<alerts_section>(
+      "alerts", &config::alerts,
+      {number("min_acceptance_rate", &alerts_section::min_acceptance_rate, 0, 1, false),
+       number("ttft_p99_slo_s", &alerts_section::ttft_p99_slo_s, 0, 3600, true),
+       number("tpot_p99_slo_s", &alerts_section::tpot_p99_slo_s, 0, 3600, true),
+       number("window_s", &alerts_section::window_s, 1, 86400, false)}));
   s.push_back(make_section<logging_section>(
       "logging", &config::logging, {enumerated("level", &logging_section::level, logging_level_names)}));
   return s;

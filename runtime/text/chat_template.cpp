@@ -112,22 +112,38 @@ chat_template chat_template::chatml(std::optional<std::string> default_system) {
   return t;
 }
 
-std::string chat_template::apply(const std::vector<chat_message>& messages,
-                                 bool add_generation_prompt) const {
-  std::string out;
+std::vector<chat_part> chat_template::render(const std::vector<chat_message>& messages,
+                                            bool add_generation_prompt) const {
+  std::vector<chat_part> out;
+  auto control = [&](std::string_view marker) { out.push_back({std::string(marker), true}); };
+  auto plain = [&](std::string_view text) {
+    if (text.empty()) return;
+    if (!out.empty() && !out.back().control) out.back().text += text;
+    else out.push_back({std::string(text), false});
+  };
   auto emit = [&](std::string_view role, std::string_view content) {
-    out += im_start;
-    out += role;
-    out += '\n';
-    out += content;
-    out += im_end;
-    out += '\n';
+    control(im_start);
+    plain(role);
+    plain("\n");
+    plain(content);
+    control(im_end);
+    plain("\n");
   };
   const bool starts_with_system = !messages.empty() && messages.front().role == "system";
   if (default_system_ && !starts_with_system && (!messages.empty() || !default_system_needs_messages_))
     emit("system", *default_system_);
   for (const chat_message& m : messages) emit(m.role, m.content);
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  if (add_generation_prompt) {
+    control(im_start);
+    plain("assistant\n");
+  }
+  return out;
+}
+
+std::string chat_template::apply(const std::vector<chat_message>& messages,
+                                 bool add_generation_prompt) const {
+  std::string out;
+  for (const chat_part& p : render(messages, add_generation_prompt)) out += p.text;
   return out;
 }
 

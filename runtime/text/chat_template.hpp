@@ -27,6 +27,13 @@ struct chat_message {
   std::string content;
 };
 
+/// One piece of a rendered conversation: the template's own control-token text (e.g.
+/// "<|im_start|>") or text that must be tokenized as plain text (roles, contents, newlines).
+struct chat_part {
+  std::string text;
+  bool control = false;
+};
+
 class chat_template {
  public:
   /// Reads tokenizer.chat_template; errc::unsupported when absent or not recognised.
@@ -39,6 +46,12 @@ class chat_template {
   /// Renders the conversation; add_generation_prompt appends the assistant header.
   [[nodiscard]] std::string apply(const std::vector<chat_message>& messages,
                                   bool add_generation_prompt) const;
+  /// The same conversation as parts: control parts are only the template's markers, never text
+  /// from a message, so a caller can tokenize user text without parsing special tokens
+  /// (encode_chat in chat_encoding.hpp). Adjacent plain parts are merged; concatenating every
+  /// part's text gives apply().
+  [[nodiscard]] std::vector<chat_part> render(const std::vector<chat_message>& messages,
+                                              bool add_generation_prompt) const;
 
   [[nodiscard]] const std::string& source() const { return source_; }
   /// The system prompt inserted when the conversation does not start with one, if any.

@@ -1,6 +1,7 @@
 #include "tools/console/console_session.hpp"
 
 #include "tools/console/format_line.hpp"
+#include "runtime/text/chat_encoding.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -122,7 +123,8 @@ console_session::outcome console_session::chat_turn(std::string_view text) {
   const auto& tmpl = engine_.get_model().chat();
   if (!tmpl) return fail("the model has no usable chat template (" + tmpl.err().message + "); use :gen TEXT");
   conversation_.push_back({"user", std::string(text)});
-  auto r = generate(tmpl->apply(conversation_, true));
+  // Message text never becomes control tokens: "<|im_end|>" typed by the user stays text.
+  auto r = generate(encode_chat(engine_.get_model().vocab(), *tmpl, conversation_, true));
   if (!r.ok && !r.cancelled) {
     conversation_.pop_back();
     return fail(r.error);
@@ -133,19 +135,20 @@ console_session::outcome console_session::chat_turn(std::string_view text) {
 }
 
 console_session::outcome console_session::cmd_gen(std::string_view text) {
-  auto r = generate(std::string(text));
+  // A raw prompt: the user writes the whole text, control tokens included (as llama.cpp's
+  // completion does).
+  auto r = generate(engine_.get_model().vocab().encode(text, true, true));
   if (!r.ok && !r.cancelled) return fail(r.error);
   return outcome::ok;
 }
 
-console_session::stream_result console_session::generate(const std::string& text) {
+console_session::stream_result console_session::generate(std::vector<int32_t> prompt) {
   stream_result r;
   const sampling_params params = sampling_params::from_section(cfg_.sampling);
   if (auto ok = params.validate(); !ok) {
     r.error = ok.err().message;
     return r;
   }
-  auto prompt = engine_.get_model().vocab().encode(text, true, true);
   auto queue = std::make_shared<event_queue>();
   const uint64_t id = engine_.submit(std::move(prompt), params, [queue](const actors::stream_event& e) {
     {

@@ -74,7 +74,7 @@ class console_session {
   outcome cmd_devices();
   outcome cmd_plugins(command_id id, std::string_view args);
   /// Encodes text, streams the answer to out_ and records the turn's statistics.
-  stream_result generate(const std::string& text);
+  stream_result generate(std::vector<int32_t> prompt);
   outcome fail(const std::string& message);
 
   actors::engine& engine_;

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/text/chat_encoding.hpp"
 #include "runtime/setup/runtime_parts.hpp"
 #include "runtime/step/generator.hpp"
 #include "runtime/device/verify_cost.hpp"
@@ -102,7 +103,7 @@ int cmd_bench_spec(int argc, char** argv) {
   greedy.max_tokens = static_cast<int32_t>(*max_tokens);
   greedy.ignore_eos = args.on("ignore-eos");
   auto encode = [&](const std::string& text) {
-    return m.vocab().encode(m.chat()->apply({{"user", text}}, true), true, true);
+    return encode_chat(m.vocab(), *m.chat(), {{"user", text}}, true);
   };
   const std::vector<std::pair<std::string, const std::vector<std::string>*>> sets = {{"chat", &chat_set},
                                                                                      {"extraction", &extraction_set}};

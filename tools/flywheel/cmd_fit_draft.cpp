@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/text/chat_encoding.hpp"
 #include "runtime/spec/drafts/feature_drafter.hpp"
 #include "runtime/spec/drafts/feature_fit.hpp"
 #include "tools/flywheel/arg_parser.hpp"
@@ -88,7 +89,7 @@ int cmd_fit_draft(int argc, char** argv) {
   const model& m = *session->m;
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& t : *texts)
-    prompts.push_back(m.chat() ? m.vocab().encode(m.chat()->apply({{"user", t}}, true), true, true)
+    prompts.push_back(m.chat() ? encode_chat(m.vocab(), *m.chat(), {{"user", t}}, true)
                                : m.vocab().encode(t, true, false));
   feature_fit_options o;
   o.max_tokens = static_cast<int>(*max_tokens);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/step/generator.hpp"
+#include "runtime/text/chat_encoding.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
@@ -72,6 +73,7 @@ int cmd_generate(int argc, char** argv) {
   }
   const model& m = *session->m;
   std::string text = args.str("prompt");
+  std::vector<int32_t> prompt;
   if (args.on("chat")) {
     if (!m.chat()) {
       std::fprintf(stderr, "generate: --chat: %s\n", m.chat().err().message.c_str());
@@ -80,9 +82,12 @@ int cmd_generate(int argc, char** argv) {
     std::vector<chat_message> msgs;
     if (args.has("system")) msgs.push_back({"system", args.str("system")});
     msgs.push_back({"user", text});
-    text = m.chat()->apply(msgs, true);
+    // Message text never becomes control tokens ("<|im_end|>" in --prompt stays text).
+    prompt = encode_chat(m.vocab(), *m.chat(), msgs, true);
+  } else {
+    // A raw prompt: the user writes the whole text, control tokens included.
+    prompt = m.vocab().encode(text, true, true);
   }
-  const auto prompt = m.vocab().encode(text, true, true);
 
   generator_options go;
   go.n_ctx = session->n_ctx;

@@ -11,6 +11,7 @@ int cmd_console(int argc, char** argv);
 int cmd_plugins(int argc, char** argv);
 int cmd_bench_spec(int argc, char** argv);
 int cmd_fit_draft(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 
 /// The model used when --model is not given.
 inline constexpr const char* default_model_path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";

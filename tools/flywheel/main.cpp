@@ -15,6 +15,7 @@ struct command {
 
 constexpr command commands[] = {
     {"console", fw::cli::cmd_console, "interactive chat and runtime console (:help inside for commands)"},
+    {"serve", fw::cli::cmd_serve, "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions, /metrics"},
     {"generate", fw::cli::cmd_generate, "generate text from a prompt (or a chat turn with --chat)"},
     {"tokenize", fw::cli::cmd_tokenize, "print the token ids of a text as a JSON array"},
     {"bench", fw::cli::cmd_bench, "measure prefill and decode tokens/s like llama-bench (and the decode bound)"},

@@ -1,0 +1,147 @@
+// flywheel serve: the OpenAI-compatible HTTP server (tools/server/) on the actor runtime.
+// Builds the engine through the composition root, binds [server] host:port (127.0.0.1:8080 by
+// default), prints "flywheel serve: listening on http://HOST:PORT" on stderr and serves until
+// SIGTERM or SIGINT. Then: new requests get 503, in-flight ones get server.shutdown_timeout_s to
+// finish, the rest are cancelled, and the process exits 0. A second signal skips the wait.
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "actors/engine.hpp"
+#include "runtime/setup/runtime_parts.hpp"
+#include "tools/flywheel/arg_parser.hpp"
+#include "tools/flywheel/commands.hpp"
+#include "tools/flywheel/model_session.hpp"
+#include "tools/server/http_server.hpp"
+#include "tools/server/openai_service.hpp"
+
+namespace fw::cli {
+namespace {
+
+/// Waits up to `seconds` for a signal in `set`; true when one came.
+bool wait_signal(const sigset_t& set, double seconds) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(seconds);
+  ts.tv_nsec = static_cast<long>((seconds - static_cast<double>(ts.tv_sec)) * 1e9);
+  return sigtimedwait(&set, nullptr, &ts) > 0;
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  arg_parser args("serve");
+  model_session::declare_flags(args);
+  args.option("host", "address to bind (overrides server.host; built-in: 127.0.0.1)")
+      .option("port", "TCP port, 0 = any free one (overrides server.port; built-in: 8080)")
+      .option("api-key", "require \"Authorization: Bearer KEY\" on /v1/* (overrides server.api_key and $FLYWHEEL_API_KEY)")
+      .option("model-name", "the model id clients use (overrides server.model_name; built-in: the file's stem)");
+  if (auto code = args.parse_or_exit_code(argc, argv)) return *code;
+  auto cfg = model_session::load_config(args);
+  if (!cfg) {
+    std::fprintf(stderr, "serve: %s\n", cfg.err().message.c_str());
+    return 2;
+  }
+  for (const auto& [flag, key] : {std::pair{"host", "server.host"}, std::pair{"port", "server.port"},
+                                  std::pair{"api-key", "server.api_key"}, std::pair{"model-name", "server.model_name"}}) {
+    if (!args.has(flag)) continue;
+    if (auto ok = cfg->set(key, args.str(flag)); !ok) {
+      std::fprintf(stderr, "serve: --%s: %s\n", flag, ok.err().message.c_str());
+      return 2;
+    }
+  }
+  if (auto ok = check_devices(*cfg); !ok) {
+    std::fprintf(stderr, "serve: %s\n", ok.err().message.c_str());
+    return 2;
+  }
+
+  // Every thread started from here on inherits the mask: only this thread takes the signals.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that vanished mid-write is an error code, not a signal
+
+  const server_section srv = cfg->server;
+  const alerts_section alerts = cfg->alerts;
+  const sampling_params defaults = sampling_params::from_section(cfg->sampling);
+  if (auto ok = defaults.validate(); !ok) {
+    std::fprintf(stderr, "serve: [sampling]: %s\n", ok.err().message.c_str());
+    return 2;
+  }
+  auto parts = build_runtime(std::move(*cfg));
+  if (!parts) {
+    std::fprintf(stderr, "serve: %s\n", parts.err().what().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "serve: %s\n", parts->device->summary().c_str());
+  auto engine = actors::engine::start(parts->m, std::move(parts->device), parts->limits());
+  if (!engine) {
+    std::fprintf(stderr, "serve: %s\n", engine.err().what().c_str());
+    return 1;
+  }
+
+  server::service_options so;
+  so.model_name = srv.model_name.empty() ? std::filesystem::path(parts->cfg.model.path).stem().string() : srv.model_name;
+  so.api_key = srv.api_key;
+  if (so.api_key.empty())
+    if (const char* env = std::getenv("FLYWHEEL_API_KEY")) so.api_key = env;
+  so.n_ctx = parts->n_ctx;
+  so.retry_after_s = srv.retry_after_s;
+  so.defaults = defaults;
+  so.alerts = alerts;
+
+  std::unique_ptr<server::http_server> http;
+  server::openai_service service(**engine, so, [&http](std::function<void()> f) { http->post(std::move(f)); });
+  server::http_limits limits;
+  limits.max_body = size_t{srv.max_body_kib} * 1024;
+  limits.read_timeout_s = srv.read_timeout_s;
+  limits.idle_timeout_s = srv.idle_timeout_s;
+  limits.write_timeout_s = srv.write_timeout_s;
+  limits.max_connections = srv.max_connections;
+  auto started = server::http_server::start(
+      srv.host, static_cast<uint16_t>(srv.port), limits,
+      [&service](server::http_request req, std::shared_ptr<server::reply_channel> reply) {
+        service.handle(std::move(req), std::move(reply));
+      });
+  if (!started) {
+    std::fprintf(stderr, "serve: %s\n", started.err().what().c_str());
+    (*engine)->shutdown();
+    return 1;
+  }
+  http = std::move(*started);
+  std::fprintf(stderr, "flywheel serve: listening on http://%s:%u (model \"%s\", context %u tokens%s)\n",
+               srv.host.c_str(), static_cast<unsigned>(http->port()), so.model_name.c_str(), so.n_ctx,
+               so.api_key.empty() ? "" : ", API key required");
+  std::fflush(stderr);
+
+  while (!wait_signal(stop_signals, 3600)) {
+  }
+  std::fprintf(stderr, "serve: shutting down: %zu request(s) in flight get up to %g s\n", service.in_flight(),
+               srv.shutdown_timeout_s);
+  service.begin_drain();
+  http->stop_accepting();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(srv.shutdown_timeout_s);
+  while (service.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+    if (wait_signal(stop_signals, 0.05)) break;  // a second signal: stop waiting
+  }
+  if (service.in_flight() > 0) {
+    std::fprintf(stderr, "serve: cancelling %zu request(s)\n", service.in_flight());
+    service.cancel_all();
+    for (int i = 0; i < 100 && service.in_flight() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the last replies leave the socket buffers
+  http->stop();
+  (*engine)->shutdown();
+  std::fprintf(stderr, "serve: stopped\n");
+  return 0;
+}
+
+}  // namespace fw::cli

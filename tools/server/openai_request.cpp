@@ -1,0 +1,286 @@
+#include "tools/server/openai_request.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+namespace fw::server {
+
+namespace {
+
+using json = nlohmann::json;
+
+const char* kind(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::string: return "a string";
+    case json::value_t::array: return "an array";
+    case json::value_t::object: return "an object";
+    case json::value_t::number_float: return "a number with a fraction";
+    default: return "an integer";
+  }
+}
+
+// Each reader returns an error text, or empty when the field is absent or read.
+struct reader {
+  const json& body;
+  std::optional<api_error> err;
+
+  const json* field(const char* name) const {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  void fail(std::string message, const char* param) {
+    if (!err) err = bad_request(std::move(message), param);
+  }
+
+  void number(const char* name, float& out, double lo, double hi, bool lo_open, const char* range) {
+    const json* v = field(name);
+    if (!v) return;
+    if (!v->is_number()) return fail(std::string(name) + " must be a number, got " + kind(*v), name);
+    const double x = v->get<double>();
+    if (!std::isfinite(x) || x > hi || (lo_open ? x <= lo : x < lo))
+      return fail(std::string(name) + " = " + v->dump() + " is out of range; allowed: " + range, name);
+    out = static_cast<float>(x);
+  }
+
+  bool integer(const char* name, int64_t& out, int64_t lo, int64_t hi, const char* range) {
+    const json* v = field(name);
+    if (!v) return false;
+    if (!v->is_number_integer()) {
+      fail(std::string(name) + " must be an integer, got " + (v->is_number() ? v->dump() : kind(*v)), name);
+      return false;
+    }
+    if (v->is_number_unsigned() ? v->get<uint64_t>() > static_cast<uint64_t>(hi) : v->get<int64_t>() > hi) {
+      fail(std::string(name) + " = " + v->dump() + " is out of range; allowed: " + range, name);
+      return false;
+    }
+    const int64_t x = v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
+    if (x < lo) {
+      fail(std::string(name) + " = " + v->dump() + " is out of range; allowed: " + range, name);
+      return false;
+    }
+    out = x;
+    return true;
+  }
+
+  void boolean(const char* name, bool& out) {
+    const json* v = field(name);
+    if (!v) return;
+    if (!v->is_boolean()) return fail(std::string(name) + " must be a boolean, got " + kind(*v), name);
+    out = v->get<bool>();
+  }
+
+  void refuse(const char* name, const char* why) {
+    const json* v = field(name);
+    if (!v) return;
+    if ((v->is_boolean() && !v->get<bool>()) || (v->is_number_integer() && v->get<int64_t>() == 0) ||
+        (v->is_array() && v->empty()))
+      return;  // the "off" value of the feature is fine
+    fail(std::string(name) + " is not supported by this server: " + why, name);
+  }
+};
+
+std::optional<std::string> message_content(const json& content, std::string& error) {
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_array()) {
+    std::string text;
+    for (const json& part : content) {
+      if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+        error = "each content part must be an object with a string \"type\"";
+        return std::nullopt;
+      }
+      if (part["type"] != "text") {
+        error = "content part type \"" + part["type"].get<std::string>() + "\" is not supported (only \"text\")";
+        return std::nullopt;
+      }
+      if (!part.contains("text") || !part["text"].is_string()) {
+        error = "a text content part needs a string \"text\"";
+        return std::nullopt;
+      }
+      text += part["text"].get<std::string>();
+    }
+    return text;
+  }
+  error = std::string("content must be a string or an array of text parts, got ") + kind(content);
+  return std::nullopt;
+}
+
+void read_messages(reader& r, generation_request& out) {
+  const json* m = r.field("messages");
+  if (!m) return r.fail("messages is required", "messages");
+  if (!m->is_array()) return r.fail(std::string("messages must be an array, got ") + kind(*m), "messages");
+  if (m->empty()) return r.fail("messages must not be empty", "messages");
+  for (size_t i = 0; i < m->size(); ++i) {
+    const json& msg = (*m)[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!msg.is_object()) return r.fail(at + " must be an object, got " + kind(msg), "messages");
+    if (!msg.contains("role") || !msg["role"].is_string()) return r.fail(at + ".role must be a string", "messages");
+    std::string role = msg["role"].get<std::string>();
+    if (role == "developer") role = "system";
+    if (role != "system" && role != "user" && role != "assistant")
+      return r.fail(at + ".role \"" + msg["role"].get<std::string>() +
+                        "\" is not supported; allowed: system, developer, user, assistant",
+                    "messages");
+    if (!msg.contains("content") || msg["content"].is_null()) {
+      if (role == "assistant" && msg.contains("tool_calls"))
+        return r.fail(at + ": tool calls are not supported by this server", "messages");
+      return r.fail(at + ".content is required", "messages");
+    }
+    std::string err;
+    auto text = message_content(msg["content"], err);
+    if (!text) return r.fail(at + ".content: " + err, "messages");
+    out.messages.push_back({std::move(role), std::move(*text)});
+  }
+}
+
+void read_prompt(reader& r, generation_request& out) {
+  const json* p = r.field("prompt");
+  if (!p) return r.fail("prompt is required", "prompt");
+  if (p->is_string()) {
+    out.prompt = p->get<std::string>();
+    return;
+  }
+  if (!p->is_array()) return r.fail(std::string("prompt must be a string or an array, got ") + kind(*p), "prompt");
+  if (p->empty()) return r.fail("prompt must not be an empty array", "prompt");
+  if ((*p)[0].is_string()) {
+    if (p->size() > 1)
+      return r.fail("batched prompts (" + std::to_string(p->size()) +
+                        " strings) are not supported; send one request per prompt",
+                    "prompt");
+    out.prompt = (*p)[0].get<std::string>();
+    return;
+  }
+  out.prompt_is_ids = true;
+  for (const json& id : *p) {
+    if (!id.is_number_integer())
+      return r.fail(std::string("prompt: a token-id array holds integers only, got ") + kind(id), "prompt");
+    if (id.is_number_unsigned() ? id.get<uint64_t>() > uint64_t{INT32_MAX} : id.get<int64_t>() < 0 ||
+                                                                                 id.get<int64_t>() > INT32_MAX)
+      return r.fail("prompt: token id " + id.dump() + " is out of range", "prompt");
+    out.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+}
+
+void read_stop(reader& r, generation_request& out, size_t max_stop) {
+  const json* s = r.field("stop");
+  if (!s) return;
+  std::vector<std::string> stops;
+  if (s->is_string()) {
+    stops.push_back(s->get<std::string>());
+  } else if (s->is_array()) {
+    if (s->size() > max_stop)
+      return r.fail("stop has " + std::to_string(s->size()) + " strings; at most " + std::to_string(max_stop),
+                    "stop");
+    for (const json& x : *s) {
+      if (!x.is_string()) return r.fail(std::string("stop must hold strings, got ") + kind(x), "stop");
+      stops.push_back(x.get<std::string>());
+    }
+  } else {
+    return r.fail(std::string("stop must be a string or an array of strings, got ") + kind(*s), "stop");
+  }
+  for (const auto& x : stops)
+    if (x.empty()) return r.fail("stop strings must not be empty", "stop");
+  out.params.stop = std::move(stops);
+}
+
+void read_sampling(reader& r, generation_request& out) {
+  sampling_params& p = out.params;
+  r.number("temperature", p.temperature, 0, 2, false, "0 to 2");
+  r.number("top_p", p.top_p, 0, 1, true, "above 0, up to 1");
+  r.number("min_p", p.min_p, 0, 1, false, "0 to 1");
+  r.number("presence_penalty", p.presence_penalty, -2, 2, false, "-2 to 2");
+  r.number("frequency_penalty", p.frequency_penalty, -2, 2, false, "-2 to 2");
+  r.number("repetition_penalty", p.repeat_penalty, 0, 100, true, "above 0, up to 100");
+  int64_t v = 0;
+  if (r.integer("top_k", v, -1, 1 << 20, "-1 or 0 (off) up to 1048576")) p.top_k = v < 0 ? 0 : static_cast<int32_t>(v);
+  constexpr int64_t max_gen = int64_t{1} << 20;
+  if (r.integer("max_tokens", v, 1, max_gen, "1 to 1048576 (and within the context window)")) {
+    p.max_tokens = static_cast<int32_t>(v);
+    out.max_tokens_set = true;
+  }
+  if (out.chat && r.integer("max_completion_tokens", v, 1, max_gen, "1 to 1048576 (and within the context window)")) {
+    p.max_tokens = static_cast<int32_t>(v);
+    out.max_tokens_set = true;
+  }
+  if (const json* s = r.field("seed")) {
+    if (!s->is_number_integer() || (!s->is_number_unsigned() && s->get<int64_t>() < 0))
+      r.fail("seed must be an integer from 0 to 18446744073709551615, got " + (s->is_number() ? s->dump() : kind(*s)),
+             "seed");
+    else
+      p.seed = s->get<uint64_t>();
+  }
+  if (r.integer("n", v, 1, 1, "1 (one choice per request)")) {
+  }
+  if (r.integer("best_of", v, 1, 1, "1")) {
+  }
+}
+
+}  // namespace
+
+parse_result parse_generation_request(std::string_view body, bool chat, const sampling_params& defaults,
+                                      const parse_limits& limits) {
+  if (body.empty()) return bad_request("the request body is empty; expected a JSON object");
+  bool too_deep = false;
+  json doc;
+  try {
+    doc = json::parse(
+        body.begin(), body.end(),
+        [&](int depth, json::parse_event_t, json&) {
+          if (depth > limits.max_depth) too_deep = true;
+          return !too_deep;  // stop building (and growing) the tree once too deep
+        },
+        true, false);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    if (const auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+    return bad_request("the request body is not valid JSON: " + what);
+  }
+  if (too_deep) return bad_request("the request body nests deeper than " + std::to_string(limits.max_depth) + " levels");
+  if (!doc.is_object()) return bad_request(std::string("the request body must be a JSON object, got ") + kind(doc));
+
+  generation_request out;
+  out.chat = chat;
+  out.params = defaults;
+  reader r{doc, std::nullopt};
+  if (const json* m = r.field("model")) {
+    if (!m->is_string()) r.fail(std::string("model must be a string, got ") + kind(*m), "model");
+    else out.model = m->get<std::string>();
+  }
+  if (chat) read_messages(r, out);
+  else read_prompt(r, out);
+  read_sampling(r, out);
+  read_stop(r, out, limits.max_stop);
+  r.boolean("stream", out.stream);
+  r.boolean("return_token_ids", out.return_token_ids);
+  if (const json* so = r.field("stream_options")) {
+    if (!so->is_object()) {
+      r.fail(std::string("stream_options must be an object, got ") + kind(*so), "stream_options");
+    } else if (!out.stream) {
+      r.fail("stream_options is only allowed when stream is true", "stream_options");
+    } else if (so->contains("include_usage") && !(*so)["include_usage"].is_null()) {
+      if (!(*so)["include_usage"].is_boolean())
+        r.fail("stream_options.include_usage must be a boolean", "stream_options");
+      else
+        out.include_usage = (*so)["include_usage"].get<bool>();
+    }
+  }
+  r.refuse("logprobs", "token log-probabilities are not computed yet");
+  r.refuse("top_logprobs", "token log-probabilities are not computed yet");
+  r.refuse("echo", "send the prompt back yourself");
+  r.refuse("suffix", "no fill-in-the-middle");
+  r.refuse("tools", "no tool calling");
+  r.refuse("functions", "no function calling");
+  if (const json* rf = r.field("response_format")) {
+    if (!rf->is_object() || !rf->contains("type") || (*rf)["type"] != "text")
+      r.fail("response_format is not supported by this server (only {\"type\": \"text\"})", "response_format");
+  }
+  if (r.err) return *r.err;
+  if (auto ok = out.params.validate(); !ok) return bad_request(ok.err().message);
+  return out;
+}
+
+}  // namespace fw::server

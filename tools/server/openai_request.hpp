@@ -1,0 +1,59 @@
+// openai_request: the body of POST /v1/completions and /v1/chat/completions -> a checked
+// generation request. Pure: no engine, no sockets.
+//
+// Rules (each violation is a 400 naming the field; nothing is clamped silently):
+// - The body is one JSON object, at most max_depth levels deep (invalid UTF-8, NaN/Infinity,
+//   truncation, trailing data are JSON errors).
+// - model: a string (the server checks it names its model). chat: messages, a non-empty array
+//   of {role: system|developer|user|assistant, content: string or [{type:"text", text}]};
+//   completions: prompt, a string, a one-string array, or an array of token ids.
+// - temperature 0..2; top_p in (0, 1]; top_k -1 (off) or >= 0; min_p 0..1; presence/frequency
+//   penalty -2..2; repetition_penalty in (0, 100]; seed an integer 0..2^64-1; max_tokens (and
+//   max_completion_tokens, chat) an integer >= 1; stop a string or up to 16 non-empty strings;
+//   n and best_of 1; stream a boolean; stream_options ({include_usage: bool}) only when streaming.
+// - Not built (refused, not ignored): logprobs/top_logprobs, echo, suffix, tools/functions,
+//   response_format other than text, n > 1.
+// - flywheel's extension: return_token_ids (bool) adds the generated ids to each choice / chunk.
+// Unknown fields are ignored, as vLLM does (clients send vendor fields).
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "runtime/sample/sampling_params.hpp"
+#include "runtime/text/chat_template.hpp"
+#include "tools/server/api_error.hpp"
+
+namespace fw::server {
+
+struct generation_request {
+  bool chat = false;
+  std::string model;
+  std::vector<chat_message> messages;  ///< chat
+  std::string prompt;                  ///< completions, text prompt
+  std::vector<int32_t> prompt_ids;     ///< completions, token-id prompt (when prompt_is_ids)
+  bool prompt_is_ids = false;
+  sampling_params params;              ///< the server's defaults with the request's fields applied
+  bool max_tokens_set = false;         ///< false: the default, capped by the context left
+  bool stream = false;
+  bool include_usage = false;
+  bool return_token_ids = false;
+};
+
+struct parse_limits {
+  int max_depth = 64;
+  size_t max_stop = 16;
+};
+
+/// The request, or the 400 that answers it.
+using parse_result = std::variant<generation_request, api_error>;
+
+[[nodiscard]] parse_result parse_generation_request(std::string_view body, bool chat,
+                                                    const sampling_params& defaults, const parse_limits& limits = {});
+
+}  // namespace fw::server

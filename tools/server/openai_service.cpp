@@ -1,0 +1,348 @@
+#include "tools/server/openai_service.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/text/chat_encoding.hpp"
+
+namespace fw::server {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+double monotonic_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
+
+/// Equal strings, in time that depends only on their lengths.
+bool same_secret(const std::string& a, const std::string& b) {
+  const size_t n = std::max(a.size(), b.size());
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned>(x ^ y);
+  }
+  return diff == 0;
+}
+
+json usage_json(uint32_t prompt, uint32_t completion) {
+  return {{"prompt_tokens", prompt},
+          {"completion_tokens", completion},
+          {"total_tokens", prompt + completion},
+          {"prompt_tokens_details", {{"cached_tokens", 0}}}};
+}
+
+std::string sse(const std::string& data) { return "data: " + data + "\n\n"; }
+
+constexpr const char* ttft_help = "Histogram of time to first token in seconds.";
+constexpr const char* itl_help = "Histogram of inter-token latency in seconds.";
+
+}  // namespace
+
+struct openai_service::live {
+  uint64_t id = 0;
+  std::shared_ptr<reply_channel> reply;
+  const char* route = "";
+  bool chat = false;
+  bool stream = false;
+  bool include_usage = false;
+  bool return_ids = false;
+  bool started = false;  // stream: headers and the first chunk are out
+  bool gone = false;     // the client disconnected
+  std::string response_id;
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+openai_service::openai_service(actors::engine& engine, service_options options,
+                               std::function<void(std::function<void()>)> post)
+    : engine_(engine), opt_(std::move(options)), post_(std::move(post)), alerts_(opt_.alerts),
+      created_(static_cast<int64_t>(std::time(nullptr))) {}
+
+openai_service::~openai_service() = default;
+
+bool openai_service::authorized(const http_request& req) const {
+  if (opt_.api_key.empty()) return true;
+  const std::string prefix = "Bearer ";
+  if (req.authorization.size() < prefix.size() || req.authorization.compare(0, prefix.size(), prefix) != 0) return false;
+  return same_secret(req.authorization.substr(prefix.size()), opt_.api_key);
+}
+
+void openai_service::count_response(const char* route, unsigned status) {
+  engine_.metrics()
+      .counter("flywheel:http_requests_total", "HTTP requests answered, by route and status code.",
+               {{"route", route}, {"code", std::to_string(status)}})
+      .inc();
+}
+
+void openai_service::reply_error(reply_channel& reply, const api_error& e, const char* route) {
+  http_response r;
+  r.status = e.status;
+  r.body = e.body();
+  if (e.retry_after_s > 0) r.headers.push_back({"Retry-After", std::to_string(e.retry_after_s)});
+  if (e.status == 401) r.headers.push_back({"WWW-Authenticate", "Bearer"});
+  count_response(route, e.status);
+  reply.respond(std::move(r));
+}
+
+void openai_service::handle(http_request req, std::shared_ptr<reply_channel> reply) {
+  const std::string path = path_of(req.target);
+  auto method_not_allowed = [&](const char* route, const char* allowed) {
+    api_error e;
+    e.status = 405;
+    e.message = "method " + req.method + " is not allowed on " + path + "; use " + allowed;
+    reply_error(*reply, e, route);
+  };
+  if (path == "/health") {
+    if (req.method != "GET") return method_not_allowed("/health", "GET");
+    const bool ok = !draining_.load();
+    count_response("/health", ok ? 200 : 503);
+    return reply->respond({ok ? 200u : 503u, "application/json",
+                           ok ? R"({"status":"ok"})" : R"({"status":"shutting down"})", {}});
+  }
+  if (path == "/metrics") {
+    if (req.method != "GET") return method_not_allowed("/metrics", "GET");
+    count_response("/metrics", 200);
+    return reply->respond({200, "text/plain; version=0.0.4; charset=utf-8", metrics_text(), {}});
+  }
+  if (path.rfind("/v1/", 0) == 0 && !authorized(req)) {
+    api_error e;
+    e.status = 401;
+    e.type = "authentication_error";
+    e.code = "invalid_api_key";
+    e.message = "a valid API key is required: send \"Authorization: Bearer <key>\"";
+    return reply_error(*reply, e, "/v1");
+  }
+  if (path == "/v1/models") {
+    if (req.method != "GET") return method_not_allowed("/v1/models", "GET");
+    json m = {{"id", opt_.model_name}, {"object", "model"}, {"created", created_},
+              {"owned_by", "flywheel"}, {"max_model_len", opt_.n_ctx}};
+    count_response("/v1/models", 200);
+    return reply->respond({200, "application/json", dump({{"object", "list"}, {"data", json::array({m})}}), {}});
+  }
+  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    const char* route = path == "/v1/completions" ? "/v1/completions" : "/v1/chat/completions";
+    if (req.method != "POST") return method_not_allowed(route, "POST");
+    return generate(req, std::move(reply), path == "/v1/chat/completions");
+  }
+  api_error e;
+  e.status = 404;
+  e.code = "not_found";
+  e.message = "no route " + path + " (routes: /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics)";
+  reply_error(*reply, e, "other");
+}
+
+void openai_service::generate(const http_request& req, std::shared_ptr<reply_channel> reply, bool chat) {
+  const char* route = chat ? "/v1/chat/completions" : "/v1/completions";
+  if (draining_.load()) {
+    api_error e;
+    e.status = 503;
+    e.type = "server_error";
+    e.code = "shutting_down";
+    e.message = "the server is shutting down";
+    return reply_error(*reply, e, route);
+  }
+  auto parsed = parse_generation_request(req.body, chat, opt_.defaults);
+  if (auto* e = std::get_if<api_error>(&parsed)) return reply_error(*reply, *e, route);
+  generation_request& g = std::get<generation_request>(parsed);
+  if (!g.model.empty() && g.model != opt_.model_name) {
+    api_error e;
+    e.status = 404;
+    e.code = "model_not_found";
+    e.param = "model";
+    e.message = "the model \"" + g.model + "\" does not exist; this server serves \"" + opt_.model_name + "\"";
+    return reply_error(*reply, e, route);
+  }
+
+  const model& m = engine_.get_model();
+  std::vector<int32_t> prompt;
+  if (chat) {
+    const auto& tmpl = m.chat();
+    if (!tmpl) return reply_error(*reply, bad_request("the model has no usable chat template (" + tmpl.err().message +
+                                                      "); use /v1/completions"),
+                                  route);
+    prompt = encode_chat(m.vocab(), *tmpl, g.messages, true);
+  } else if (g.prompt_is_ids) {
+    for (int32_t id : g.prompt_ids)
+      if (id >= m.vocab().n_vocab())
+        return reply_error(*reply, bad_request("prompt: token id " + std::to_string(id) + " is not in the vocabulary (" +
+                                               std::to_string(m.vocab().n_vocab()) + " tokens)",
+                                               "prompt"),
+                           route);
+    prompt = std::move(g.prompt_ids);
+  } else {
+    // A raw completion prompt is the client's whole text, control tokens included (as OpenAI's
+    // and llama.cpp's completion endpoints).
+    prompt = m.vocab().encode(g.prompt, true, true);
+  }
+  if (prompt.empty()) return reply_error(*reply, bad_request("the prompt is empty", chat ? "messages" : "prompt"), route);
+  const size_t n_prompt = prompt.size();
+  if (n_prompt >= opt_.n_ctx)
+    return reply_error(*reply,
+                       bad_request("this model's context window is " + std::to_string(opt_.n_ctx) + " tokens; the prompt has " +
+                                       std::to_string(n_prompt) + " (at least one must be left to generate)",
+                                   chat ? "messages" : "prompt", "context_length_exceeded"),
+                       route);
+  const int64_t room = static_cast<int64_t>(opt_.n_ctx) - static_cast<int64_t>(n_prompt);
+  if (g.max_tokens_set) {
+    if (g.params.max_tokens > room)
+      return reply_error(*reply,
+                         bad_request("this model's context window is " + std::to_string(opt_.n_ctx) + " tokens; the prompt has " +
+                                         std::to_string(n_prompt) + " and max_tokens asks for " +
+                                         std::to_string(g.params.max_tokens) + " more (at most " +
+                                         std::to_string(room) + ")",
+                                     "max_tokens", "context_length_exceeded"),
+                         route);
+  } else if (g.params.max_tokens < 0 || g.params.max_tokens > room) {
+    g.params.max_tokens = static_cast<int32_t>(room);  // the default: as much as the window holds
+  }
+
+  auto r = std::make_unique<live>();
+  r->reply = reply;
+  r->route = route;
+  r->chat = chat;
+  r->stream = g.stream;
+  r->include_usage = g.include_usage;
+  r->return_ids = g.return_token_ids;
+  char rid[40];
+  std::snprintf(rid, sizeof rid, "%s-%016llx%04llx", chat ? "chatcmpl" : "cmpl",
+                static_cast<unsigned long long>(created_), static_cast<unsigned long long>(next_response_++ & 0xFFFF));
+  r->response_id = rid;
+
+  const uint64_t id = engine_.submit(std::move(prompt), g.params, [this](const actors::stream_event& e) {
+    post_([this, e] { on_event(e.id, e); });
+  });
+  r->id = id;
+  reply->on_disconnect([this, id] {
+    auto it = live_.find(id);
+    if (it == live_.end()) return;
+    it->second->gone = true;
+    engine_.cancel(id);  // frees its KV; the final event still arrives and ends the entry
+  });
+  live_.emplace(id, std::move(r));
+  in_flight_.fetch_add(1);
+}
+
+std::string openai_service::chunk(const live& r, const std::string& text, const std::vector<int32_t>& ids,
+                                  const char* finish_reason) const {
+  json choice = {{"index", 0}, {"logprobs", nullptr},
+                 {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}};
+  if (r.chat) {
+    json delta = json::object();
+    if (!r.started) delta["role"] = "assistant";
+    if (!text.empty() || !r.started) delta["content"] = text;
+    choice["delta"] = std::move(delta);
+  } else {
+    choice["text"] = text;
+  }
+  if (r.return_ids) choice["token_ids"] = ids;
+  json c = {{"id", r.response_id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+            {"created", created_}, {"model", opt_.model_name}, {"choices", json::array({std::move(choice)})}};
+  if (r.include_usage) c["usage"] = nullptr;
+  return sse(dump(c));
+}
+
+void openai_service::on_event(uint64_t id, const actors::stream_event& e) {
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  live& r = *it->second;
+  if (e.kind == static_cast<uint8_t>(actors::stream_kind::token)) {
+    if (r.gone) return;
+    if (!r.stream) {
+      r.text += e.text;
+      r.ids.insert(r.ids.end(), e.tokens.begin(), e.tokens.end());
+      return;
+    }
+    if (!r.started) {
+      r.reply->start_stream(200, "text/event-stream");
+      count_response(r.route, 200);
+    }
+    if (e.text.empty() && !r.return_ids && r.started) return;  // a partial UTF-8 character: wait
+    r.reply->stream(chunk(r, e.text, e.tokens, nullptr));
+    r.started = true;
+    return;
+  }
+  finish(r, e);
+  live_.erase(it);
+  in_flight_.fetch_sub(1);
+}
+
+void openai_service::finish(live& r, const actors::stream_event& e) {
+  if (r.gone) {
+    count_response(r.route, 499);  // client closed the connection (nginx's code)
+    return;
+  }
+  const bool ok = e.kind == static_cast<uint8_t>(actors::stream_kind::done);
+  if (!ok && !r.started) return reply_error(*r.reply, from_engine_error(e.failure(), opt_.retry_after_s), r.route);
+  if (r.stream) {
+    if (!r.started) {
+      r.reply->start_stream(200, "text/event-stream");
+      count_response(r.route, 200);
+    }
+    if (ok) {
+      r.reply->stream(chunk(r, "", {}, e.finish_reason.c_str()));
+      r.started = true;
+      if (r.include_usage) {
+        json u = {{"id", r.response_id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+                  {"created", created_}, {"model", opt_.model_name}, {"choices", json::array()},
+                  {"usage", usage_json(e.prompt_tokens, e.completion_tokens)}};
+        r.reply->stream(sse(dump(u)));
+      }
+    } else {
+      // Headers are out: the failure travels as an error event, then the stream ends.
+      const api_error err = from_engine_error(e.failure(), opt_.retry_after_s);
+      r.reply->stream(sse(err.body()));
+    }
+    r.reply->stream(sse("[DONE]"));
+    r.reply->end_stream();
+    return;
+  }
+  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", e.finish_reason}};
+  if (r.chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
+  else choice["text"] = r.text;
+  if (r.return_ids) choice["token_ids"] = r.ids;
+  json body = {{"id", r.response_id}, {"object", r.chat ? "chat.completion" : "text_completion"},
+               {"created", created_}, {"model", opt_.model_name}, {"choices", json::array({std::move(choice)})},
+               {"usage", usage_json(e.prompt_tokens, e.completion_tokens)}};
+  count_response(r.route, 200);
+  r.reply->respond({200, "application/json", dump(body), {}});
+}
+
+void openai_service::cancel_all() {
+  post_([this] {
+    for (auto& [id, r] : live_) engine_.cancel(id);
+  });
+}
+
+std::string openai_service::metrics_text() {
+  metrics_registry& reg = engine_.metrics();
+  const auto& labels = engine_.metric_labels();
+  alert_reading now;
+  now.now_s = monotonic_s();
+  now.draft_tokens = reg.counter(metric_names::spec_decode_num_draft_tokens,
+                                 metric_names::spec_decode_num_draft_tokens_help, labels).value();
+  now.accepted_tokens = reg.counter(metric_names::spec_decode_num_accepted_tokens,
+                                    metric_names::spec_decode_num_accepted_tokens_help, labels).value();
+  now.ttft = reg.histogram(metric_names::time_to_first_token, ttft_help, metric_buckets::time_to_first_token(), labels)
+                 .read();
+  now.tpot = reg.histogram(metric_names::inter_token_latency, itl_help, metric_buckets::inter_token_latency(), labels)
+                 .read();
+  for (const alert_status& a : alerts_.evaluate(now)) {
+    auto l = labels;
+    l.push_back({"alert", a.name});
+    reg.gauge("flywheel:alerts_firing", "1 while the alert's condition holds over the [alerts] window, else 0.", l)
+        .set(a.firing ? 1 : 0);
+  }
+  return engine_.render_metrics();
+}
+
+}  // namespace fw::server
