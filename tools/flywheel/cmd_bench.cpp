@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/flywheel/bench_concurrency.hpp"
+#include "tools/flywheel/bench_server.hpp"
 
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/stream_bench.hpp"
@@ -226,6 +227,56 @@ expected<std::vector<bench_result>> run_tests(backend& be, const model_config& c
 
 }  // namespace
 
+// `flywheel bench --server URL ...`: the load generator (bench_server.hpp).
+static int bench_server_main(const arg_parser& args) {
+  server_bench_options o;
+  o.url = args.str("server");
+  auto rate = args.number("rate");
+  auto duration = args.number("duration");
+  auto max_tokens = args.integer("max-tokens", 1);
+  auto conc = args.has("concurrency") ? args.integer("concurrency", 0) : expected<int64_t>(int64_t{0});
+  if (!rate || !duration || !max_tokens || !conc) {
+    const auto& e = !rate ? rate.err() : !duration ? duration.err() : !max_tokens ? max_tokens.err() : conc.err();
+    std::fprintf(stderr, "bench: %s (with --server, --concurrency is one cap on open requests)\n", e.message.c_str());
+    return 2;
+  }
+  o.rate = *rate;
+  o.duration_s = *duration;
+  o.max_tokens = static_cast<int>(*max_tokens);
+  o.concurrency = static_cast<int>(*conc);
+  o.api_key = args.str("api-key");
+  o.progress = true;
+  auto r = run_server_bench(o);
+  if (!r) {
+    std::fprintf(stderr, "bench: %s\n", r.err().what().c_str());
+    return 1;
+  }
+  if (args.has("out")) {
+    if (FILE* f = std::fopen(args.str("out").c_str(), "w")) {
+      std::fprintf(f, "%s\n", r->dump(1).c_str());
+      std::fclose(f);
+    } else {
+      std::fprintf(stderr, "bench: cannot write %s\n", args.str("out").c_str());
+      return 1;
+    }
+  }
+  if (args.on("json")) {
+    std::printf("%s\n", r->dump(1).c_str());
+    return 0;
+  }
+  const auto& j = *r;
+  auto p = [&](const char* k, const char* q) { return j[k][q].is_null() ? 0.0 : j[k][q].get<double>(); };
+  std::printf("| rate | requests | errors | QPS | out tok/s | TTFT p50/p95/p99 ms | TPOT p50/p95/p99 ms | E2E p50/p99 ms |\n"
+              "|---|---|---|---|---|---|---|---|\n");
+  int errs = 0;
+  for (const auto& [k, v] : j["errors"].items()) errs += v.get<int>();
+  std::printf("| %.1f | %d | %d | %.2f | %.1f | %.0f / %.0f / %.0f | %.1f / %.1f / %.1f | %.0f / %.0f |\n",
+              j["rate"].get<double>(), j["requests"].get<int>(), errs, j["qps"].get<double>(),
+              j["output_tok_s"].get<double>(), p("ttft_ms", "p50"), p("ttft_ms", "p95"), p("ttft_ms", "p99"),
+              p("tpot_ms", "p50"), p("tpot_ms", "p95"), p("tpot_ms", "p99"), p("e2e_ms", "p50"), p("e2e_ms", "p99"));
+  return 0;
+}
+
 int cmd_bench(int argc, char** argv) {
   arg_parser args("bench");
   model_session::declare_flags(args);
@@ -237,8 +288,15 @@ int cmd_bench(int argc, char** argv) {
       .option("concurrency", "serving mode: requests at once through the actor runtime (comma list, e.g. 1,4,16); "
                              "uses the first --prompt-tokens and --gen-tokens")
       .flag("spec", "serving mode: decode with the configured draft (--draft, [speculative])")
+      .option("server", "load a running OpenAI-compatible server instead, e.g. http://127.0.0.1:8080 (no model is loaded)")
+      .option("rate", "--server: mean request arrivals per second (Poisson)", "4")
+      .option("duration", "--server: seconds of arrivals", "30")
+      .option("max-tokens", "--server: max_tokens per request", "64")
+      .option("api-key", "--server: sent as Authorization: Bearer KEY")
+      .option("out", "--server: also write the JSON result to this file")
       .flag("json", "print one JSON object");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
+  if (args.has("server")) return bench_server_main(args);
   bench_spec spec;
   auto prompt = int_list(args.str("prompt-tokens"), "prompt-tokens", 1);
   auto depth = int_list(args.str("depth"), "depth", 0);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+// cfg_ is the [alerts] section (alerts_section): thresholds and window_s.
 namespace fw::server {
 
 namespace {

@@ -6,7 +6,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -137,32 +136,55 @@ class session : public std::enable_shared_from_this<session> {
     parser_.emplace();
     parser_->body_limit(server_->limits.max_body);
     parser_->header_limit(static_cast<std::uint32_t>(server_->limits.max_header));
+    parser_->eager(true);
     arm(request_started_ ? server_->limits.read_timeout_s : server_->limits.idle_timeout_s);
     read_some();
   }
 
   void read_some() {
-    http::async_read_some(socket_, buffer_, *parser_,
-                          [self = shared_from_this()](error_code ec, size_t n) { self->on_read(ec, n); });
+    if (buffer_.size() > 0 && parse()) return;
+    const size_t room = std::min<size_t>(64 * 1024, buffer_.max_size() - buffer_.size());
+    if (room == 0) return read_failed(http::error::header_limit);
+    socket_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](error_code ec, size_t n) {
+      self->buffer_.commit(n);
+      self->on_read(ec, n);
+    });
   }
 
   void on_read(error_code ec, size_t n) {
     if (closed_) return;
-    if (!request_started_ && (n > 0 || buffer_.size() > 0 || parser_->got_some())) {
+    if (!request_started_ && n > 0) {
       request_started_ = true;  // the first byte: from now on the request must arrive in time
       arm(server_->limits.read_timeout_s);
     }
-    if (ec == http::error::need_more) ec = {};
     if (ec) return read_failed(ec);
-    if (parser_->is_header_done() && !continue_sent_ && !parser_->is_done()) {
-      continue_sent_ = true;
-      const auto expect = parser_->get()[http::field::expect];
-      if (expect.size() == 12 && strncasecmp(expect.data(), "100-continue", 12) == 0)
-        queue_write("HTTP/1.1 100 Continue\r\n\r\n");
+    if (!parse()) read_some();
+  }
+
+  /// Feeds the buffer to the parser; true when it finished (dispatched or failed).
+  bool parse() {
+    for (;;) {
+      error_code ec;
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == http::error::need_more) return false;
+      if (ec) {
+        read_failed(ec);
+        return true;
+      }
+      if (parser_->is_header_done() && !continue_sent_ && !parser_->is_done()) {
+        continue_sent_ = true;
+        const auto expect = parser_->get()[http::field::expect];
+        if (expect.size() == 12 && strncasecmp(expect.data(), "100-continue", 12) == 0)
+          queue_write("HTTP/1.1 100 Continue\r\n\r\n");
+      }
+      if (parser_->is_done()) {
+        timer_.cancel();
+        dispatch();
+        return true;
+      }
+      if (used == 0 || buffer_.size() == 0) return false;
     }
-    if (!parser_->is_done()) return read_some();
-    timer_.cancel();
-    dispatch();
   }
 
   void read_failed(error_code ec) {
@@ -176,7 +198,8 @@ class session : public std::enable_shared_from_this<session> {
     }
     if (ec == http::error::body_limit)
       return error_reply(413, "request body larger than " + std::to_string(server_->limits.max_body) + " bytes");
-    if (ec == http::error::header_limit) return error_reply(431, "request headers too large");
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
+      return error_reply(431, "request headers too large");
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::operation_aborted ||
         ec == net::error::connection_reset || ec == http::error::partial_message)
       return close();
@@ -293,7 +316,7 @@ class session : public std::enable_shared_from_this<session> {
   tcp::socket socket_;
   net::steady_timer timer_;
   std::shared_ptr<http_server::impl> server_;
-  boost::beast::flat_buffer buffer_{8192};
+  boost::beast::flat_buffer buffer_{1 << 20};  // the most that is read ahead of the parser
   std::optional<http::request_parser<http::string_body>> parser_;
   std::deque<std::string> out_;
   std::function<void()> on_gone_;

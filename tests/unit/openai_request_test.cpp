@@ -1,0 +1,128 @@
+// openai_request: what a request body becomes, and which bodies are refused with which message.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tools/server/openai_request.hpp"
+
+namespace fw::server {
+namespace {
+
+generation_request ok(const std::string& body, bool chat) {
+  auto r = parse_generation_request(body, chat, sampling_params{});
+  if (auto* e = std::get_if<api_error>(&r)) ADD_FAILURE() << body << " -> " << e->message;
+  return std::holds_alternative<generation_request>(r) ? std::get<generation_request>(r) : generation_request{};
+}
+
+api_error refused(const std::string& body, bool chat) {
+  auto r = parse_generation_request(body, chat, sampling_params{});
+  if (std::holds_alternative<generation_request>(r)) {
+    ADD_FAILURE() << body << " was accepted";
+    return {};
+  }
+  return std::get<api_error>(r);
+}
+
+TEST(openai_request, chat_fields_become_sampling_params) {
+  const auto g = ok(R"({"model":"m","messages":[{"role":"developer","content":"Be brief."},
+      {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}],
+      "temperature":0.25,"top_p":0.5,"top_k":-1,"min_p":0.1,"seed":18446744073709551615,
+      "max_completion_tokens":7,"stop":"END","stream":true,"stream_options":{"include_usage":true},
+      "presence_penalty":1.5,"return_token_ids":true,"user":"ignored","logprobs":false})",
+                    true);
+  ASSERT_EQ(g.messages.size(), 2u);
+  EXPECT_EQ(g.messages[0].role, "system");  // developer is the newer name of system
+  EXPECT_EQ(g.messages[1].content, "Hi there");
+  EXPECT_FLOAT_EQ(g.params.temperature, 0.25f);
+  EXPECT_FLOAT_EQ(g.params.top_p, 0.5f);
+  EXPECT_EQ(g.params.top_k, 0);  // -1 is vLLM's "off"
+  EXPECT_EQ(g.params.seed, 18446744073709551615ull);
+  EXPECT_EQ(g.params.max_tokens, 7);
+  EXPECT_TRUE(g.max_tokens_set);
+  EXPECT_EQ(g.params.stop, std::vector<std::string>{"END"});
+  EXPECT_TRUE(g.stream);
+  EXPECT_TRUE(g.include_usage);
+  EXPECT_TRUE(g.return_token_ids);
+  EXPECT_FLOAT_EQ(g.params.presence_penalty, 1.5f);
+}
+
+TEST(openai_request, defaults_stay_when_fields_are_absent_or_null) {
+  sampling_params d;
+  d.temperature = 0.7f;
+  d.max_tokens = 33;
+  auto r = parse_generation_request(R"({"prompt":"x","temperature":null})", false, d);
+  ASSERT_TRUE(std::holds_alternative<generation_request>(r));
+  const auto& g = std::get<generation_request>(r);
+  EXPECT_FLOAT_EQ(g.params.temperature, 0.7f);
+  EXPECT_EQ(g.params.max_tokens, 33);
+  EXPECT_FALSE(g.max_tokens_set);
+  EXPECT_EQ(g.prompt, "x");
+}
+
+TEST(openai_request, completion_prompt_forms) {
+  EXPECT_EQ(ok(R"({"prompt":["only one"]})", false).prompt, "only one");
+  const auto ids = ok(R"({"prompt":[1,2,3]})", false);
+  EXPECT_TRUE(ids.prompt_is_ids);
+  EXPECT_EQ(ids.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_NE(refused(R"({"prompt":["a","b"]})", false).message.find("one request per prompt"), std::string::npos);
+  EXPECT_NE(refused(R"({"prompt":[1,"a"]})", false).message.find("integers only"), std::string::npos);
+  EXPECT_NE(refused(R"({"prompt":[4294967296]})", false).message.find("out of range"), std::string::npos);
+}
+
+TEST(openai_request, refusals_name_the_field) {
+  struct c {
+    const char* body;
+    bool chat;
+    const char* param;
+    const char* text;
+  };
+  const c cases[] = {
+      {R"({"prompt":"x","temperature":2.5})", false, "temperature", "0 to 2"},
+      {R"({"prompt":"x","top_p":0})", false, "top_p", "above 0"},
+      {R"({"prompt":"x","top_k":-2})", false, "top_k", "out of range"},
+      {R"({"prompt":"x","max_tokens":0})", false, "max_tokens", "out of range"},
+      {R"({"prompt":"x","max_tokens":"5"})", false, "max_tokens", "must be an integer"},
+      {R"({"prompt":"x","seed":-3})", false, "seed", "0 to 18446744073709551615"},
+      {R"({"prompt":"x","seed":1e30})", false, "seed", "0 to"},
+      {R"({"prompt":"x","n":3})", false, "n", "n = 3"},
+      {R"({"prompt":"x","echo":true})", false, "echo", "not supported"},
+      {R"({"prompt":"x","stop":[1]})", false, "stop", "must hold strings"},
+      {R"({"prompt":"x","stream_options":{"include_usage":true}})", false, "stream_options", "only allowed"},
+      {R"({"messages":[{"role":"tool","content":"x"}]})", true, "messages", "\"tool\" is not supported"},
+      {R"({"messages":[{"content":"x"}]})", true, "messages", "role must be a string"},
+      {R"({"messages":[{"role":"user"}]})", true, "messages", "content is required"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})", true,
+       "response_format", "not supported"},
+  };
+  for (const auto& x : cases) {
+    const api_error e = refused(x.body, x.chat);
+    EXPECT_EQ(e.status, 400u) << x.body;
+    EXPECT_EQ(e.param, x.param) << x.body;
+    EXPECT_NE(e.message.find(x.text), std::string::npos) << x.body << " -> " << e.message;
+  }
+}
+
+TEST(openai_request, malformed_json_is_a_400_not_an_exception) {
+  for (const std::string body : {std::string(), std::string("{"), std::string("nul"), std::string("{\"a\":NaN}"),
+                                 std::string("{\"prompt\":\"\xC3\x28\"}"), std::string(200000, '['),
+                                 std::string("\"just a string\"")}) {
+    const api_error e = refused(body, false);
+    EXPECT_EQ(e.status, 400u);
+    EXPECT_FALSE(e.message.empty());
+  }
+  EXPECT_NE(refused(std::string(100, '[') + std::string(100, ']'), false).message.find("deeper than 64"),
+            std::string::npos);
+}
+
+TEST(openai_request, error_body_is_openai_shaped) {
+  const api_error e = bad_request("temperature is bad", "temperature");
+  EXPECT_EQ(e.body(),
+            R"({"error":{"code":null,"message":"temperature is bad","param":"temperature","type":"invalid_request_error"}})");
+  EXPECT_EQ(from_engine_error({errc::overloaded, "queue full"}, 2).status, 429u);
+  EXPECT_EQ(from_engine_error({errc::overloaded, "queue full"}, 2).retry_after_s, 2u);
+  EXPECT_EQ(from_engine_error({errc::context_overflow, "too long"}, 1).code, "context_length_exceeded");
+  EXPECT_EQ(from_engine_error({errc::internal, "bug"}, 1).status, 500u);
+}
+
+}  // namespace
+}  // namespace fw::server
