@@ -138,6 +138,46 @@ class ApiKey(unittest.TestCase):
             self.assertEqual(get(s.port, "/metrics")[0], 200)
 
 
+class Admin(unittest.TestCase):
+    def test_admin_needs_a_configured_key(self):
+        with Server() as s:  # no key: the admin routes are off
+            status, _, body = get(s.port, "/admin/health")
+            self.assertEqual(status, 403)
+            self.assertIn("api_key", json.loads(body)["error"]["message"])
+
+    def test_plugins_reload_by_configured_name_only(self):
+        extra = "[[plugins.load]]\nname = \"q8_0_kernel\"\n"
+        with Server("--api-key", "k", config_extra=extra) as s:
+            auth = {"Authorization": "Bearer k"}
+            self.assertEqual(get(s.port, "/admin/plugins")[0], 401)
+            status, _, body = get(s.port, "/admin/plugins", headers=auth)
+            self.assertEqual(status, 200, body)
+            rows = json.loads(body)["plugins"]
+            self.assertEqual([(r["name"], r["state"]) for r in rows], [("q8_0_kernel", "loaded")])
+            status, _, body = post(s.port, "/admin/plugins/q8_0_kernel/reload", b"", headers=auth)
+            self.assertEqual(status, 200, body)
+            self.assertEqual(json.loads(body)["plugin"]["state"], "loaded")
+            # A name that is not in the config (or a path) is refused: files come from the config.
+            status, _, body = post(s.port, "/admin/plugins/evil/load", b"", headers=auth)
+            self.assertEqual(status, 404)
+            self.assertIn("configured name only", json.loads(body)["error"]["message"])
+            status, _, _ = post(s.port, "/admin/plugins/..%2F..%2Ftmp%2Fx/load", b"", headers=auth)
+            self.assertEqual(status, 404)
+            status, _, body = post(s.port, "/admin/plugins/q8_0_kernel/unload", b"", headers=auth)
+            self.assertEqual(status, 200, body)
+            status, _, body = post(s.port, "/admin/plugins/q8_0_kernel/load", b"", headers=auth)
+            self.assertEqual(status, 200, body)
+            status, _, body = get(s.port, "/admin/health", headers=auth)
+            self.assertEqual(status, 200)
+            h = json.loads(body)
+            self.assertEqual(h["status"], "ok")
+            self.assertEqual(h["kv_blocks"]["used"], 0)
+            self.assertTrue(any(k["weight_type"] == "q4_1" for k in h["kernels"]))
+            # Serving goes on after the reloads.
+            status, _, body = post(s.port, "/v1/completions", {"prompt": "Hi", "max_tokens": 4}, headers=auth)
+            self.assertEqual(status, 200, body)
+
+
 class GracefulShutdown(unittest.TestCase):
     def test_sigterm_finishes_in_flight_streams_then_exits_0(self):
         s = Server()

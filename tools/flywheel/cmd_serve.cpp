@@ -97,6 +97,9 @@ int cmd_serve(int argc, char** argv) {
   so.retry_after_s = srv.retry_after_s;
   so.defaults = defaults;
   so.alerts = alerts;
+  so.admin.plugins = parts->plugins.get();
+  so.admin.plugin_config = parts->cfg.plugins;
+  if (parts->draft) so.admin.draft = parts->draft->name();
 
   std::unique_ptr<server::http_server> http;
   server::openai_service service(**engine, so, [&http](std::function<void()> f) { http->post(std::move(f)); });

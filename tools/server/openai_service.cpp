@@ -65,7 +65,7 @@ struct openai_service::live {
 
 openai_service::openai_service(actors::engine& engine, service_options options,
                                std::function<void(std::function<void()>)> post)
-    : engine_(engine), opt_(std::move(options)), post_(std::move(post)), alerts_(opt_.alerts),
+    : engine_(engine), opt_(std::move(options)), post_(std::move(post)), alerts_(opt_.alerts), admin_(engine, opt_.admin),
       created_(static_cast<int64_t>(std::time(nullptr))) {}
 
 openai_service::~openai_service() = default;
@@ -113,6 +113,25 @@ void openai_service::handle(http_request req, std::shared_ptr<reply_channel> rep
     if (req.method != "GET") return method_not_allowed("/metrics", "GET");
     count_response("/metrics", 200);
     return reply->respond({200, "text/plain; version=0.0.4; charset=utf-8", metrics_text(), {}});
+  }
+  if (path.rfind("/admin/", 0) == 0 || path == "/admin") {
+    api_error e;
+    if (opt_.api_key.empty()) {
+      e.status = 403;
+      e.type = "permission_error";
+      e.message = "the admin endpoints are disabled: set [server] api_key (or --api-key) to use them";
+      return reply_error(*reply, e, "/admin");
+    }
+    if (!authorized(req)) {
+      e.status = 401;
+      e.type = "authentication_error";
+      e.code = "invalid_api_key";
+      e.message = "a valid API key is required: send \"Authorization: Bearer <key>\"";
+      return reply_error(*reply, e, "/admin");
+    }
+    http_response r = admin_.handle(req, path);
+    count_response("/admin", r.status);
+    return reply->respond(std::move(r));
   }
   if (path.rfind("/v1/", 0) == 0 && !authorized(req)) {
     api_error e;

@@ -9,7 +9,8 @@
 // Retry-After) is then still a proper status even for a stream. A client that disconnects cancels
 // its request, which frees its KV blocks.
 // Auth: with an API key, /v1/* needs "Authorization: Bearer KEY" (compared in constant time);
-// /health and /metrics stay open (probes and scrapers), as in vLLM.
+// /health and /metrics stay open (probes and scrapers), as in vLLM. /admin/* (admin_routes) needs
+// the key, and is off (403) when no key is set.
 // Drain (SIGTERM): new generation requests get 503; in_flight() counts the running ones;
 // cancel_all() cancels them.
 // Thread-safety: handle() runs on the I/O thread; begin_drain/in_flight/cancel_all from any thread.
@@ -24,6 +25,7 @@
 #include "actors/engine.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/metrics/metrics_registry.hpp"
+#include "tools/server/admin_routes.hpp"
 #include "tools/server/alert_monitor.hpp"
 #include "tools/server/http_server.hpp"
 #include "tools/server/openai_request.hpp"
@@ -37,6 +39,7 @@ struct service_options {
   unsigned retry_after_s = 1;
   sampling_params defaults;
   alerts_section alerts;
+  admin_options admin;
 };
 
 class openai_service {
@@ -73,6 +76,7 @@ class openai_service {
   std::atomic<size_t> in_flight_{0};
   std::unordered_map<uint64_t, std::unique_ptr<live>> live_;  // I/O thread only
   alert_monitor alerts_;
+  admin_routes admin_;
   int64_t created_ = 0;
   uint64_t next_response_ = 1;
 };
