@@ -19,7 +19,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   return f(caf::meta::type_name("fw::sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
            x.repeat_penalty, x.repeat_last_n, x.presence_penalty, x.frequency_penalty, x.seed,
-           x.max_tokens, x.stop, x.ignore_eos);
+           x.max_tokens, x.stop, x.ignore_eos, x.max_draft_k);
 }
 
 template <class Inspector>

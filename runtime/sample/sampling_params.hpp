@@ -30,6 +30,10 @@ struct sampling_params {
   int32_t max_tokens = 128;      ///< tokens to generate; -1: until end of sequence / context
   std::vector<std::string> stop; ///< stop strings (each non-empty)
   bool ignore_eos = false;       ///< keep generating past the end-of-sequence token
+  /// Speculative decoding for this request: -1 the runtime's draft and k policy; 0 none (plain
+  /// decoding); 1..16 at most that many draft tokens per step. Not a sampling knob, but it travels
+  /// with the request the same way.
+  int32_t max_draft_k = -1;
 
   /// The per-request parameters a [sampling] section describes (its defaults equal these).
   [[nodiscard]] static sampling_params from_section(const sampling_section& s) {
@@ -70,6 +74,8 @@ struct sampling_params {
     if (!std::isfinite(frequency_penalty))
       return bad("frequency_penalty", frequency_penalty, "a finite number");
     if (max_tokens < -1) return bad("max_tokens", max_tokens, ">= -1; -1 means unlimited");
+    if (max_draft_k < -1 || max_draft_k > 16)
+      return bad("max_draft_k", max_draft_k, "-1 (the runtime's policy), 0 (no speculation) or 1 to 16");
     for (size_t i = 0; i < stop.size(); ++i) {
       if (stop[i].empty())
         return make_error(errc::invalid_argument,

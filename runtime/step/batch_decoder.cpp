@@ -24,11 +24,12 @@ void batch_decoder::set_speculation(drafter* draft, k_policy policy) {
 void batch_decoder::add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy) {
   const uint64_t id = s->id();
   slot sl;
-  if (draft_ && draft_->begin(id, s->history(), s->params())) {
+  const bool wants_drafts = s->params().max_draft_k != 0;  // 0: this request decodes plainly
+  if (draft_ && wants_drafts && draft_->begin(id, s->history(), s->params())) {
     sl.draft = draft_;
     draft_->bind_target_kv(id, &s->kv());
     sl.k = policy_.start(static_cast<int>(s->prompt_size()), attention_entropy);
-  } else if (draft_) {
+  } else if (draft_ && wants_drafts) {
     ++spec_.draft_failures;  // the sequence decodes plainly
   }
   sl.seq = std::move(s);
@@ -73,6 +74,7 @@ step_plan batch_decoder::plan() {
       const bool scored = sl->draft->scores_proposals();
       int k = scored ? policy_.k_for_scored(s.remaining()) : policy_.k_for(sl->k, s.remaining());
       if (gated && gate_.trial() && !scored) k = std::min(k, 1);  // judged by its cheapest proposal
+      if (s.params().max_draft_k > 0) k = std::min(k, s.params().max_draft_k);  // the request's cap
       if (k <= 0) {
         if (!scored) policy_.observe(sl->k, 0, 0);
       } else if (auto prop = sl->draft->propose(s.id(), s.history(), k); !prop) {

@@ -13,7 +13,7 @@ import unittest
 import openai
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fw_server import MODEL_ID, Server, get, metric, post, wait_until  # noqa: E402
+from fw_server import MODEL_ID, Server, get, metric, metrics, post, wait_until  # noqa: E402
 
 
 class OpenAIClient(unittest.TestCase):
@@ -136,6 +136,36 @@ class ApiKey(unittest.TestCase):
             self.assertEqual(good.models.list().data[0].id, MODEL_ID)
             self.assertEqual(get(s.port, "/health")[0], 200)
             self.assertEqual(get(s.port, "/metrics")[0], 200)
+
+
+class Speculation(unittest.TestCase):
+    def test_request_caps_or_turns_off_speculation(self):
+        with Server("--draft", "ngram", "--draft-k", "5") as s:
+            client = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+            prompt = "one two three four, one two three four, one two three four, one two"
+
+            def drafted():
+                return metric(s.port, "flywheel:spec_decode_num_draft_tokens_total")
+
+            def at_pos(p):
+                return sum(v for k, v in metrics(s.port).items()
+                           if k.startswith("flywheel:spec_decode_num_accepted_tokens_per_pos_total")
+                           and f'position="{p}"' in k)
+
+            base = drafted()
+            off = client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=24, temperature=0,
+                                            extra_body={"max_draft_tokens": 0})
+            self.assertEqual(drafted(), base)  # no draft tokens for this request
+            pos2 = at_pos(2)
+            capped = client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=24, temperature=0,
+                                               extra_body={"max_draft_tokens": 2})
+            self.assertGreater(drafted(), base)
+            self.assertEqual(at_pos(2), pos2)  # never a third draft token
+            self.assertEqual(off.choices[0].text, capped.choices[0].text)  # lossless either way
+            free = client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=24, temperature=0)
+            self.assertEqual(free.choices[0].text, off.choices[0].text)
+            with self.assertRaises(openai.BadRequestError):
+                client.completions.create(model=MODEL_ID, prompt=prompt, extra_body={"max_draft_tokens": 17})
 
 
 class Admin(unittest.TestCase):

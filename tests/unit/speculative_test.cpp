@@ -118,6 +118,37 @@ TEST_F(speculative_test, ngram_draft_is_lossless_under_greedy) {
   expect_greedy_identical(d, 5);
 }
 
+TEST_F(speculative_test, a_request_caps_or_turns_off_its_own_speculation) {
+  ngram_drafter d(1);
+  auto be = backend();
+  k_policy_config kc;
+  kc.fixed_k = 5;
+  generator spec(*target_, *be, generator_options{512, 512, false, &d, k_policy(kc)});
+  generator plain(*target_, *be, generator_options{512, 512, false});
+  uint64_t capped_drafted = 0;
+  for (const auto& p : prompts()) {
+    auto off = greedy(48);
+    off.max_draft_k = 0;
+    auto a = spec.run(p, off);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->spec.draft_tokens, 0u);  // drafts off for this request only
+    auto capped = greedy(48);
+    capped.max_draft_k = 2;
+    auto b = spec.run(p, capped);
+    ASSERT_TRUE(b);
+    for (size_t pos = 2; pos < b->spec.proposed_at.size(); ++pos) EXPECT_EQ(b->spec.proposed_at[pos], 0u) << pos;
+    capped_drafted += b->spec.draft_tokens;
+    auto ref = plain.run(p, greedy(48));
+    ASSERT_TRUE(ref);
+    EXPECT_EQ(a->tokens, ref->tokens);  // both still the target's greedy answer
+    EXPECT_EQ(b->tokens, ref->tokens);
+  }
+  EXPECT_GT(capped_drafted, 0u);
+  auto bad = greedy(8);
+  bad.max_draft_k = 17;
+  EXPECT_FALSE(bad.validate());
+}
+
 TEST_F(speculative_test, ngram_draft_with_auto_k_verifies_a_scored_prefix_and_stays_lossless) {
   ngram_drafter d(1);
   expect_greedy_identical(d, 0);  // k = auto: proposals trimmed by their acceptance estimates

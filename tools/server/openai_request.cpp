@@ -213,6 +213,8 @@ void read_sampling(reader& r, generation_request& out) {
     else
       p.seed = s->get<uint64_t>();
   }
+  if (r.integer("max_draft_tokens", v, 0, 16, "0 (no speculation for this request) to 16"))
+    p.max_draft_k = static_cast<int32_t>(v);
   if (r.integer("n", v, 1, 1, "1 (one choice per request)")) {
   }
   if (r.integer("best_of", v, 1, 1, "1")) {

@@ -13,7 +13,8 @@
 //   n and best_of 1; stream a boolean; stream_options ({include_usage: bool}) only when streaming.
 // - Not built (refused, not ignored): logprobs/top_logprobs, echo, suffix, tools/functions,
 //   response_format other than text, n > 1.
-// - flywheel's extension: return_token_ids (bool) adds the generated ids to each choice / chunk.
+// - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
+//   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
 // Unknown fields are ignored, as vLLM does (clients send vendor fields).
 // Thread-safety: pure functions.
 #pragma once
