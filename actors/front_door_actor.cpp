@@ -154,6 +154,11 @@ front_door_actor::behavior_type front_door(self_ptr self, const front_door_metri
             e.kind = static_cast<uint8_t>(stream_kind::token);
             if (ev.token >= 0) e.tokens.push_back(ev.token);
             e.text = std::move(ev.text);
+            if (ev.has_logprob) {
+              e.logprobs.push_back(ev.logprob);
+              e.top_ids = std::move(ev.top_ids);
+              e.top_logprobs = std::move(ev.top_logprobs);
+            }
             self->send(c.sink, std::move(e));
           }
           if (ev.finished) {

@@ -29,6 +29,11 @@ struct stream_event {
   uint8_t kind = 0;               ///< stream_kind
   std::vector<int32_t> tokens;    ///< token events: the new token(s)
   std::string text;               ///< token events: text safe to show
+  // Token events of a request that asked for logprobs: one entry per token, and per token
+  // sampling_params::logprobs alternatives (flattened, most likely first).
+  std::vector<float> logprobs;
+  std::vector<int32_t> top_ids;
+  std::vector<float> top_logprobs;
   // Final events:
   std::string finish_reason;      ///< done: "stop" | "length"; error: the errc name
   uint8_t error_code = 0;         ///< error: the fw::errc
@@ -60,7 +65,8 @@ typename Inspector::result_type inspect(Inspector& f, client_request& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_event& x) {
-  return f(caf::meta::type_name("fw::actors::stream_event"), x.id, x.kind, x.tokens, x.text, x.finish_reason,
+  return f(caf::meta::type_name("fw::actors::stream_event"), x.id, x.kind, x.tokens, x.text, x.logprobs, x.top_ids,
+           x.top_logprobs, x.finish_reason,
            x.error_code, x.error, x.prompt_tokens, x.completion_tokens, x.ttft_ms, x.tpot_ms, x.total_ms);
 }
 

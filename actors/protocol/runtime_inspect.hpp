@@ -19,13 +19,13 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   return f(caf::meta::type_name("fw::sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
            x.repeat_penalty, x.repeat_last_n, x.presence_penalty, x.frequency_penalty, x.seed,
-           x.max_tokens, x.stop, x.ignore_eos, x.max_draft_k);
+           x.max_tokens, x.stop, x.ignore_eos, x.max_draft_k, x.logprobs);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_event& x) {
   return f(caf::meta::type_name("fw::step_event"), x.id, x.token, x.text, x.finished, x.finish_reason,
-           x.generated);
+           x.generated, x.has_logprob, x.logprob, x.top_ids, x.top_logprobs);
 }
 
 }  // namespace fw

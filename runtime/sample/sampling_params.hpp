@@ -34,6 +34,9 @@ struct sampling_params {
   /// decoding); 1..16 at most that many draft tokens per step. Not a sampling knob, but it travels
   /// with the request the same way.
   int32_t max_draft_k = -1;
+  /// -1: none; 0..20: report each generated token's log-probability (raw model distribution) and
+  /// this many most likely alternatives (token_logprobs.hpp).
+  int32_t logprobs = -1;
 
   /// The per-request parameters a [sampling] section describes (its defaults equal these).
   [[nodiscard]] static sampling_params from_section(const sampling_section& s) {
@@ -74,6 +77,8 @@ struct sampling_params {
     if (!std::isfinite(frequency_penalty))
       return bad("frequency_penalty", frequency_penalty, "a finite number");
     if (max_tokens < -1) return bad("max_tokens", max_tokens, ">= -1; -1 means unlimited");
+    if (logprobs < -1 || logprobs > 20)
+      return bad("logprobs", logprobs, "-1 (none) or 0 to 20 alternatives");
     if (max_draft_k < -1 || max_draft_k > 16)
       return bad("max_draft_k", max_draft_k, "-1 (the runtime's policy), 0 (no speculation) or 1 to 16");
     for (size_t i = 0; i < stop.size(); ++i) {

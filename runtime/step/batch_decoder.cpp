@@ -1,5 +1,7 @@
 #include "runtime/step/batch_decoder.hpp"
 
+#include "runtime/sample/token_logprobs.hpp"
+
 #include "runtime/sched/scheduler_policy.hpp"
 
 #include <algorithm>
@@ -168,10 +170,19 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
       if (out.hidden.size() >= (r + 1) * e)
         sl.draft->observe_hidden(s.id(), s.history(), std::span<const float>(out.hidden.data() + r * e, e));
     }
-    for (auto& o : outs) {
+    for (size_t i = 0; i < outs.size(); ++i) {
+      token_outcome& o = outs[i];
       step_event ev;
       ev.id = s.id();
       ev.token = o.token;
+      if (s.params().logprobs >= 0 && o.token >= 0) {
+        // Outcome i was chosen from row first_row + i (accepted drafts, then the target's token).
+        auto lp = logprobs_of(out.logits_row(first_row + i, nv), o.token, s.params().logprobs);
+        ev.has_logprob = true;
+        ev.logprob = lp.logprob;
+        ev.top_ids = std::move(lp.top_ids);
+        ev.top_logprobs = std::move(lp.top_logprobs);
+      }
       ev.text = std::move(o.text);
       ev.finished = o.finished;
       ev.finish_reason = std::move(o.finish_reason);

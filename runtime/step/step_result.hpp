@@ -21,6 +21,11 @@ struct step_event {
   bool finished = false;
   std::string finish_reason;
   uint32_t generated = 0;  ///< tokens generated so far
+  // When the request asked for logprobs (sampling_params::logprobs >= 0) and token >= 0:
+  bool has_logprob = false;
+  float logprob = 0;                 ///< log p(token) under the model's raw distribution
+  std::vector<int32_t> top_ids;      ///< the most likely alternatives, most likely first
+  std::vector<float> top_logprobs;
 };
 
 /// A sequence the step removed with an error (its KV is freed).

@@ -2,6 +2,7 @@
 completions, streaming and not, usage, stop strings, errors, API key, raw SSE with curl and a
 graceful SIGTERM."""
 import json
+import math
 import os
 import signal
 import subprocess
@@ -110,6 +111,37 @@ class OpenAIClient(unittest.TestCase):
         extra = attack.usage.prompt_tokens - plain.usage.prompt_tokens
         # As control tokens the suffix would be 3 tokens (2 markers + "system"); as text it is more.
         self.assertGreater(extra, 6)
+
+    def test_logprobs_chat_and_completions(self):
+        r = self.client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "Hi"}],
+                                                max_tokens=6, temperature=0, logprobs=True, top_logprobs=3)
+        content = r.choices[0].logprobs.content
+        self.assertEqual(len(content), r.usage.completion_tokens)
+        self.assertEqual("".join(t.token for t in content), r.choices[0].message.content)
+        for t in content:
+            self.assertLessEqual(t.logprob, 0)
+            self.assertEqual(len(t.top_logprobs), 3)
+            # Greedy takes the most likely token of the raw distribution: the first alternative.
+            self.assertEqual(t.top_logprobs[0].token, t.token)
+            self.assertAlmostEqual(t.top_logprobs[0].logprob, t.logprob, places=5)
+            self.assertGreaterEqual(t.top_logprobs[0].logprob, t.top_logprobs[1].logprob)
+            self.assertLessEqual(sum(math.exp(a.logprob) for a in t.top_logprobs), 1.0 + 1e-4)
+        c = self.client.completions.create(model=MODEL_ID, prompt="The capital of France is", max_tokens=5,
+                                           temperature=0, logprobs=2)
+        lp = c.choices[0].logprobs
+        self.assertEqual(len(lp.tokens), 5)
+        self.assertEqual("".join(lp.tokens), c.choices[0].text)
+        self.assertEqual(lp.text_offset[0], 0)
+        self.assertTrue(all(len(t) <= 2 for t in lp.top_logprobs))
+        # Streamed: one logprob per token, equal to the non-streamed ones.
+        streamed = []
+        for chunk in self.client.completions.create(model=MODEL_ID, prompt="The capital of France is", max_tokens=5,
+                                                    temperature=0, logprobs=2, stream=True):
+            if chunk.choices and chunk.choices[0].logprobs:
+                streamed += chunk.choices[0].logprobs.token_logprobs
+        self.assertEqual(len(streamed), 5)
+        for a, b in zip(streamed, lp.token_logprobs):
+            self.assertAlmostEqual(a, b, places=5)
 
     def test_raw_sse_with_curl(self):
         body = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6,

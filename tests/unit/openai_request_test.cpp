@@ -59,6 +59,19 @@ TEST(openai_request, defaults_stay_when_fields_are_absent_or_null) {
   EXPECT_EQ(g.prompt, "x");
 }
 
+TEST(openai_request, logprobs_forms_and_caps) {
+  EXPECT_EQ(ok(R"({"prompt":"x","logprobs":3})", false).params.logprobs, 3);
+  EXPECT_EQ(ok(R"({"prompt":"x"})", false).params.logprobs, -1);
+  EXPECT_EQ(ok(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true})", true).params.logprobs, 0);
+  EXPECT_EQ(ok(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":20})", true).params.logprobs,
+            20);
+  EXPECT_EQ(refused(R"({"prompt":"x","logprobs":21})", false).param, "logprobs");
+  EXPECT_EQ(refused(R"({"prompt":"x","logprobs":true})", false).param, "logprobs");
+  EXPECT_EQ(refused(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", true).param, "top_logprobs");
+  EXPECT_EQ(refused(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21})", true).param,
+            "top_logprobs");
+}
+
 TEST(openai_request, completion_prompt_forms) {
   EXPECT_EQ(ok(R"({"prompt":["only one"]})", false).prompt, "only one");
   const auto ids = ok(R"({"prompt":[1,2,3]})", false);

@@ -221,6 +221,22 @@ void read_sampling(reader& r, generation_request& out) {
   }
 }
 
+// Completions: logprobs = N (alternatives per token). Chat: logprobs = true, top_logprobs = N.
+void read_logprobs(reader& r, generation_request& out, int cap) {
+  const std::string range = "0 to " + std::to_string(cap);
+  int64_t v = 0;
+  if (!out.chat) {
+    if (r.integer("logprobs", v, 0, cap, range.c_str())) out.params.logprobs = static_cast<int32_t>(v);
+    if (r.field("top_logprobs")) r.fail("top_logprobs belongs to chat completions; here logprobs = N", "top_logprobs");
+    return;
+  }
+  bool on = false;
+  r.boolean("logprobs", on);
+  const bool has_top = r.integer("top_logprobs", v, 0, cap, range.c_str());
+  if (has_top && !on) return r.fail("top_logprobs needs logprobs = true", "top_logprobs");
+  if (on) out.params.logprobs = has_top ? static_cast<int32_t>(v) : 0;
+}
+
 }  // namespace
 
 parse_result parse_generation_request(std::string_view body, bool chat, const sampling_params& defaults,
@@ -270,8 +286,7 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
         out.include_usage = (*so)["include_usage"].get<bool>();
     }
   }
-  r.refuse("logprobs", "token log-probabilities are not computed yet");
-  r.refuse("top_logprobs", "token log-probabilities are not computed yet");
+  read_logprobs(r, out, limits.max_logprobs);
   r.refuse("echo", "send the prompt back yourself");
   r.refuse("suffix", "no fill-in-the-middle");
   r.refuse("tools", "no tool calling");

@@ -11,8 +11,9 @@
 //   penalty -2..2; repetition_penalty in (0, 100]; seed an integer 0..2^64-1; max_tokens (and
 //   max_completion_tokens, chat) an integer >= 1; stop a string or up to 16 non-empty strings;
 //   n and best_of 1; stream a boolean; stream_options ({include_usage: bool}) only when streaming.
-// - Not built (refused, not ignored): logprobs/top_logprobs, echo, suffix, tools/functions,
-//   response_format other than text, n > 1.
+// - logprobs: completions logprobs = N, chat logprobs = true with top_logprobs = N (N <= 20).
+// - Not built (refused, not ignored): echo, suffix, tools/functions, response_format other than
+//   text, n > 1.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
 //   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
 // Unknown fields are ignored, as vLLM does (clients send vendor fields).
@@ -49,6 +50,7 @@ struct generation_request {
 struct parse_limits {
   int max_depth = 64;
   size_t max_stop = 16;
+  int max_logprobs = 20;  ///< most alternatives per token
 };
 
 /// The request, or the 400 that answers it.

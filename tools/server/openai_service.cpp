@@ -43,6 +43,46 @@ json usage_json(uint32_t prompt, uint32_t completion) {
 
 std::string sse(const std::string& data) { return "data: " + data + "\n\n"; }
 
+json bytes_of(const std::string& piece) {
+  json b = json::array();
+  for (unsigned char c : piece) b.push_back(c);
+  return b;
+}
+
+/// The logprobs of one token event: chat entries ({token, logprob, bytes, top_logprobs}) or the
+/// completions columns (tokens, token_logprobs, top_logprobs, text_offset), appended to `into`.
+void add_logprobs(const tokenizer& vocab, const actors::stream_event& e, bool chat, size_t& text_offset, json& into) {
+  if (e.logprobs.empty() || e.tokens.empty()) return;
+  const size_t n_top = e.top_ids.size() / e.tokens.size();
+  for (size_t t = 0; t < e.tokens.size() && t < e.logprobs.size(); ++t) {
+    const std::string piece = vocab.token_to_piece(e.tokens[t]);
+    if (chat) {
+      json top = json::array();
+      for (size_t i = 0; i < n_top; ++i) {
+        const std::string alt = vocab.token_to_piece(e.top_ids[t * n_top + i]);
+        top.push_back({{"token", alt}, {"logprob", e.top_logprobs[t * n_top + i]}, {"bytes", bytes_of(alt)}});
+      }
+      into["content"].push_back(
+          {{"token", piece}, {"logprob", e.logprobs[t]}, {"bytes", bytes_of(piece)}, {"top_logprobs", std::move(top)}});
+    } else {
+      json top = json::object();
+      for (size_t i = 0; i < n_top; ++i)
+        top[vocab.token_to_piece(e.top_ids[t * n_top + i])] = e.top_logprobs[t * n_top + i];
+      into["tokens"].push_back(piece);
+      into["token_logprobs"].push_back(e.logprobs[t]);
+      into["top_logprobs"].push_back(std::move(top));
+      into["text_offset"].push_back(text_offset);
+    }
+    text_offset += piece.size();
+  }
+}
+
+json empty_logprobs(bool chat) {
+  if (chat) return {{"content", json::array()}};
+  return {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
+          {"text_offset", json::array()}};
+}
+
 constexpr const char* ttft_help = "Histogram of time to first token in seconds.";
 constexpr const char* itl_help = "Histogram of inter-token latency in seconds.";
 
@@ -61,6 +101,9 @@ struct openai_service::live {
   std::string response_id;
   std::string text;
   std::vector<int32_t> ids;
+  bool want_logprobs = false;
+  json logprobs;           // non-stream: every token's; stream: sent per chunk
+  size_t text_offset = 0;  // completions logprobs: bytes of completion text so far
 };
 
 openai_service::openai_service(actors::engine& engine, service_options options,
@@ -232,6 +275,8 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
   r->stream = g.stream;
   r->include_usage = g.include_usage;
   r->return_ids = g.return_token_ids;
+  r->want_logprobs = g.params.logprobs >= 0;
+  if (r->want_logprobs) r->logprobs = empty_logprobs(chat);
   char rid[40];
   std::snprintf(rid, sizeof rid, "%s-%016llx%04llx", chat ? "chatcmpl" : "cmpl",
                 static_cast<unsigned long long>(created_), static_cast<unsigned long long>(next_response_++ & 0xFFFF));
@@ -252,8 +297,8 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
 }
 
 std::string openai_service::chunk(const live& r, const std::string& text, const std::vector<int32_t>& ids,
-                                  const char* finish_reason) const {
-  json choice = {{"index", 0}, {"logprobs", nullptr},
+                                  const char* finish_reason, const json* logprobs) const {
+  json choice = {{"index", 0}, {"logprobs", logprobs ? *logprobs : json(nullptr)},
                  {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}};
   if (r.chat) {
     json delta = json::object();
@@ -279,14 +324,20 @@ void openai_service::on_event(uint64_t id, const actors::stream_event& e) {
     if (!r.stream) {
       r.text += e.text;
       r.ids.insert(r.ids.end(), e.tokens.begin(), e.tokens.end());
+      if (r.want_logprobs) add_logprobs(engine_.get_model().vocab(), e, r.chat, r.text_offset, r.logprobs);
       return;
     }
     if (!r.started) {
       r.reply->start_stream(200, "text/event-stream");
       count_response(r.route, 200);
     }
-    if (e.text.empty() && !r.return_ids && r.started) return;  // a partial UTF-8 character: wait
-    r.reply->stream(chunk(r, e.text, e.tokens, nullptr));
+    if (e.text.empty() && !r.return_ids && !r.want_logprobs && r.started) return;  // a partial UTF-8 character: wait
+    json lp;
+    if (r.want_logprobs) {
+      lp = empty_logprobs(r.chat);
+      add_logprobs(engine_.get_model().vocab(), e, r.chat, r.text_offset, lp);
+    }
+    r.reply->stream(chunk(r, e.text, e.tokens, nullptr, r.want_logprobs ? &lp : nullptr));
     r.started = true;
     return;
   }
@@ -325,7 +376,8 @@ void openai_service::finish(live& r, const actors::stream_event& e) {
     r.reply->end_stream();
     return;
   }
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", e.finish_reason}};
+  json choice = {{"index", 0}, {"logprobs", r.want_logprobs ? r.logprobs : json(nullptr)},
+                 {"finish_reason", e.finish_reason}};
   if (r.chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
   else choice["text"] = r.text;
   if (r.return_ids) choice["token_ids"] = r.ids;

@@ -22,6 +22,8 @@
 #include <string>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/engine.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/metrics/metrics_registry.hpp"
@@ -66,7 +68,7 @@ class openai_service {
   void reply_error(reply_channel& reply, const api_error& e, const char* route);
   bool authorized(const http_request& req) const;
   std::string chunk(const live& r, const std::string& text, const std::vector<int32_t>& ids,
-                    const char* finish_reason) const;
+                    const char* finish_reason, const nlohmann::json* logprobs = nullptr) const;
   void count_response(const char* route, unsigned status);
 
   actors::engine& engine_;
