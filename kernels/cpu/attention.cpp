@@ -56,6 +56,8 @@ void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
 attention_fn select_attention(simd_level max_level, int head_dim, int block_tokens) {
   if (max_level >= simd_level::avx512 && host_features().has_avx512() && avx512::supports(head_dim, block_tokens))
     return avx512::attention;
+  if (max_level >= simd_level::avx2 && host_features().has_avx2() && avx2::supports(head_dim, block_tokens))
+    return avx2::attention;
   return ref::attention;
 }
 

@@ -1,4 +1,4 @@
-// The AVX-512 attention kernel against the scalar reference: head sizes with and without a SIMD
+// The AVX-512 and AVX2 attention kernels against the scalar reference: head sizes with and without a SIMD
 // path, block sizes of 16 and 32, causal prefixes that end inside and at the edge of a 16-key
 // chunk, query counts that leave partial register tiles, and the attention entropy.
 #include <gtest/gtest.h>
@@ -115,6 +115,33 @@ TEST(attention_test, avx512_matches_reference) {
   }
 }
 
+TEST(attention_test, avx2_matches_reference) {
+  if (!host_features().has_avx2()) GTEST_SKIP() << "host has no AVX2+FMA+F16C: only the reference path runs here";
+  for (bool f16 : {false, true}) {
+  for (int hd : {32, 64, 128}) {
+    for (int bt : {8, 16, 32}) {
+      for (int n_keys : {1, 7, 8, 9, 15, 16, 17, 33, 100, 130}) {
+        for (int n_q : {1, 2, 3, 5, 9, 12}) {
+          for (float q_scale : {1.f, 8.f}) {  // flat and peaked distributions
+            const problem p(hd, bt, n_keys, n_q, q_scale, static_cast<uint32_t>(hd * 7 + bt + n_keys * 31 + n_q), f16);
+            std::vector<std::vector<float>> want, got;
+            std::vector<float> h_want, h_got;
+            run(ref::attention, p, want, h_want);
+            run(avx2::attention, p, got, h_got);
+            for (int i = 0; i < n_q; ++i) {
+              SCOPED_TRACE(testing::Message() << (f16 ? "f16 " : "f32 ") << "hd " << hd << " bt " << bt << " keys " << p.nk[i] << " query "
+                                              << i << "/" << n_q << " q_scale " << q_scale);
+              for (int e = 0; e < hd; ++e) ASSERT_NEAR(got[i][e], want[i][e], out_tolerance) << "element " << e;
+              ASSERT_NEAR(h_got[i], h_want[i], entropy_tolerance);
+            }
+          }
+        }
+      }
+    }
+  }
+  }
+}
+
 // A half-precision cache changes the result only by the rounding of K and V to 11 bits.
 TEST(attention_test, f16_cache_is_close_to_f32) {
   const problem p32(64, 16, 100, 6, 4.f, 9, false), p16(64, 16, 100, 6, 4.f, 9, true);
@@ -130,8 +157,16 @@ TEST(attention_test, f16_cache_is_close_to_f32) {
 TEST(attention_test, selection_falls_back_for_unsupported_shapes) {
   EXPECT_EQ(select_attention(simd_level::scalar, 64, 16), &ref::attention);
   EXPECT_EQ(select_attention(simd_level::avx512, 48, 16), &ref::attention);  // head_dim without a SIMD path
-  EXPECT_EQ(select_attention(simd_level::avx512, 64, 8), &ref::attention);   // block not a multiple of 16
-  if (host_features().has_avx512()) EXPECT_EQ(select_attention(simd_level::avx512, 64, 16), &avx512::attention);
+  if (host_features().has_avx2()) {
+    EXPECT_EQ(select_attention(simd_level::avx512, 64, 8), &avx2::attention);  // 8: too small for AVX-512, fine for AVX2
+    EXPECT_EQ(select_attention(simd_level::avx2, 64, 4), &ref::attention);  // block not a multiple of 8
+    EXPECT_EQ(select_attention(simd_level::avx2, 64, 16), &avx2::attention);
+  } else {
+    EXPECT_EQ(select_attention(simd_level::avx512, 64, 8), &ref::attention);
+  }
+  if (host_features().has_avx512()) {
+    EXPECT_EQ(select_attention(simd_level::avx512, 64, 16), &avx512::attention);
+  }
 }
 
 TEST(attention_test, entropy_is_optional) {

@@ -156,15 +156,17 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
                cpu::to_string(k.level) + (best < host ? " (limited by FW_SIMD)" : "");
     out.push_back(std::move(r));
   }
-  // Attention has one SIMD path (AVX-512); elsewhere it runs the scalar reference.
+  // Attention has AVX-512 and AVX2 paths (head sizes 32, 64, 128); elsewhere the scalar reference.
   kernel_report a;
   a.weight_type = "attention";
-  const bool simd = attend_ == &cpu::avx512::attention;
-  a.path = std::string(simd ? "avx512" : "scalar") + (pool_.layout().dtype == kv_dtype::f16 ? " (f16 KV)" : " (f32 KV)");
-  a.fallback = !simd;
-  if (!simd)
-    a.note = std::string("attention has no ") + cpu::to_string(host) +
-             " path: the scalar reference runs (slower decode at long contexts)";
+  const char* path = attend_ == &cpu::avx512::attention ? "avx512" : attend_ == &cpu::avx2::attention ? "avx2" : "scalar";
+  const bool simd = attend_ != &cpu::ref::attention;
+  a.path = std::string(path) + (pool_.layout().dtype == kv_dtype::f16 ? " (f16 KV)" : " (f32 KV)");
+  a.fallback = !simd && host > cpu::simd_level::scalar;
+  if (a.fallback)
+    a.note = std::string("attention has no ") + cpu::to_string(host) + " path for head size " + std::to_string(cfg_.head_dim) +
+             " and block size " + std::to_string(pool_.layout().block_tokens) +
+             ": the scalar reference runs (slower decode at long contexts)";
   out.push_back(std::move(a));
   return out;
 }
