@@ -22,11 +22,11 @@ void gemm_by_rows(int64_t k, const void* w, size_t ws, int64_t nw, const void* x
     for (int64_t i = 0; i < nw; ++i) y[j * ldy + i] = Dot(k, wp + i * ws, xp + j * xs);
 }
 
-template <vec_dot_fn Dot, gemm_rows_fn Gemm = gemm_by_rows<Dot>>
+template <vec_dot_fn Dot, gemm_rows_fn Gemm = gemm_by_rows<Dot>, gemv_rows_fn Gemv = gemv_by_rows<Dot>>
 dot_kernel make(ggml_type t, simd_level lvl, quantize_q8x_fn quant, pack_rows_fn pack = nullptr,
                 packed_gemm_fn packed = nullptr) {
   const act_format act = quant ? act_format::q8x : act_format::f32;
-  return {t, lvl, act, Dot, quant, gemv_by_rows<Dot>, Gemm, pack, packed};
+  return {t, lvl, act, Dot, quant, Gemv, Gemm, pack, packed};
 }
 
 // -- the providers: one table per SIMD path, one entry per weight format it implements --
@@ -50,9 +50,9 @@ std::vector<dot_kernel> avx2_kernels() {
   return {make<k::dot_f32>(ggml_type::f32, lvl, nullptr),
           make<k::dot_f16>(ggml_type::f16, lvl, nullptr),
           make<k::dot_bf16>(ggml_type::bf16, lvl, nullptr),
-          make<k::dot_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x),
-          make<k::dot_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x),
-          make<k::dot_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x)};
+          make<k::dot_q4_0, k::gemm_q4_0, k::gemv_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x),
+          make<k::dot_q4_1, k::gemm_q4_1, k::gemv_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x),
+          make<k::dot_q8_0, k::gemm_q8_0, k::gemv_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x)};
 }
 
 std::vector<dot_kernel> avx512_kernels() {

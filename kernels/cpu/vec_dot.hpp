@@ -69,7 +69,7 @@ struct dot_kernel {
 
 /// The best kernel for `type` at or below `max_level` that the host supports (avx512 needs VNNI).
 /// `gemv` and `gemm` are always set (`gemv` walks the rows with `dot`; `gemm` is register-tiled on
-/// avx512 and a loop over `dot` elsewhere); `pack` / `packed_gemm` only where a packed layout exists.
+/// avx512 and, for the quantized types, avx2, and a loop over `dot` elsewhere); `pack` / `packed_gemm` only where a packed layout exists.
 dot_kernel select_dot_kernel(ggml_type type, simd_level max_level);
 
 // -- per-path entry points (exposed for tests) --
@@ -81,6 +81,17 @@ float dot_bf16(int64_t k, const void* w, const void* x);
 float dot_q4_0(int64_t k, const void* w, const void* x);
 float dot_q4_1(int64_t k, const void* w, const void* x);
 float dot_q8_0(int64_t k, const void* w, const void* x);
+/// Tiles of 1 weight row x 4 activation rows (weights unpacked once per 4 rows); gemv: 4 weight
+/// rows x 1 activation row.
+void gemm_q4_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
+               float* y, int64_t ldy);
+void gemm_q4_1(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
+               float* y, int64_t ldy);
+void gemm_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
+               float* y, int64_t ldy);
+void gemv_q4_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out);
+void gemv_q4_1(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out);
+void gemv_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out);
 }  // namespace avx2
 namespace avx512 {  // AVX-512 F/BW/VL/DQ + VNNI
 void quantize_q8x(const float* x, block_q8x* y, int64_t k);

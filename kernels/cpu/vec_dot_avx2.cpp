@@ -1,6 +1,8 @@
 // AVX2 + FMA + F16C kernels (compiled with -mavx2 -mfma -mf16c; selected only when CPUID has them).
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "kernels/cpu/vec_dot.hpp"
 
 namespace fw::cpu::avx2 {
@@ -127,49 +129,141 @@ float dot_bf16(int64_t k, const void* w, const void* x) {
   return s;
 }
 
-float dot_q4_0(int64_t k, const void* w, const void* x) {
-  const auto* wb = static_cast<const block_q4_0*>(w);
-  const auto* xb = static_cast<const block_q8x*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  float corr = 0.f;
-  for (int64_t b = 0; b < k / 32; ++b) {
-    const float d = fp16(wb[b].d) * xb[b].d;
-    const __m256i q = unpack_nibbles(wb[b].qs);
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b].qs));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), mul_sum_us8(q, a), acc);
-    corr -= 8.f * d * static_cast<float>(xb[b].sum);
+// -- quantized kernels: a tile of RW weight rows x RX activation rows -----------------------------
+//
+// Each (weight row, activation row) element has its own accumulators and the same sequence of
+// explicit operations whatever the tile, so dot (1 x 1), gemv (4 x 1) and gemm (1 x 4) agree bit for
+// bit. In gemm the weights are unpacked once per block for 4 activation rows (prefill, batched
+// decode, verification); in gemv each activation block serves 4 weight rows (decode). Either way
+// the tile's accumulator chains are independent, which hides the FMA latency.
+//   q4_0, q4_1: sum((d q + m) a dx) = d dx sum(q a) + m dx sum(a), with m = -8 d for q4_0
+//   q8_0:       d dx sum(q a), the products as |q| * sign(a, q) (maddubs needs one unsigned side)
+namespace {
+
+struct q4_0_format {
+  using block = block_q4_0;
+  static constexpr bool has_min = true;
+  static __m256i weights(const block& b) { return unpack_nibbles(b.qs); }
+  static float min(const block& b, float d) { (void)b; return -8.f * d; }
+  static __m256 products(__m256i q, __m256i a) { return mul_sum_us8(q, a); }
+};
+struct q4_1_format {
+  using block = block_q4_1;
+  static constexpr bool has_min = true;
+  static __m256i weights(const block& b) { return unpack_nibbles(b.qs); }
+  static float min(const block& b, float) { return fp16(b.m); }
+  static __m256 products(__m256i q, __m256i a) { return mul_sum_us8(q, a); }
+};
+struct q8_0_format {
+  using block = block_q8_0;
+  static constexpr bool has_min = false;
+  static __m256i weights(const block& b) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)); }
+  static float min(const block&, float) { return 0.f; }
+  static __m256 products(__m256i q, __m256i a) { return mul_sum_us8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(a, q)); }
+};
+
+// y[j * ldy + i] = dot(weight row i, activation row j) for i < RW, j < RX.
+template <class F, int RW, int RX>
+void tile_q(int64_t k, const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride, float* y, int64_t ldy) {
+  using block = typename F::block;
+  const block* wr[RW];
+  const block_q8x* xr[RX];
+  __m256 acc[RW][RX];
+  float mins[RW][RX];
+  for (int i = 0; i < RW; ++i) wr[i] = reinterpret_cast<const block*>(w + i * w_stride);
+  for (int j = 0; j < RX; ++j) xr[j] = reinterpret_cast<const block_q8x*>(x + j * x_stride);
+  for (int i = 0; i < RW; ++i)
+    for (int j = 0; j < RX; ++j) acc[i][j] = _mm256_setzero_ps(), mins[i][j] = 0.f;
+  if constexpr (RW > 1) {  // rows side by side: fetch the next tile's rows (the prefetchers follow one stream best)
+    const char* next = reinterpret_cast<const char*>(w + RW * w_stride);
+    for (size_t off = 0; off < RW * w_stride; off += 64) _mm_prefetch(next + off, _MM_HINT_T0);
   }
-  return hsum(acc) + corr;
+  for (int64_t b = 0; b < k / 32; ++b) {
+    __m256i a[RX];
+#pragma GCC unroll 8
+    for (int j = 0; j < RX; ++j) a[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j][b].qs));
+#pragma GCC unroll 8
+    for (int i = 0; i < RW; ++i) {
+      const __m256i q = F::weights(wr[i][b]);
+      const float dw = fp16(wr[i][b].d);
+      const float mw = F::min(wr[i][b], dw);
+#pragma GCC unroll 8
+      for (int j = 0; j < RX; ++j) {
+        const block_q8x& xb = xr[j][b];
+        acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw * xb.d), F::products(q, a[j]), acc[i][j]);
+        // std::fma: one explicit rounding, whatever the compiler's contraction setting.
+        if constexpr (F::has_min) mins[i][j] = std::fma(mw * xb.d, static_cast<float>(xb.sum), mins[i][j]);
+      }
+    }
+  }
+  for (int i = 0; i < RW; ++i)
+    for (int j = 0; j < RX; ++j) y[j * ldy + i] = hsum(acc[i][j]) + mins[i][j];
 }
 
-float dot_q4_1(int64_t k, const void* w, const void* x) {
-  const auto* wb = static_cast<const block_q4_1*>(w);
-  const auto* xb = static_cast<const block_q8x*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0.f;
-  for (int64_t b = 0; b < k / 32; ++b) {
-    const float d = fp16(wb[b].d) * xb[b].d;
-    const __m256i q = unpack_nibbles(wb[b].qs);
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b].qs));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), mul_sum_us8(q, a), acc);
-    mins += fp16(wb[b].m) * xb[b].d * static_cast<float>(xb[b].sum);
+// Activation rows in groups of 4 (then 3, 2 or 1), each group against every weight row.
+template <class F>
+void gemm_q(int64_t k, const void* w, size_t w_stride, int64_t n_w, const void* x, size_t x_stride, int64_t n_x,
+            float* y, int64_t ldy) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* xp = static_cast<const uint8_t*>(x);
+  int64_t j = 0;
+  for (; j + 4 <= n_x; j += 4)
+    for (int64_t i = 0; i < n_w; ++i)
+      tile_q<F, 1, 4>(k, wp + i * w_stride, 0, xp + j * x_stride, x_stride, y + j * ldy + i, ldy);
+  const int64_t rest = n_x - j;
+  for (int64_t i = 0; i < n_w && rest > 0; ++i) {
+    const uint8_t* wr = wp + i * w_stride;
+    const uint8_t* xj = xp + j * x_stride;
+    float* yj = y + j * ldy + i;
+    if (rest == 3) tile_q<F, 1, 3>(k, wr, 0, xj, x_stride, yj, ldy);
+    else if (rest == 2) tile_q<F, 1, 2>(k, wr, 0, xj, x_stride, yj, ldy);
+    else tile_q<F, 1, 1>(k, wr, 0, xj, x_stride, yj, ldy);
   }
-  return hsum(acc) + mins;
 }
 
-float dot_q8_0(int64_t k, const void* w, const void* x) {
-  const auto* wb = static_cast<const block_q8_0*>(w);
-  const auto* xb = static_cast<const block_q8x*>(x);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < k / 32; ++b) {
-    const float d = fp16(wb[b].d) * xb[b].d;
-    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb[b].qs));
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b].qs));
-    const __m256i ua = _mm256_sign_epi8(q, q);
-    const __m256i sa = _mm256_sign_epi8(a, q);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), mul_sum_us8(ua, sa), acc);
-  }
-  return hsum(acc);
+// One activation row against weight rows in groups of 4 (decode): four independent chains.
+template <class F>
+void gemv_q(int64_t k, const void* w, size_t w_stride, int64_t n_w, const void* x, float* out) {
+  const auto* wp = static_cast<const uint8_t*>(w);
+  const auto* xp = static_cast<const uint8_t*>(x);
+  int64_t i = 0;
+  for (; i + 4 <= n_w; i += 4) tile_q<F, 4, 1>(k, wp + i * w_stride, w_stride, xp, 0, out + i, 0);
+  for (; i < n_w; ++i) tile_q<F, 1, 1>(k, wp + i * w_stride, 0, xp, 0, out + i, 0);
+}
+
+template <class F>
+float dot_q(int64_t k, const void* w, const void* x) {
+  float out;
+  tile_q<F, 1, 1>(k, static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(x), 0, &out, 0);
+  return out;
+}
+
+}  // namespace
+
+float dot_q4_0(int64_t k, const void* w, const void* x) { return dot_q<q4_0_format>(k, w, x); }
+float dot_q4_1(int64_t k, const void* w, const void* x) { return dot_q<q4_1_format>(k, w, x); }
+float dot_q8_0(int64_t k, const void* w, const void* x) { return dot_q<q8_0_format>(k, w, x); }
+
+void gemm_q4_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y,
+               int64_t ldy) {
+  gemm_q<q4_0_format>(k, w, ws, nw, x, xs, nx, y, ldy);
+}
+void gemm_q4_1(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y,
+               int64_t ldy) {
+  gemm_q<q4_1_format>(k, w, ws, nw, x, xs, nx, y, ldy);
+}
+void gemm_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y,
+               int64_t ldy) {
+  gemm_q<q8_0_format>(k, w, ws, nw, x, xs, nx, y, ldy);
+}
+void gemv_q4_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out) {
+  gemv_q<q4_0_format>(k, w, ws, nw, x, out);
+}
+void gemv_q4_1(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out) {
+  gemv_q<q4_1_format>(k, w, ws, nw, x, out);
+}
+void gemv_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out) {
+  gemv_q<q8_0_format>(k, w, ws, nw, x, out);
 }
 
 }  // namespace fw::cpu::avx2
