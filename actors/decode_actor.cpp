@@ -2,6 +2,8 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 namespace fw::actors {
@@ -47,6 +49,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         std::optional<float> entropy;
         if (job.attention_entropy >= 0) entropy = job.attention_entropy;
         self->state.decoder->add(std::move(seq), entropy);
+        if (job.prefilled_s > 0) self->state.joined_prefilled_s.push_back(job.prefilled_s);
         kick();
       },
       [=](cancel_atom, uint64_t id) {
@@ -57,6 +60,17 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         st.stepping = false;
         if (ctx->faults && ctx->faults->before_decode_step && ctx->faults->before_decode_step())
           throw std::runtime_error("injected fault in the decode step");
+        if (!st.joined_prefilled_s.empty()) {
+          // Prefill finished -> this sequence's first decode step starts: the hand-off's latency.
+          const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+          if (ctx->metrics) {
+            auto& h = ctx->metrics->histogram(metric_names::prefill_to_decode_latency,
+                                              metric_names::prefill_to_decode_latency_help,
+                                              metric_buckets::prefill_to_decode_latency(), ctx->labels);
+            for (double t : st.joined_prefilled_s) h.observe(std::max(0.0, now - t));
+          }
+          st.joined_prefilled_s.clear();
+        }
         step_result res = st.decoder->step();
         // Counters and the scheduler first, so that what a client reads after its final event
         // already includes this step.

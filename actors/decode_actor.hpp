@@ -9,6 +9,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <memory>
+#include <vector>
 
 #include "actors/engine_context.hpp"
 #include "actors/protocol/decode_protocol.hpp"
@@ -24,6 +25,8 @@ struct decode_state {
   explicit decode_state(caf::local_actor*) {}
   std::unique_ptr<batch_decoder> decoder;
   bool stepping = false;
+  /// Prefill-finish times of sequences that joined since the last step (their first step is next).
+  std::vector<double> joined_prefilled_s;
   static inline const char* name = "fw.decode";
 };
 

@@ -24,7 +24,9 @@ prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<pref
         done.id = job.id;
         done.kv = std::move(job.kv);
         if (!out.entropy.empty() && !job.tokens.empty()) done.attention_entropy = out.entropy.back();
-        done.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        const auto t1 = std::chrono::steady_clock::now();
+        done.ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+        done.done_s = std::chrono::duration<double>(t1.time_since_epoch()).count();
         return done;
       },
   };

@@ -71,7 +71,7 @@ class scheduler_logic {
     }
     auto& req = st().requests.at(d.id);
     const request_record& r = *st().table.find(d.id);
-    decode_job job{d.id, req.prompt, req.params, r.budget, std::move(d.kv), d.attention_entropy};
+    decode_job job{d.id, req.prompt, req.params, r.budget, std::move(d.kv), d.attention_entropy, d.done_s};
     self_->send(st().decode, decode_atom::value, std::move(job));
   }
 

@@ -29,6 +29,7 @@ struct decode_job {
   uint32_t budget = 0;           ///< tokens the sequence may generate
   kv_handle kv;
   float attention_entropy = -1;  ///< from the prefill, for the k policy; < 0: unknown
+  double prefilled_s = 0;        ///< steady-clock seconds when its prefill finished; 0: unknown
 };
 
 struct step_batch {
@@ -52,7 +53,7 @@ using decode_actor = caf::typed_actor<caf::reacts_to<decode_atom, decode_job>, c
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
   return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv,
-           x.attention_entropy);
+           x.attention_entropy, x.prefilled_s);
 }
 
 template <class Inspector>

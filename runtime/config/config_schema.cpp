@@ -293,6 +293,7 @@ std::vector<section> build_sections() {
   s.push_back(make_section<alerts_section>(
       "alerts", &config::alerts,
       {number("min_acceptance_rate", &alerts_section::min_acceptance_rate, 0, 1, false),
+       number("max_prefill_to_decode_s", &alerts_section::max_prefill_to_decode_s, 0, 3600, true),
        number("ttft_p99_slo_s", &alerts_section::ttft_p99_slo_s, 0, 3600, true),
        number("tpot_p99_slo_s", &alerts_section::tpot_p99_slo_s, 0, 3600, true),
        number("window_s", &alerts_section::window_s, 1, 86400, false)}));

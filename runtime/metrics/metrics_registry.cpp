@@ -30,6 +30,12 @@ const std::vector<double>& e2e_request_latency() {
   return b;
 }
 
+const std::vector<double>& prefill_to_decode_latency() {
+  static const std::vector<double> b = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                        0.025,  0.05,    0.1,    0.25,  0.5,    1.0,  2.5};
+  return b;
+}
+
 }  // namespace metric_buckets
 
 // -- metrics --

@@ -56,6 +56,9 @@ inline constexpr const char* spec_decode_num_draft_tokens = "flywheel:spec_decod
 inline constexpr const char* spec_decode_num_accepted_tokens = "flywheel:spec_decode_num_accepted_tokens_total";
 inline constexpr const char* spec_decode_num_accepted_tokens_per_pos =
     "flywheel:spec_decode_num_accepted_tokens_per_pos_total";
+inline constexpr const char* prefill_to_decode_latency = "flywheel:prefill_to_decode_latency_seconds";
+inline constexpr const char* prefill_to_decode_latency_help =
+    "Histogram of the time from a request's prefill finishing to its first decode step (the KV hand-off).";
 // Help texts of the speculative counters (a series is looked up by name, help and labels).
 inline constexpr const char* spec_decode_num_drafts_help = "Number of speculative steps that proposed draft tokens.";
 inline constexpr const char* spec_decode_num_draft_tokens_help = "Number of draft tokens proposed.";
@@ -69,6 +72,7 @@ namespace metric_buckets {
 const std::vector<double>& time_to_first_token();
 const std::vector<double>& inter_token_latency();
 const std::vector<double>& e2e_request_latency();
+const std::vector<double>& prefill_to_decode_latency();
 }  // namespace metric_buckets
 
 /// A monotonically increasing value.

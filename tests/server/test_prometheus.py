@@ -54,6 +54,7 @@ class Prometheus(unittest.TestCase):
             for name in ("flywheel:time_to_first_token_seconds_bucket", "flywheel:inter_token_latency_seconds_bucket",
                          "flywheel:num_requests_waiting", "flywheel:kv_cache_usage_perc",
                          "flywheel:spec_decode_num_accepted_tokens_per_pos_total", "flywheel:alerts_firing",
+                         "flywheel:prefill_to_decode_latency_seconds_bucket",
                          'flywheel:http_requests_total{route="/v1/completions",code="400"}'):
                 self.assertIn(name, text)
             r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True)
@@ -63,7 +64,7 @@ class Prometheus(unittest.TestCase):
             self.assertEqual(problems, [])
         r = subprocess.run(["promtool", "check", "rules", RULES], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("4 rules found", r.stdout)
+        self.assertIn("5 rules found", r.stdout)
         r = subprocess.run(["promtool", "test", "rules", "flywheel_rules_test.yml"], cwd=HERE, capture_output=True,
                            text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -114,7 +115,7 @@ class Prometheus(unittest.TestCase):
                 self.assertEqual([t["health"] for t in targets], ["up"])
                 with urllib.request.urlopen(api + "/rules", timeout=10) as r:
                     rules = [rule for g in json.load(r)["data"]["groups"] for rule in g["rules"]]
-                self.assertEqual(len(rules), 4)
+                self.assertEqual(len(rules), 5)
                 self.assertTrue(all(rule["health"] == "ok" for rule in rules), rules)
             finally:
                 stop.set()

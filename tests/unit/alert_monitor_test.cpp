@@ -81,5 +81,33 @@ TEST(alert_monitor, latency_p99_fires_on_slow_requests_only_while_they_are_in_th
   EXPECT_FALSE(find(m.evaluate(r), "tpot_p99_high").firing);  // no tokens: no verdict
 }
 
+TEST(alert_monitor, prefill_to_decode_mean_fires_above_the_threshold) {
+  alerts_section cfg;
+  cfg.window_s = 10;
+  cfg.max_prefill_to_decode_s = 0.01;
+  alert_monitor m(cfg);
+  alert_reading r;
+  r.ttft = r.tpot = hist({1.0}, {0});
+  r.now_s = 0;
+  r.prefill_to_decode = hist({0.01, 0.1}, {0, 0});
+  EXPECT_FALSE(find(m.evaluate(r), "prefill_to_decode_high").firing);  // no hand-offs: no verdict
+  r.now_s = 1;
+  r.prefill_to_decode = hist({0.01, 0.1}, {0, 4});
+  r.prefill_to_decode.sum = 4 * 0.05;
+  auto s = find(m.evaluate(r), "prefill_to_decode_high");
+  EXPECT_TRUE(s.firing);
+  EXPECT_NEAR(s.value, 0.05, 1e-12);
+  r.now_s = 30;
+  r.prefill_to_decode = hist({0.01, 0.1}, {100, 104});
+  r.prefill_to_decode.sum = 0.2 + 100 * 0.002;
+  find(m.evaluate(r), "prefill_to_decode_high");
+  r.now_s = 35;
+  r.prefill_to_decode = hist({0.01, 0.1}, {200, 204});
+  r.prefill_to_decode.sum = 0.2 + 200 * 0.002;
+  s = find(m.evaluate(r), "prefill_to_decode_high");
+  EXPECT_FALSE(s.firing);
+  EXPECT_NEAR(s.value, 0.002, 1e-9);
+}
+
 }  // namespace
 }  // namespace fw::server

@@ -66,6 +66,13 @@ std::vector<alert_status> alert_monitor::evaluate(const alert_reading& now) {
   };
   latency("ttft_p99_high", now.ttft, base.ttft, cfg_.ttft_p99_slo_s);
   latency("tpot_p99_high", now.tpot, base.tpot, cfg_.tpot_p99_slo_s);
+  const auto p2d = has_base ? delta(now.prefill_to_decode, base.prefill_to_decode) : now.prefill_to_decode;
+  alert_status hand_off{"prefill_to_decode_high", false, nan, cfg_.max_prefill_to_decode_s};
+  if (p2d.count > 0) {
+    hand_off.value = p2d.sum / static_cast<double>(p2d.count);
+    hand_off.firing = hand_off.value > cfg_.max_prefill_to_decode_s;
+  }
+  out.push_back(hand_off);
   return out;
 }
 

@@ -7,6 +7,7 @@
 //   spec_acceptance_low  accepted / drafted tokens < min_acceptance_rate (>= 20 drafted in window)
 //   ttft_p99_high        P99 time to first token > ttft_p99_slo_s
 //   tpot_p99_high        P99 inter-token latency > tpot_p99_slo_s
+//   prefill_to_decode_high  mean prefill-done -> first-decode-step latency > max_prefill_to_decode_s
 // Quantiles interpolate linearly inside a bucket, as Prometheus's histogram_quantile().
 // Thread-safety: not thread-safe; one caller (the server's /metrics handler).
 #pragma once
@@ -26,6 +27,7 @@ struct alert_reading {
   double accepted_tokens = 0;  ///< cumulative
   histogram_metric::snapshot ttft;
   histogram_metric::snapshot tpot;
+  histogram_metric::snapshot prefill_to_decode;
 };
 
 struct alert_status {

@@ -407,6 +407,10 @@ std::string openai_service::metrics_text() {
                  .read();
   now.tpot = reg.histogram(metric_names::inter_token_latency, itl_help, metric_buckets::inter_token_latency(), labels)
                  .read();
+  now.prefill_to_decode = reg.histogram(metric_names::prefill_to_decode_latency,
+                                        metric_names::prefill_to_decode_latency_help,
+                                        metric_buckets::prefill_to_decode_latency(), labels)
+                              .read();
   for (const alert_status& a : alerts_.evaluate(now)) {
     auto l = labels;
     l.push_back({"alert", a.name});
