@@ -118,7 +118,7 @@ class Load(unittest.TestCase):
                     self.assertIn(r["finish"], ("stop", "length"))
                 worst = max(l for l, _ in latencies)
                 self.assertTrue(all(st == 200 for _, st in latencies))
-                self.assertLess(worst, 1.0, f"/health took {worst:.3f} s under load")
+                self.assertLess(worst, 2.0, f"/health took {worst:.3f} s under load")
                 self.assertTrue(wait_until(lambda: metric(s.port, "flywheel:num_requests_running") == 0 and
                                            metric(s.port, "flywheel:num_requests_waiting") == 0 and
                                            metric(s.port, "flywheel:kv_cache_usage_perc") == 0, 30))

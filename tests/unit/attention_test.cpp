@@ -88,58 +88,43 @@ TEST(attention_test, reference_is_softmax_weighted_sum) {
   EXPECT_NEAR(h, -(0.75 * std::log(0.75) + 0.25 * std::log(0.25)), 1e-6);
 }
 
-TEST(attention_test, avx512_matches_reference) {
-  if (!host_features().has_avx512()) GTEST_SKIP() << "host has no AVX-512: only the reference path runs here";
+// fn against the reference over head sizes, f32/f16 caches, block sizes, causal prefixes that end
+// inside and at the edges of a SIMD chunk, query counts that leave partial tiles, flat and peaked
+// distributions.
+void expect_matches_reference(attention_fn fn, std::initializer_list<int> blocks, std::initializer_list<int> key_counts) {
   for (bool f16 : {false, true}) {
-  for (int hd : {32, 64, 128}) {
-    for (int bt : {16, 32}) {
-      for (int n_keys : {1, 15, 16, 17, 33, 100, 130}) {
-        for (int n_q : {1, 2, 3, 5, 9, 12}) {
-          for (float q_scale : {1.f, 8.f}) {  // flat and peaked distributions
-            const problem p(hd, bt, n_keys, n_q, q_scale, static_cast<uint32_t>(hd * 7 + bt + n_keys * 31 + n_q), f16);
-            std::vector<std::vector<float>> want, got;
-            std::vector<float> h_want, h_got;
-            run(ref::attention, p, want, h_want);
-            run(avx512::attention, p, got, h_got);
-            for (int i = 0; i < n_q; ++i) {
-              SCOPED_TRACE(testing::Message() << (f16 ? "f16 " : "f32 ") << "hd " << hd << " bt " << bt << " keys " << p.nk[i] << " query "
-                                              << i << "/" << n_q << " q_scale " << q_scale);
-              for (int e = 0; e < hd; ++e) ASSERT_NEAR(got[i][e], want[i][e], out_tolerance) << "element " << e;
-              ASSERT_NEAR(h_got[i], h_want[i], entropy_tolerance);
+    for (int hd : {32, 64, 128}) {
+      for (int bt : blocks) {
+        for (int n_keys : key_counts) {
+          for (int n_q : {1, 2, 3, 5, 9, 12}) {
+            for (float q_scale : {1.f, 8.f}) {
+              const problem p(hd, bt, n_keys, n_q, q_scale, static_cast<uint32_t>(hd * 7 + bt + n_keys * 31 + n_q), f16);
+              std::vector<std::vector<float>> want, got;
+              std::vector<float> h_want, h_got;
+              run(ref::attention, p, want, h_want);
+              run(fn, p, got, h_got);
+              for (int i = 0; i < n_q; ++i) {
+                SCOPED_TRACE(testing::Message() << (f16 ? "f16 " : "f32 ") << "hd " << hd << " bt " << bt << " keys "
+                                                << p.nk[i] << " query " << i << "/" << n_q << " q_scale " << q_scale);
+                for (int e = 0; e < hd; ++e) ASSERT_NEAR(got[i][e], want[i][e], out_tolerance) << "element " << e;
+                ASSERT_NEAR(h_got[i], h_want[i], entropy_tolerance);
+              }
             }
           }
         }
       }
     }
   }
-  }
+}
+
+TEST(attention_test, avx512_matches_reference) {
+  if (!host_features().has_avx512()) GTEST_SKIP() << "host has no AVX-512: only the reference path runs here";
+  expect_matches_reference(avx512::attention, {16, 32}, {1, 15, 16, 17, 33, 100, 130});
 }
 
 TEST(attention_test, avx2_matches_reference) {
   if (!host_features().has_avx2()) GTEST_SKIP() << "host has no AVX2+FMA+F16C: only the reference path runs here";
-  for (bool f16 : {false, true}) {
-  for (int hd : {32, 64, 128}) {
-    for (int bt : {8, 16, 32}) {
-      for (int n_keys : {1, 7, 8, 9, 15, 16, 17, 33, 100, 130}) {
-        for (int n_q : {1, 2, 3, 5, 9, 12}) {
-          for (float q_scale : {1.f, 8.f}) {  // flat and peaked distributions
-            const problem p(hd, bt, n_keys, n_q, q_scale, static_cast<uint32_t>(hd * 7 + bt + n_keys * 31 + n_q), f16);
-            std::vector<std::vector<float>> want, got;
-            std::vector<float> h_want, h_got;
-            run(ref::attention, p, want, h_want);
-            run(avx2::attention, p, got, h_got);
-            for (int i = 0; i < n_q; ++i) {
-              SCOPED_TRACE(testing::Message() << (f16 ? "f16 " : "f32 ") << "hd " << hd << " bt " << bt << " keys " << p.nk[i] << " query "
-                                              << i << "/" << n_q << " q_scale " << q_scale);
-              for (int e = 0; e < hd; ++e) ASSERT_NEAR(got[i][e], want[i][e], out_tolerance) << "element " << e;
-              ASSERT_NEAR(h_got[i], h_want[i], entropy_tolerance);
-            }
-          }
-        }
-      }
-    }
-  }
-  }
+  expect_matches_reference(avx2::attention, {8, 16, 32}, {1, 7, 8, 9, 15, 16, 17, 33, 100, 130});
 }
 
 // A half-precision cache changes the result only by the rounding of K and V to 11 bits.
