@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -228,7 +229,19 @@ class session : public std::enable_shared_from_this<session> {
     req.content_type = std::string(msg[http::field::content_type]);
     req.body = std::move(msg.body());
     watch_for_disconnect();
-    server_->handler(std::move(req), make_channel());
+    try {
+      server_->handler(std::move(req), make_channel());
+    } catch (const std::exception& e) {
+      // A bug in a handler: this request gets a 500 (not a dropped connection); the server goes on.
+      std::fprintf(stderr, "flywheel: error: server: handler failed: %s\n", e.what());
+      keep_alive_ = false;
+      if (!reply_ended_ && !streaming_) {
+        reply_ended_ = true;
+        write_whole({500, "application/json",
+                     R"({"error":{"message":"internal server error","type":"server_error","param":null,"code":"internal"}})",
+                     {}});
+      }
+    }
   }
 
   // While the handler works, a readable socket with nothing to read means the client closed.

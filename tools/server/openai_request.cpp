@@ -252,9 +252,9 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
           return !too_deep;  // stop building (and growing) the tree once too deep
         },
         true, false);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number overflow (1e999)
     std::string what = e.what();
-    if (const auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+    if (const auto p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     return bad_request("the request body is not valid JSON: " + what);
   }
   if (too_deep) return bad_request("the request body nests deeper than " + std::to_string(limits.max_depth) + " levels");
