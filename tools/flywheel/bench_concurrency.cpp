@@ -6,20 +6,9 @@
 #include <mutex>
 
 #include "actors/engine.hpp"
+#include "tools/flywheel/percentile.hpp"
 
 namespace fw::cli {
-namespace {
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * (v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-}
-
-}  // namespace
 
 expected<nlohmann::json> run_concurrency_bench(runtime_parts& s, const concurrency_bench_options& o) {
   nlohmann::json out = nlohmann::json::array();

@@ -1,4 +1,5 @@
 #include "tools/flywheel/bench_server.hpp"
+#include "tools/flywheel/percentile.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -194,13 +195,12 @@ one_result run_one(const endpoint& ep, const server_bench_options& o, const std:
   return r;
 }
 
-json percentiles(std::vector<double> v) {
+json percentiles(const std::vector<double>& v) {
   if (v.empty()) return json{{"p50", nullptr}, {"p95", nullptr}, {"p99", nullptr}, {"mean", nullptr}};
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))]; };
   double sum = 0;
   for (double x : v) sum += x;
-  return json{{"p50", at(0.50)}, {"p95", at(0.95)}, {"p99", at(0.99)}, {"mean", sum / static_cast<double>(v.size())}};
+  return json{{"p50", percentile(v, 0.50)}, {"p95", percentile(v, 0.95)}, {"p99", percentile(v, 0.99)},
+              {"mean", sum / static_cast<double>(v.size())}};
 }
 
 }  // namespace
