@@ -8,19 +8,25 @@ void matmul(const weight_view& w, const dot_kernel& kernel, const float* x, int6
             float* y, int64_t ldy, thread_pool& pool, matmul_scratch& scratch, bool same_x) {
   const void* act = x;
   size_t act_stride = static_cast<size_t>(ldx) * sizeof(float);
-  if (kernel.act == act_format::q8x) {
-    act_stride = static_cast<size_t>(w.k / 32) * sizeof(block_q8x);
-    auto quant = kernel.quantize;
+  if (kernel.act != act_format::f32) {
+    act_stride = act_row_bytes(kernel.act, w.k);
+    const void* quant = kernel.act == act_format::q8x ? reinterpret_cast<const void*>(kernel.quantize)
+                                                      : reinterpret_cast<const void*>(kernel.quantize_row);
     const bool reuse = same_x && scratch.act_of == x && scratch.act_m == m && scratch.act_k == w.k &&
-                       scratch.act_ld == ldx && scratch.act_fn == quant;
+                       scratch.act_ld == ldx && scratch.act_fn == quant && scratch.act_scale == w.act_scale;
     if (!reuse) {
       scratch.act.resize(act_stride * m);
       uint8_t* q = scratch.act.data();
       pool.parallel_for(m, 8, [&](int64_t b, int64_t e, int) {
-        for (int64_t r = b; r < e; ++r)
-          quant(x + r * ldx, reinterpret_cast<block_q8x*>(q + r * act_stride), w.k);
+        for (int64_t r = b; r < e; ++r) {
+          if (kernel.act == act_format::q8x)
+            kernel.quantize(x + r * ldx, reinterpret_cast<block_q8x*>(q + r * act_stride), w.k);
+          else
+            kernel.quantize_row(x + r * ldx, q + r * act_stride, w.k, w.act_scale);
+        }
       });
       scratch.act_of = x, scratch.act_m = m, scratch.act_k = w.k, scratch.act_ld = ldx, scratch.act_fn = quant;
+      scratch.act_scale = w.act_scale;
     }
     act = scratch.act.data();
   }

@@ -20,7 +20,8 @@ struct matmul_scratch {
   std::vector<uint8_t> act;
   const float* act_of = nullptr;  ///< x of the last quantization (nullptr: none valid)
   int64_t act_m = 0, act_k = 0, act_ld = 0;
-  quantize_q8x_fn act_fn = nullptr;
+  const void* act_fn = nullptr;  ///< the quantizer that made them
+  float act_scale = 0.f;
 };
 
 /// y (m rows, stride ldy) = x (m rows of w.k floats, stride ldx) times w^T.

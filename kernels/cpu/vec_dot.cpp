@@ -2,6 +2,10 @@
 
 #include <vector>
 
+#include "kernels/cpu/fw_dot.hpp"
+#include "kernels/format/fw_formats.hpp"
+#include "kernels/ref/fw_dot_ref.hpp"
+
 namespace fw::cpu {
 namespace {
 
@@ -29,6 +33,36 @@ dot_kernel make(ggml_type t, simd_level lvl, quantize_q8x_fn quant, pack_rows_fn
   return {t, lvl, act, Dot, quant, Gemv, Gemm, pack, packed};
 }
 
+/// A kernel of flywheel's row-activation formats (W8A8: int8 rows; W4A16: int16 rows).
+template <vec_dot_fn Dot, gemm_rows_fn Gemm = gemm_by_rows<Dot>, gemv_rows_fn Gemv = gemv_by_rows<Dot>>
+dot_kernel make_row(ggml_type t, simd_level lvl, act_format act, quantize_row_fn quant) {
+  dot_kernel d{t, lvl, act, Dot, nullptr, Gemv, Gemm};
+  d.quantize_row = quant;
+  return d;
+}
+
+void add_fw_ref(std::vector<dot_kernel>& v) {
+  namespace k = ref;
+  const auto lvl = simd_level::scalar;
+  v.push_back(make_row<k::dot_w8a8>(ggml_type::fw_w8a8, lvl, act_format::i8_row, k::quantize_act_i8));
+  v.push_back(make_row<k::dot_w4a16<32>>(ggml_type::fw_w4a16_g32, lvl, act_format::i16_row, k::quantize_act_i16));
+  v.push_back(make_row<k::dot_w4a16<64>>(ggml_type::fw_w4a16_g64, lvl, act_format::i16_row, k::quantize_act_i16));
+  v.push_back(make_row<k::dot_w4a16<128>>(ggml_type::fw_w4a16_g128, lvl, act_format::i16_row, k::quantize_act_i16));
+}
+
+void add_fw_avx2(std::vector<dot_kernel>& v) {
+  namespace k = avx2;
+  const auto lvl = simd_level::avx2;
+  v.push_back(make_row<k::dot_w8a8, k::gemm_w8a8, k::gemv_w8a8>(ggml_type::fw_w8a8, lvl, act_format::i8_row,
+                                                                k::quantize_act_i8));
+  v.push_back(make_row<k::dot_w4a16<32>, k::gemm_w4a16<32>, k::gemv_w4a16<32>>(ggml_type::fw_w4a16_g32, lvl,
+                                                                               act_format::i16_row, k::quantize_act_i16));
+  v.push_back(make_row<k::dot_w4a16<64>, k::gemm_w4a16<64>, k::gemv_w4a16<64>>(ggml_type::fw_w4a16_g64, lvl,
+                                                                               act_format::i16_row, k::quantize_act_i16));
+  v.push_back(make_row<k::dot_w4a16<128>, k::gemm_w4a16<128>, k::gemv_w4a16<128>>(
+      ggml_type::fw_w4a16_g128, lvl, act_format::i16_row, k::quantize_act_i16));
+}
+
 // -- the providers: one table per SIMD path, one entry per weight format it implements --
 // A new format is one entry in each path that implements it; a path without an entry for a type
 // falls back to the next lower path (kernel reports show that as a fallback).
@@ -36,23 +70,28 @@ dot_kernel make(ggml_type t, simd_level lvl, quantize_q8x_fn quant, pack_rows_fn
 std::vector<dot_kernel> ref_kernels() {
   namespace k = ref;
   const auto lvl = simd_level::scalar;
-  return {make<k::dot_f32>(ggml_type::f32, lvl, nullptr),
-          make<k::dot_f16>(ggml_type::f16, lvl, nullptr),
-          make<k::dot_bf16>(ggml_type::bf16, lvl, nullptr),
-          make<k::dot_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x),
-          make<k::dot_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x),
-          make<k::dot_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x)};
+  std::vector<dot_kernel> v = {make<k::dot_f32>(ggml_type::f32, lvl, nullptr),
+                               make<k::dot_f16>(ggml_type::f16, lvl, nullptr),
+                               make<k::dot_bf16>(ggml_type::bf16, lvl, nullptr),
+                               make<k::dot_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x),
+                               make<k::dot_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x),
+                               make<k::dot_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x)};
+  add_fw_ref(v);
+  return v;
 }
 
 std::vector<dot_kernel> avx2_kernels() {
   namespace k = avx2;
   const auto lvl = simd_level::avx2;
-  return {make<k::dot_f32>(ggml_type::f32, lvl, nullptr),
-          make<k::dot_f16>(ggml_type::f16, lvl, nullptr),
-          make<k::dot_bf16>(ggml_type::bf16, lvl, nullptr),
-          make<k::dot_q4_0, k::gemm_q4_0, k::gemv_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x),
-          make<k::dot_q4_1, k::gemm_q4_1, k::gemv_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x),
-          make<k::dot_q8_0, k::gemm_q8_0, k::gemv_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x)};
+  std::vector<dot_kernel> v = {
+      make<k::dot_f32>(ggml_type::f32, lvl, nullptr),
+      make<k::dot_f16>(ggml_type::f16, lvl, nullptr),
+      make<k::dot_bf16>(ggml_type::bf16, lvl, nullptr),
+      make<k::dot_q4_0, k::gemm_q4_0, k::gemv_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x),
+      make<k::dot_q4_1, k::gemm_q4_1, k::gemv_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x),
+      make<k::dot_q8_0, k::gemm_q8_0, k::gemv_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x)};
+  add_fw_avx2(v);
+  return v;
 }
 
 std::vector<dot_kernel> avx512_kernels() {
@@ -89,6 +128,16 @@ const std::vector<provider>& providers() {
 }
 
 }  // namespace
+
+size_t act_row_bytes(act_format act, int64_t k) {
+  switch (act) {
+    case act_format::f32: return static_cast<size_t>(k) * sizeof(float);
+    case act_format::q8x: return static_cast<size_t>(k / 32) * sizeof(block_q8x);
+    case act_format::i8_row: return act_i8_row_bytes(k);
+    case act_format::i16_row: return act_i16_row_bytes(k);
+  }
+  return 0;
+}
 
 dot_kernel select_dot_kernel(ggml_type type, simd_level max_level) {
   // Never hand out a path the host cannot run, whatever the cap says.

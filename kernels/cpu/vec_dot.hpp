@@ -18,13 +18,17 @@
 namespace fw::cpu {
 
 
-/// Activation format a weight type's kernel consumes.
-enum class act_format { f32, q8x };
+/// Activation format a weight type's kernel consumes: floats, 8-bit blocks of 32 (the ggml
+/// formats), or one whole row at 8 / 16 bits with one scale per token (flywheel's W8A8 / W4A16).
+enum class act_format { f32, q8x, i8_row, i16_row };
 
 /// w_row: k elements of the weight type; x_row: k activations in the kernel's act_format.
 using vec_dot_fn = float (*)(int64_t k, const void* w_row, const void* x_row);
 /// Quantizes k floats (k % 32 == 0) into k / 32 blocks.
 using quantize_q8x_fn = void (*)(const float* x, block_q8x* y, int64_t k);
+/// Quantizes k floats into one activation row (i8_row / i16_row); fixed_scale > 0: a static
+/// scale instead of the row's own.
+using quantize_row_fn = void (*)(const float* x, void* y, int64_t k, float fixed_scale);
 /// out[r] = dot(k, w_rows + r * row_stride, x) for r in [0, n_rows): several weight rows against
 /// one activation row in one call (rows one after another: measured the best order for unpacked
 /// weights streamed from DRAM; packed weights go through packed_gemm with n_x = 1).
@@ -65,7 +69,11 @@ struct dot_kernel {
   gemm_rows_fn gemm = nullptr;  ///< same result as `dot` per element (bit for bit on each path)
   pack_rows_fn pack = nullptr;  ///< set when this path has a packed layout for the type
   packed_gemm_fn packed_gemm = nullptr;  ///< the product on packed weights (with `pack`)
+  quantize_row_fn quantize_row = nullptr;  ///< non-null when act is i8_row or i16_row
 };
+
+/// Bytes of one activation row of k values in format `act` (f32: 4 k).
+size_t act_row_bytes(act_format act, int64_t k);
 
 /// The best kernel for `type` at or below `max_level` that the host supports (avx512 needs VNNI).
 /// `gemv` and `gemm` are always set (`gemv` walks the rows with `dot`; `gemm` is register-tiled on

@@ -17,6 +17,11 @@ enum class ggml_type : uint32_t {
   q4_1 = 3,
   q8_0 = 8,
   bf16 = 30,
+  // flywheel's own formats (kernels/format/fw_formats.hpp), outside ggml's numbering
+  fw_w8a8 = 0x46570008,
+  fw_w4a16_g32 = 0x46570420,
+  fw_w4a16_g64 = 0x46570440,
+  fw_w4a16_g128 = 0x46570480,
 };
 
 /// One format's traits entry: block layout and the scalar reference conversions
@@ -30,6 +35,11 @@ struct ggml_type_traits {
   void (*to_float)(const void* src, float* dst, int64_t n) = nullptr;
   /// n floats -> n elements of this type (row_bytes(traits, n) bytes).
   void (*from_float)(const float* src, void* dst, int64_t n) = nullptr;
+  /// Bytes before each row's blocks (a per-row scale); to_float / from_float then convert exactly
+  /// one row. 0 for every ggml format.
+  uint32_t row_header = 0;
+  /// The format has calibration metadata and is made by `flywheel quantize` (not a ggml type).
+  bool flywheel = false;
 };
 
 /// Every format this build computes with, in id order.
@@ -45,7 +55,9 @@ ggml_type_traits type_traits(ggml_type type);
 std::string_view ggml_type_name(uint32_t raw_type);
 
 /// Bytes of a row of n elements (n must be a multiple of the block size).
-inline size_t row_bytes(ggml_type_traits t, uint64_t n) { return (n / t.block_size) * t.type_size; }
+inline size_t row_bytes(ggml_type_traits t, uint64_t n) { return t.row_header + (n / t.block_size) * t.type_size; }
+/// True for formats whose rows are independent units (a row header): convert row by row.
+inline bool has_row_header(ggml_type_traits t) { return t.row_header != 0; }
 
 // -- GGUF block layouts (little endian, packed) --
 

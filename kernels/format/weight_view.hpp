@@ -18,6 +18,9 @@ struct weight_view {
   int64_t n = 0;         ///< output features (rows)
   size_t row_bytes = 0;  ///< bytes per row
   bool packed = false;   ///< data is in the kernel path's packed layout (dot_kernel::pack)
+  /// fw_w8a8 with static activation quantization: the per-tensor activation scale from
+  /// calibration (0: dynamic, each token's own scale).
+  float act_scale = 0.f;
 };
 
 }  // namespace fw::cpu

@@ -1,5 +1,7 @@
 #include "runtime/gguf/gguf_file.hpp"
 
+#include "kernels/format/fw_formats.hpp"
+
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -461,6 +463,10 @@ expected<void> gguf_file::parse() {
     const auto traits = type_traits(*raw_type);
     if (!traits) {
       const std::string_view type_name = ggml_type_name(*raw_type);
+      if (is_fw_type_id(*raw_type))
+        return make_error(errc::unsupported,
+                          at(type_pos, tq + " has flywheel tensor type id " + std::to_string(*raw_type) +
+                                           ", which this build does not know (a file from a newer flywheel quantizer?)"));
       if (type_name == "unknown")
         return malformed(type_pos, tq + " has unknown type id " + std::to_string(*raw_type));
       return make_error(errc::unsupported,
@@ -472,8 +478,11 @@ expected<void> gguf_file::parse() {
       return malformed(dims_pos, tq + " has ne[0] = " + std::to_string(t.ne[0]) +
                                      ", not a multiple of the " + std::string(traits->name) +
                                      " block size " + std::to_string(traits->block_size));
+    uint64_t header_bytes = 0;
     if (__builtin_mul_overflow(n_elements / traits->block_size, uint64_t{traits->type_size},
-                               &t.n_bytes))
+                               &t.n_bytes) ||
+        __builtin_mul_overflow(t.ne[0] ? n_elements / t.ne[0] : 0, uint64_t{traits->row_header}, &header_bytes) ||
+        __builtin_add_overflow(t.n_bytes, header_bytes, &t.n_bytes))
       return malformed(dims_pos, tq + " byte size overflows");
 
     const uint64_t off_pos = c.pos();

@@ -92,6 +92,62 @@ void gguf_writer::add_raw_array(const std::string& key, gguf_type elem_type, uin
   kv_bytes_.insert(kv_bytes_.end(), encoded.begin(), encoded.end());
 }
 
+namespace {
+template <class T>
+void put_elems(std::vector<uint8_t>& out, const auto& values) {
+  for (auto v : values) put<T>(out, static_cast<T>(v));
+}
+}  // namespace
+
+void gguf_writer::add_value(const std::string& key, const gguf_value& v) {
+  switch (v.type) {
+    case gguf_type::u8: add_uint8(key, static_cast<uint8_t>(*v.as_uint())); return;
+    case gguf_type::i8: add_int8(key, static_cast<int8_t>(*v.as_int())); return;
+    case gguf_type::u16: add_uint16(key, static_cast<uint16_t>(*v.as_uint())); return;
+    case gguf_type::i16: add_int16(key, static_cast<int16_t>(*v.as_int())); return;
+    case gguf_type::u32: add_uint32(key, static_cast<uint32_t>(*v.as_uint())); return;
+    case gguf_type::i32: add_int32(key, static_cast<int32_t>(*v.as_int())); return;
+    case gguf_type::u64: add_uint64(key, *v.as_uint()); return;
+    case gguf_type::i64: add_int64(key, *v.as_int()); return;
+    case gguf_type::f32: add_float32(key, static_cast<float>(*v.as_float())); return;
+    case gguf_type::f64: add_float64(key, *v.as_float()); return;
+    case gguf_type::boolean: add_bool(key, *v.as_bool()); return;
+    case gguf_type::string: add_string(key, *v.as_string()); return;
+    case gguf_type::array: break;
+  }
+  if (const auto* strs = v.as_string_array()) {
+    add_string_array(key, *strs);
+    return;
+  }
+  std::vector<uint8_t> enc;
+  uint64_t count = 0;
+  if (const auto* ints = v.as_int_array()) {
+    count = ints->size();
+    switch (v.elem_type) {
+      case gguf_type::u8: put_elems<uint8_t>(enc, *ints); break;
+      case gguf_type::i8: put_elems<int8_t>(enc, *ints); break;
+      case gguf_type::u16: put_elems<uint16_t>(enc, *ints); break;
+      case gguf_type::i16: put_elems<int16_t>(enc, *ints); break;
+      case gguf_type::u32: put_elems<uint32_t>(enc, *ints); break;
+      case gguf_type::i32: put_elems<int32_t>(enc, *ints); break;
+      case gguf_type::u64: put_elems<uint64_t>(enc, *ints); break;
+      case gguf_type::i64: put_elems<int64_t>(enc, *ints); break;
+      case gguf_type::boolean: put_elems<uint8_t>(enc, *ints); break;
+      default: break;
+    }
+  } else if (const auto* fl = v.as_float_array()) {
+    count = fl->size();
+    if (v.elem_type == gguf_type::f64) put_elems<double>(enc, *fl);
+    else put_elems<float>(enc, *fl);
+  }
+  add_raw_array(key, v.elem_type, count, enc);
+}
+
+void gguf_writer::add_tensor_owned(const std::string& name, std::vector<uint64_t> ne, ggml_type type,
+                                   std::vector<uint8_t> data) {
+  tensors_.push_back(tensor{name, std::move(ne), static_cast<uint32_t>(type), std::move(data)});
+}
+
 void gguf_writer::add_tensor(const std::string& name, std::vector<uint64_t> ne, ggml_type type,
                              std::span<const uint8_t> data) {
   add_tensor_raw(name, std::move(ne), static_cast<uint32_t>(type), data);

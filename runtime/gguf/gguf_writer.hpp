@@ -41,7 +41,13 @@ class gguf_writer {
   void add_raw_array(const std::string& key, gguf_type elem_type, uint64_t count,
                      std::span<const uint8_t> encoded);
 
+  /// A value read from another file, re-encoded with its own type (copying metadata).
+  void add_value(const std::string& key, const gguf_value& v);
+
   // -- tensors, laid out in call order, each padded to the alignment --
+
+  /// Same as add_tensor, taking the bytes without a copy.
+  void add_tensor_owned(const std::string& name, std::vector<uint64_t> ne, ggml_type type, std::vector<uint8_t> data);
 
   /// ne in ggml order (ne[0] is the row length); data is the tensor's bytes, copied.
   void add_tensor(const std::string& name, std::vector<uint64_t> ne, ggml_type type,

@@ -1,6 +1,8 @@
 #include "runtime/model/llama_weights.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "kernels/format/quant_ref.hpp"
 
@@ -44,7 +46,18 @@ expected<llama_weights> llama_weights::from_gguf(std::shared_ptr<const gguf_file
     auto t = find(f, name, {k, n});
     if (!t) return t.err();
     cpu::weight_view v = view_of(**t);
+    // A static activation scale from calibration (fw_w8a8): "<name minus .weight>.act_scale".
+    if (name.size() > 7 && name.ends_with(".weight")) {
+      if (const auto* a = f.find_tensor(name.substr(0, name.size() - 7) + ".act_scale")) {
+        if (a->type != ggml_type::f32 || a->n_elements() != 1)
+          return make_error(errc::malformed_file, f.path() + ": tensor '" + a->name + "' must be one f32 value");
+        std::memcpy(&v.act_scale, a->data, sizeof(float));
+        if (!(v.act_scale > 0) || !std::isfinite(v.act_scale))
+          return make_error(errc::malformed_file, f.path() + ": tensor '" + a->name + "' is not a positive scale");
+      }
+    }
     if (!options.convert_to || *options.convert_to == v.type) return v;
+    v.act_scale = 0;  // a converted matrix quantizes its activations its own way
     const auto to = type_traits(*options.convert_to);
     if (v.k % to.block_size != 0)
       return make_error(errc::unsupported, "cannot convert '" + name + "' to " + std::string(to.name) +

@@ -1,10 +1,21 @@
 #include "runtime/model/model.hpp"
 
+#include "kernels/format/fw_formats.hpp"
+
 namespace fw {
 
 expected<std::shared_ptr<const model>> model::load(const std::string& path, const weight_load_options& options) {
   auto file = gguf_file::open(path);
   if (!file) return file.err();
+  // A file from another flywheel quantizer version: refused by name, before anything else.
+  if (const auto* v = (*file)->find(fw_quant_version_key)) {
+    const auto ver = v->as_uint();
+    if (!ver || *ver != fw_quant_version)
+      return make_error(errc::unsupported,
+                        path + ": flywheel quantization format version " + (ver ? std::to_string(*ver) : std::string("?")) +
+                            " (" + fw_quant_version_key + "); this build reads version " +
+                            std::to_string(fw_quant_version) + ": re-quantize with this flywheel");
+  }
   auto config = model_config::from_gguf(**file);
   if (!config) return config.err();
   if (options.max_layers > 0 && options.max_layers < config->n_layer) config->n_layer = options.max_layers;

@@ -110,7 +110,9 @@ std::shared_ptr<cpu::thread_pool> runtime_parts::threads() const {
 }
 
 expected<std::unique_ptr<backend>> runtime_parts::make_backend(uint32_t tokens) const {
-  return std::unique_ptr<backend>(std::make_unique<cpu_backend>(m->config(), m->weights(), backend_options(cfg, tokens, kernels)));
+  auto o = backend_options(cfg, tokens, kernels);
+  o.observer = observer;
+  return std::unique_ptr<backend>(std::make_unique<cpu_backend>(m->config(), m->weights(), std::move(o)));
 }
 
 namespace {
@@ -180,10 +182,11 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
   if (options.preloaded) {
     p.m = options.preloaded;
   } else {
-    auto m = model::load(p.cfg.model.path);
+    auto m = model::load(p.cfg.model.path, options.load);
     if (!m) return m.err();
     p.m = *m;
   }
+  p.observer = options.observer;
   const auto& mc = p.m->config();
   p.n_ctx = resolve_context(p.cfg, mc);
   if (p.n_ctx > mc.n_ctx_train)

@@ -36,6 +36,10 @@ struct build_options {
   uint32_t kv_tokens = 0;
   /// Build the [speculative] draft (and, for k = auto, calibrate the verification cost).
   bool build_draft = true;
+  /// How to load cfg.model.path (ignored with `preloaded`): e.g. converted to f32 for calibration.
+  weight_load_options load;
+  /// Sees the backend's activations (calibration, quality reports); must outlive the parts.
+  activation_observer* observer = nullptr;
 };
 
 class runtime_parts {
@@ -51,6 +55,7 @@ class runtime_parts {
   std::unique_ptr<drafter> draft;  ///< [speculative] draft; null: plain decoding
   k_policy policy;
   std::vector<std::string> warnings;  ///< also logged; tools may show them in a banner
+  activation_observer* observer = nullptr;  ///< given to every backend make_backend builds
 
   /// The engine limits of this config: context, [scheduler] and the draft.
   [[nodiscard]] engine_limits limits() const;

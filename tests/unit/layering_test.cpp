@@ -43,6 +43,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
                         "runtime/kv", "runtime/sched"}},
       {"runtime/plugin", {"runtime/base", "runtime/device", "runtime/spec/drafts", "runtime/config/sections", "include/flywheel"}},
       {"runtime/plugin/kinds", {"runtime/plugin"}},
+      {"runtime/quant", {"runtime/base", "runtime/model", "runtime/gguf", "runtime/device", "kernels/format", "kernels/cpu"}},
       {"runtime/setup", {"runtime/config", "runtime/device/cpu", "runtime/step", "runtime/plugin/kinds",
                          "runtime/spec/drafts", "runtime/metrics"}},
       {"actors", {"actors/protocol", "runtime/setup", "runtime/metrics"}},

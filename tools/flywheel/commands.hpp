@@ -12,6 +12,8 @@ int cmd_plugins(int argc, char** argv);
 int cmd_bench_spec(int argc, char** argv);
 int cmd_fit_draft(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+int cmd_eval(int argc, char** argv);
 
 /// The model used when --model is not given.
 inline constexpr const char* default_model_path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";

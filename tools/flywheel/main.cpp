@@ -21,6 +21,8 @@ constexpr command commands[] = {
     {"bench", fw::cli::cmd_bench, "measure prefill and decode tokens/s like llama-bench (and the decode bound)"},
     {"bench-spec", fw::cli::cmd_bench_spec, "speculative decoding vs plain decoding: acceptance and speedup per draft and k"},
     {"fit-draft", fw::cli::cmd_fit_draft, "fit the feature draft (--draft feature) on prompts: greedy answers, one linear solve"},
+    {"quantize", fw::cli::cmd_quantize, "write a model in another scheme: f16/q4_0/..., or W8A8/W4A16/mixed calibrated on your queries"},
+    {"eval", fw::cli::cmd_eval, "quality of a model against a reference: perplexity, KL, top-1, per-layer error"},
     {"info", fw::cli::cmd_info, "show a model's metadata and the kernel path of each weight type"},
     {"plugins", fw::cli::cmd_plugins, "list the config's plugins (name kind version file state users) or --check a file"},
 };

@@ -68,8 +68,8 @@ uint32_t file_type_of(ggml_type t) {  // llama_ftype numbering
     case ggml_type::q4_1: return 3;
     case ggml_type::q8_0: return 7;
     case ggml_type::bf16: return 32;
+    default: return 0;  // flywheel's formats have no llama_ftype
   }
-  return 0;
 }
 
 std::vector<uint8_t> encode(ggml_type type, const std::vector<float>& values) {

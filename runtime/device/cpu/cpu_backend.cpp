@@ -43,6 +43,7 @@ cpu_backend::cpu_backend(const model_config& config, const llama_weights& weight
   for (ggml_type t : weights.matrix_types()) kernels_.emplace(t, cpu::select_dot_kernel(t, level));
   attend_ = cpu::select_attention(level, static_cast<int>(config.head_dim), static_cast<int>(opts.kv_block_tokens));
   plugins_ = std::move(opts.kernel_plugins);
+  observer_ = opts.observer;
   layers_ = weights.layers;
   output_ = weights.output;
   if (opts.pack_weights) {
@@ -146,7 +147,10 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
       return false;
     }) || (output_.type == type && output_.packed);
     r.path = std::string(cpu::to_string(k.level)) + (packed ? " packed" : "") +
-             (k.act == cpu::act_format::q8x ? " (int8 activations)" : " (f32 activations)");
+             (k.act == cpu::act_format::q8x       ? " (int8 activations)"
+              : k.act == cpu::act_format::i8_row  ? " (int8 activations per token)"
+              : k.act == cpu::act_format::i16_row ? " (int16 activations per token)"
+                                                  : " (f32 activations)");
     if (quant_kernel* p = plugin_for(type)) r.path = "plugin " + p->name() + " " + p->version();
     r.fallback = k.level < host;
     if (k.level == cpu::simd_level::scalar)
@@ -324,6 +328,7 @@ void cpu_backend::project_qkv(uint32_t layer) {
   const int64_t e = cfg_.n_embd, kvd = cfg_.kv_dim(), ld = qkv_ld();
   const auto& L = layers_[layer];
   const fused_weights* F = layer < fused_.size() ? &fused_[layer] : nullptr;
+  observe(layer, activation_site::qkv_in, xn_.data(), e, e);
   if (F && F->qkv.data) {
     mm(F->qkv, xn_.data(), e, rows_, qkv_.data(), ld);
   } else {
@@ -350,6 +355,7 @@ void cpu_backend::rope_and_store_kv(uint32_t layer) {
 
 void cpu_backend::project_out_add(uint32_t layer) {
   const int64_t e = cfg_.n_embd;
+  observe(layer, activation_site::attn_out_in, att_.data(), e, e);
   mm(layers_[layer].wo, att_.data(), e, rows_, tmp_.data(), e);
   cpu::add_inplace(x_.data(), tmp_.data(), rows_ * e);
 }
@@ -359,6 +365,7 @@ void cpu_backend::ffn_gate_up(uint32_t layer) {
   const int64_t e = cfg_.n_embd, ff = cfg_.n_ff, gu = 2 * ff;
   const auto& L = layers_[layer];
   const fused_weights* F = layer < fused_.size() ? &fused_[layer] : nullptr;
+  observe(layer, activation_site::gate_up_in, xn_.data(), e, e);
   if (F && F->gate_up.data) {
     mm(F->gate_up, xn_.data(), e, rows_, gate_up_.data(), gu);
   } else {
@@ -370,8 +377,10 @@ void cpu_backend::ffn_gate_up(uint32_t layer) {
 
 void cpu_backend::ffn_down_add(uint32_t layer) {
   const int64_t e = cfg_.n_embd, gu = 2 * static_cast<int64_t>(cfg_.n_ff);
+  observe(layer, activation_site::down_in, gate_up_.data(), gu, cfg_.n_ff);
   mm(layers_[layer].w_down, gate_up_.data(), gu, rows_, tmp_.data(), e);
   cpu::add_inplace(x_.data(), tmp_.data(), rows_ * e);
+  observe(layer, activation_site::layer_out, x_.data(), e, e);
 }
 
 void cpu_backend::output_head() {

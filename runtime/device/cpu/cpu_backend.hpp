@@ -17,6 +17,7 @@
 #include "runtime/model/llama_weights.hpp"
 #include "runtime/model/arch/llama_ops.hpp"
 #include "runtime/model/model_config.hpp"
+#include "runtime/device/activation_observer.hpp"
 #include "runtime/device/quant_kernel.hpp"
 
 namespace fw {
@@ -35,6 +36,9 @@ struct cpu_backend_options {
   /// Kernel plugins that take over the matrix products of the weight types they handle (those
   /// matrices stay unpacked, in GGUF layout). First match wins.
   std::vector<std::shared_ptr<quant_kernel>> kernel_plugins;
+  /// Sees every product's input rows and each layer's output (calibration, quality reports);
+  /// must outlive the backend. Null: none.
+  activation_observer* observer = nullptr;
 };
 
 class cpu_backend final : public backend, private llama_ops {
@@ -99,6 +103,10 @@ class cpu_backend final : public backend, private llama_ops {
   cpu::attention_fn attend_;
   std::mutex forward_mutex_;
   std::vector<std::shared_ptr<quant_kernel>> plugins_;
+  activation_observer* observer_ = nullptr;
+  void observe(uint32_t layer, activation_site site, const float* x, int64_t ld, int64_t width) {
+    if (observer_) observer_->observe(layer, site, x, ld, rows_, width);
+  }
   quant_kernel* plugin_for(ggml_type t) const;
   cpu::matmul_scratch mm_scratch_;
   // Activations, [rows][dim].

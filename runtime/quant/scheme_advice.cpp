@@ -1,0 +1,51 @@
+#include "runtime/quant/scheme_advice.hpp"
+
+#include <cstdio>
+
+namespace fw {
+namespace {
+
+std::string mib(uint64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(b) / (1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+scheme_advice advise_scheme(const hardware_facts& hw, const model_facts& m, uint64_t budget) {
+  scheme_advice a;
+  a.budget_bytes = budget ? budget : hw.memory_bytes;
+  // Bytes per weight: W8A8 1 + 4 per row (~1.0), W4A16 g128 4.25 bits; embeddings stay q8_0.
+  const uint64_t embd = m.embd_params * 34 / 32;
+  a.w8a8_bytes = m.matrix_params + embd;
+  a.w4a16_bytes = m.matrix_params * 68 / 128 + embd;
+  const std::string compute =
+      hw.cuda_hopper  ? "the Hopper GPU runs W8A8 and W4A16 on tensor cores"
+      : hw.avx512_vnni ? "this CPU has AVX-512 VNNI: int8 activations take its integer dot products"
+      : hw.avx2        ? "this CPU has AVX2 (no VNNI): int8 products still run in its integer units"
+                       : "this CPU has no SIMD path for the calibrated formats (scalar fallback)";
+  if (a.budget_bytes == 0 || a.w8a8_bytes <= a.budget_bytes) {
+    a.fits = true;
+    a.scheme = quant_scheme::w8a8;
+    a.reason = "W8A8: it fits (" + mib(a.w8a8_bytes) + (a.budget_bytes ? " of " + mib(a.budget_bytes) : "") +
+               ") and loses least; " + compute + ", so prefill is fastest in int8.";
+  } else if (a.w4a16_bytes <= a.budget_bytes) {
+    a.fits = true;
+    const bool close = a.budget_bytes >= a.w4a16_bytes + (a.w8a8_bytes - a.w4a16_bytes) / 4;
+    a.scheme = close ? quant_scheme::mixed : quant_scheme::w4a16;
+    a.reason = "W8A8 needs " + mib(a.w8a8_bytes) + ", more than the budget of " + mib(a.budget_bytes) + "; " +
+               (close ? "mixed (--budget-mib) keeps the most sensitive layers at 8 bits and fits the rest in W4A16 (" +
+                            mib(a.w4a16_bytes) + " all 4-bit)."
+                      : "W4A16 (" + mib(a.w4a16_bytes) + ") fits: 4-bit weights halve decode's memory traffic.") +
+               " " + compute + ".";
+  } else {
+    a.fits = false;
+    a.scheme = quant_scheme::w4a16;
+    a.reason = "nothing fits: even W4A16 needs " + mib(a.w4a16_bytes) + " and the budget is " + mib(a.budget_bytes) +
+               "; use a smaller model or more memory.";
+  }
+  return a;
+}
+
+}  // namespace fw

@@ -1,0 +1,167 @@
+// flywheel's own formats (W8A8, W4A16): round-trip error bounds of the quantizers, the AVX2
+// kernels against the scalar reference (bit for bit: integer sums are exact and the float steps
+// run in the reference's order), and the reference against float math within the rounding bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/vec_dot.hpp"
+#include "kernels/format/fw_formats.hpp"
+#include "kernels/format/quant_ref.hpp"
+#include "kernels/ref/fw_dot_ref.hpp"
+
+namespace fw::cpu {
+namespace {
+
+const ggml_type fw_types[] = {ggml_type::fw_w8a8, ggml_type::fw_w4a16_g32, ggml_type::fw_w4a16_g64,
+                              ggml_type::fw_w4a16_g128};
+
+std::vector<float> random_row(std::mt19937& rng, int64_t k, float scale = 1.f) {
+  std::normal_distribution<float> nd(0.f, scale);
+  std::vector<float> v(k);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+TEST(fw_formats, traits_and_names) {
+  for (ggml_type t : fw_types) {
+    const auto tr = type_traits(t);
+    EXPECT_TRUE(tr.flywheel);
+    EXPECT_TRUE(is_fw_type_id(static_cast<uint32_t>(t)));
+    EXPECT_EQ(ggml_type_name(static_cast<uint32_t>(t)), tr.name);
+  }
+  EXPECT_EQ(row_bytes(type_traits(ggml_type::fw_w8a8), 576), 32u + 576u);
+  EXPECT_EQ(row_bytes(type_traits(ggml_type::fw_w4a16_g128), 1536), 12u * 68u);
+  EXPECT_EQ(ggml_type_name(fw_type_base + 0x999), "fw_unknown");
+}
+
+TEST(fw_formats, w8_round_trip_error_is_half_a_step) {
+  std::mt19937 rng(1);
+  for (int64_t k : {32, 576, 1536}) {
+    auto x = random_row(rng, k, 0.05f);
+    x[3] = 0.9f;  // an outlier sets the scale
+    std::vector<uint8_t> q(row_bytes(type_traits(ggml_type::fw_w8a8), k));
+    quantize_row_ref(ggml_type::fw_w8a8, x.data(), q.data(), k);
+    std::vector<float> y(k);
+    dequantize_row_ref(ggml_type::fw_w8a8, q.data(), y.data(), k);
+    const float step = 0.9f / 127.f;
+    for (int64_t i = 0; i < k; ++i) ASSERT_LE(std::fabs(x[i] - y[i]), 0.5f * step * 1.0001f) << i;
+    EXPECT_FLOAT_EQ(y[3], 0.9f);
+  }
+}
+
+TEST(fw_formats, w4_round_trip_error_is_bounded_by_the_group_step) {
+  std::mt19937 rng(2);
+  for (ggml_type t : {ggml_type::fw_w4a16_g32, ggml_type::fw_w4a16_g64, ggml_type::fw_w4a16_g128}) {
+    const int g = static_cast<int>(type_traits(t).block_size);
+    const int64_t k = 512;
+    auto x = random_row(rng, k, 0.1f);
+    std::vector<uint8_t> q(row_bytes(type_traits(t), k));
+    quantize_row_ref(t, x.data(), q.data(), k);
+    std::vector<float> y(k);
+    dequantize_row_ref(t, q.data(), y.data(), k);
+    for (int64_t b = 0; b < k / g; ++b) {
+      float lo = x[b * g], hi = x[b * g];
+      for (int i = 0; i < g; ++i) lo = std::min(lo, x[b * g + i]), hi = std::max(hi, x[b * g + i]);
+      const float step = (hi - lo) / 15.f;
+      // Half a step from rounding, plus the fp16 rounding of scale and offset and the integer
+      // zero point, which shifts the grid by up to half a step.
+      for (int i = 0; i < g; ++i)
+        ASSERT_LE(std::fabs(x[b * g + i] - y[b * g + i]), step * 1.01f + 1e-3f) << type_traits(t).name << " " << i;
+    }
+  }
+}
+
+TEST(fw_formats, constant_group_round_trips) {
+  std::vector<float> x(128, 0.25f);
+  std::vector<uint8_t> q(w4_group_bytes(128));
+  fw_format::quantize_w4_group(x.data(), 128, q.data());
+  std::vector<float> y(128);
+  fw_format::dequantize_w4_group(q.data(), 128, y.data());
+  for (float v : y) EXPECT_NEAR(v, 0.25f, 1e-3f);
+}
+
+// Reference dot vs exact float math on the dequantized weights and activations.
+TEST(fw_dot_ref, matches_float_math_on_the_quantized_values) {
+  std::mt19937 rng(3);
+  for (ggml_type t : fw_types) {
+    const auto kern = select_dot_kernel(t, simd_level::scalar);
+    ASSERT_EQ(kern.level, simd_level::scalar);
+    for (int64_t k : {128, 640, 1536}) {
+      auto w = random_row(rng, k, 0.1f), x = random_row(rng, k, 1.f);
+      std::vector<uint8_t> wq(row_bytes(type_traits(t), k)), xq(act_row_bytes(kern.act, k));
+      quantize_row_ref(t, w.data(), wq.data(), k);
+      kern.quantize_row(x.data(), xq.data(), k, 0.f);
+      std::vector<float> wd(k);
+      dequantize_row_ref(t, wq.data(), wd.data(), k);
+      float dx;
+      std::memcpy(&dx, xq.data(), 4);
+      const auto* group_scale = reinterpret_cast<const float*>(xq.data() + act_row_header + k);
+      double exact = 0, mag = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const double xv = kern.act == act_format::i8_row
+                              ? group_scale[i / act_i8_group(k)] *
+                                    static_cast<double>(reinterpret_cast<const int8_t*>(xq.data() + act_row_header)[i])
+                              : dx * static_cast<double>(reinterpret_cast<const int16_t*>(xq.data() + act_row_header)[i]);
+        exact += wd[i] * xv;
+        mag += std::fabs(wd[i] * xv);
+      }
+      EXPECT_NEAR(kern.dot(k, wq.data(), xq.data()), exact, 1e-5 * mag + 1e-6) << type_traits(t).name << " k=" << k;
+    }
+  }
+}
+
+TEST(fw_dot_ref, static_activation_scale_saturates) {
+  std::vector<float> x(32, 0.f);
+  x[0] = 10.f, x[1] = -0.5f;
+  std::vector<uint8_t> q(act_i8_row_bytes(32));
+  EXPECT_EQ(act_i8_group(32), 32);
+  EXPECT_EQ(act_i8_group(576), 64);
+  ref::quantize_act_i8(x.data(), q.data(), 32, 0.01f);
+  const auto* v = reinterpret_cast<const int8_t*>(q.data() + act_row_header);
+  EXPECT_EQ(v[0], 127);
+  EXPECT_EQ(v[1], -50);
+}
+
+// Every SIMD entry point (quantizers, dot, gemv, gemm) equals the scalar reference bit for bit.
+TEST(fw_dot_avx2, equals_the_reference_bit_for_bit) {
+  if (!host_features().has_avx2()) GTEST_SKIP() << "host has no AVX2";
+  std::mt19937 rng(4);
+  for (ggml_type t : fw_types) {
+    const auto fast = select_dot_kernel(t, simd_level::avx2);
+    const auto ref = select_dot_kernel(t, simd_level::scalar);
+    ASSERT_EQ(fast.level, simd_level::avx2) << type_traits(t).name;
+    for (int64_t k : {128, 384, 1536}) {
+      const int64_t nw = 11, nx = 7;
+      const size_t rb = row_bytes(type_traits(t), k), xb = act_row_bytes(fast.act, k);
+      std::vector<uint8_t> w(rb * nw), xf(xb * nx), xr(xb * nx);
+      for (int64_t i = 0; i < nw; ++i) {
+        auto row = random_row(rng, k, 0.1f);
+        quantize_row_ref(t, row.data(), w.data() + i * rb, k);
+      }
+      for (int64_t j = 0; j < nx; ++j) {
+        auto row = random_row(rng, k, j == 3 ? 50.f : 1.f);
+        fast.quantize_row(row.data(), xf.data() + j * xb, k, 0.f);
+        ref.quantize_row(row.data(), xr.data() + j * xb, k, 0.f);
+        ASSERT_EQ(0, std::memcmp(xf.data() + j * xb, xr.data() + j * xb, xb)) << "activation row " << j;
+      }
+      std::vector<float> y(nw * nx), yv(nw);
+      fast.gemm(k, w.data(), rb, nw, xf.data(), xb, nx, y.data(), nw);
+      for (int64_t j = 0; j < nx; ++j) {
+        fast.gemv(k, w.data(), rb, nw, xf.data() + j * xb, yv.data());
+        for (int64_t i = 0; i < nw; ++i) {
+          const float r = ref.dot(k, w.data() + i * rb, xr.data() + j * xb);
+          ASSERT_EQ(fast.dot(k, w.data() + i * rb, xf.data() + j * xb), r) << type_traits(t).name << " k=" << k;
+          ASSERT_EQ(y[j * nw + i], r) << "gemm " << type_traits(t).name << " k=" << k << " " << i << "," << j;
+          ASSERT_EQ(yv[i], r) << "gemv " << type_traits(t).name << " k=" << k << " row " << i;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fw::cpu
