@@ -44,6 +44,8 @@ class calibrator final : public activation_observer {
   expected<calibration_summary> run(backend& b, uint32_t n_layer, int64_t n_embd, int64_t n_ff,
                                     const std::vector<std::vector<int32_t>>& prompts, uint32_t max_tokens);
 
+  /// Layers with statistics (0 before a run).
+  uint32_t layers() const { return static_cast<uint32_t>(stats_.size()); }
   const activation_stats& stats(uint32_t layer, activation_site site) const {
     return stats_[layer][static_cast<int>(site)];
   }

@@ -201,6 +201,10 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
     return make_error(errc::invalid_argument, std::string("scheme ") + std::string(scheme_name(o.scheme)) +
                                                   " is calibrated: give --calib FILE with your queries (or --method rtn "
                                                   "for plain round-to-nearest)");
+  if (cal && cal->layers() != c.n_layer)
+    return make_error(errc::invalid_argument, "the calibration statistics cover " + std::to_string(cal->layers()) +
+                                                  " layers; the model has " + std::to_string(c.n_layer) +
+                                                  " (calibrate this model first)");
   // W4A16's group: the largest of 128 / 64 / 32 up to --group that divides the row (576-wide
   // rows take 64 under the default 128).
   auto w4_for = [&](int64_t k) {

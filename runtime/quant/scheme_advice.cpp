@@ -2,6 +2,10 @@
 
 #include <cstdio>
 
+#include <unistd.h>
+
+#include "kernels/cpu/cpu_features.hpp"
+
 namespace fw {
 namespace {
 
@@ -16,10 +20,11 @@ std::string mib(uint64_t b) {
 scheme_advice advise_scheme(const hardware_facts& hw, const model_facts& m, uint64_t budget) {
   scheme_advice a;
   a.budget_bytes = budget ? budget : hw.memory_bytes;
-  // Bytes per weight: W8A8 1 + 4 per row (~1.0), W4A16 g128 4.25 bits; embeddings stay q8_0.
+  // Bytes per weight: W8A8 ~8.4 bits (a 32-byte header per row), W4A16 ~4.4 bits (g64/g128
+  // groups); the embedding stays q8_0.
   const uint64_t embd = m.embd_params * 34 / 32;
-  a.w8a8_bytes = m.matrix_params + embd;
-  a.w4a16_bytes = m.matrix_params * 68 / 128 + embd;
+  a.w8a8_bytes = m.matrix_params * 105 / 100 + embd;
+  a.w4a16_bytes = m.matrix_params * 55 / 100 + embd;
   const std::string compute =
       hw.cuda_hopper  ? "the Hopper GPU runs W8A8 and W4A16 on tensor cores"
       : hw.avx512_vnni ? "this CPU has AVX-512 VNNI: int8 activations take its integer dot products"
@@ -46,6 +51,24 @@ scheme_advice advise_scheme(const hardware_facts& hw, const model_facts& m, uint
                "; use a smaller model or more memory.";
   }
   return a;
+}
+
+hardware_facts this_host() {
+  hardware_facts hw;
+  hw.avx2 = cpu::host_features().has_avx2();
+  hw.avx512_vnni = cpu::host_features().has_avx512_vnni();
+  hw.memory_bytes = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
+  return hw;
+}
+
+model_facts facts_of(const llama_weights& w, uint32_t n_layer) {
+  model_facts mf;
+  for (const auto& l : w.layers)
+    for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      mf.matrix_params += static_cast<uint64_t>(v->k * v->n);
+  mf.embd_params = static_cast<uint64_t>(w.tok_embd.k * w.tok_embd.n) * (w.tied_output ? 1 : 2);
+  mf.n_layer = n_layer;
+  return mf;
 }
 
 }  // namespace fw

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/model/llama_weights.hpp"
 #include "runtime/quant/quant_scheme.hpp"
 
 namespace fw {
@@ -32,5 +33,10 @@ struct scheme_advice {
 
 /// budget_bytes 0: hw.memory_bytes.
 scheme_advice advise_scheme(const hardware_facts& hw, const model_facts& m, uint64_t budget_bytes);
+
+/// This host: its SIMD features and half of its memory.
+hardware_facts this_host();
+/// The parameter counts of a model's weights.
+model_facts facts_of(const llama_weights& w, uint32_t n_layer);
 
 }  // namespace fw

@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "kernels/cpu/cpu_features.hpp"
+#include "runtime/quant/scheme_advice.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
@@ -25,11 +26,22 @@ int cmd_info(int argc, char** argv) {
   std::printf("rope:         base %.0f, scale %.3f; rms eps %g\n", c.rope_freq_base, c.rope_freq_scale, c.rms_eps);
   std::printf("weights:      %.1f MiB of matrices, output head %s\n", s->m->weights().matrix_bytes() / 1048576.0,
               s->m->weights().tied_output ? "tied to the embedding" : "separate");
+  const auto& f = s->m->file();
+  if (auto scheme = f.get_string("flywheel.quant.scheme")) {
+    std::printf("quantization: %s by flywheel quantize (%s", scheme->c_str(), f.get_string("flywheel.quant.method").value_or("?").c_str());
+    if (auto q = f.get_uint("flywheel.quant.calibration.queries"))
+      std::printf(", calibrated on %llu queries / %llu tokens", static_cast<unsigned long long>(*q),
+                  static_cast<unsigned long long>(f.get_uint("flywheel.quant.calibration.tokens").value_or(0)));
+    std::printf(")\n");
+  }
+  const auto advice = advise_scheme(this_host(), facts_of(s->m->weights(), c.n_layer), 0);
+  std::printf("recommended:  %s (flywheel quantize --recommend [--budget-mib N]): %s\n",
+              advice.fits ? std::string(scheme_name(advice.scheme)).c_str() : "none", advice.reason.c_str());
   std::printf("cpu:          %s; %d threads\n", cpu::host_features().describe().c_str(), s->threads()->size());
   std::printf("kernels:\n");
   int fallbacks = 0;
   for (const auto& k : s->device->kernel_paths()) {
-    std::printf("  %-5s -> %s%s%s\n", k.weight_type.c_str(), k.path.c_str(), k.fallback ? "  WARNING: " : "",
+    std::printf("  %-13s -> %s%s%s\n", k.weight_type.c_str(), k.path.c_str(), k.fallback ? "  WARNING: " : "",
                 k.fallback ? k.note.c_str() : "");
     fallbacks += k.fallback;
   }

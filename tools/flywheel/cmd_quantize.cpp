@@ -70,17 +70,8 @@ expected<std::vector<quant_scheme>> parse_layer_table(const std::string& text, u
 }
 
 int recommend(const arg_parser& args, const model& m) {
-  hardware_facts hw;
-  hw.avx2 = cpu::host_features().has_avx2();
-  hw.avx512_vnni = cpu::host_features().has_avx512_vnni();
-  hw.memory_bytes = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
-  model_facts mf;
-  const auto& w = m.weights();
-  for (const auto& l : w.layers)
-    for (const auto* v : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      mf.matrix_params += static_cast<uint64_t>(v->k * v->n);
-  mf.embd_params = static_cast<uint64_t>(w.tok_embd.k * w.tok_embd.n) * (w.tied_output ? 1 : 2);
-  mf.n_layer = m.config().n_layer;
+  const hardware_facts hw = this_host();
+  const model_facts mf = facts_of(m.weights(), m.config().n_layer);
   uint64_t budget = 0;
   if (args.has("budget-mib")) {
     auto b = args.integer("budget-mib", 1);
@@ -121,6 +112,7 @@ int cmd_quantize(int argc, char** argv) {
       .option("seed", "seed of --calib-noise", "1")
       .flag("report", "after writing, measure the quality against the source (flywheel eval)")
       .option("text", "held-out text of --report", "conf/eval/heldout.txt")
+      .option("chunks", "--report: 512-token chunks of the text at most (0: all)", "0")
       .option("json", "write the quantization (and --report) figures as JSON to this file")
       .flag("recommend", "say which scheme fits this hardware and --budget-mib, and why; writes nothing");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
@@ -290,6 +282,9 @@ int cmd_quantize(int argc, char** argv) {
     run.text_path = args.str("text");
     if (args.has("calib")) run.queries_path = args.str("calib");
     run.options.cancel = &cancel;
+    auto chunks = args.integer("chunks", 0);
+    if (!chunks) return fail(chunks.err().message, 2);
+    run.options.max_chunks = static_cast<uint32_t>(*chunks);
     parts = make_error(errc::cancelled, "released");  // free the f32 copy before loading two models
     auto rep = run_quality(*cfg, run);
     if (!rep) return fail("report: " + rep.err().message, rep.err().code == errc::cancelled ? 130 : 1);

@@ -34,6 +34,7 @@ expected<quality_report> run_quality(const config& base, const quality_run& run)
     bo.build_draft = false;
     bo.observer = &cap;
     bo.kv_tokens = std::max<uint32_t>(2048, 2 * run.options.ctx);
+    if (cfg.model.ctx_size == 0 || cfg.model.ctx_size > bo.kv_tokens) cfg.model.ctx_size = bo.kv_tokens;
     return build_runtime(std::move(cfg), bo);
   };
   auto m = build(run.model_path, cap_m);

@@ -1,6 +1,7 @@
 // flywheel-tiny-model: writes a deterministic random-weight Llama GGUF for tests.
 //   flywheel-tiny-model --out FILE [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--layers N]
-//                       [--embd N] [--seed S] [--untied]
+//                       [--embd N] [--ff N] [--heads N] [--kv-heads N] [--outliers N] [--seed S] [--untied]
+// --outliers N: the first N channels of every layer norm are 16x larger (outlier activations).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -14,7 +15,8 @@ int usage(const char* msg) {
   if (msg) std::fprintf(stderr, "flywheel-tiny-model: %s\n", msg);
   std::fprintf(stderr,
                "usage: flywheel-tiny-model --out FILE [--type f32|f16|bf16|q8_0|q4_0|q4_1]\n"
-               "                           [--layers N] [--embd N] [--seed S] [--untied]\n");
+               "                           [--layers N] [--embd N] [--ff N] [--heads N] [--kv-heads N]\n"
+               "                           [--outliers N] [--seed S] [--untied]\n");
   return 2;
 }
 
@@ -64,6 +66,19 @@ int main(int argc, char** argv) {
     } else if (arg == "--embd") {
       if (!parse_uint(val, n) || n == 0 || n > 65536) return usage("--embd needs 1..65536");
       spec.n_embd = static_cast<int>(n);
+    } else if (arg == "--ff") {
+      if (!parse_uint(val, n) || n == 0 || n > 262144) return usage("--ff needs 1..262144");
+      spec.n_ff = static_cast<int>(n);
+    } else if (arg == "--heads") {
+      if (!parse_uint(val, n) || n == 0 || n > 1024) return usage("--heads needs 1..1024");
+      spec.n_head = static_cast<int>(n);
+    } else if (arg == "--kv-heads") {
+      if (!parse_uint(val, n) || n == 0 || n > 1024) return usage("--kv-heads needs 1..1024");
+      spec.n_head_kv = static_cast<int>(n);
+    } else if (arg == "--outliers") {
+      if (!parse_uint(val, n) || n > 65536) return usage("--outliers needs 0..65536");
+      spec.outlier_channels = static_cast<int>(n);
+      spec.outlier_scale = 16.0f;
     } else if (arg == "--seed") {
       if (!parse_uint(val, n)) return usage("--seed needs an unsigned integer");
       spec.seed = n;

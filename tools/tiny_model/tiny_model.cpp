@@ -1,5 +1,7 @@
 #include "tools/tiny_model/tiny_model.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 #include <random>
 
@@ -164,6 +166,8 @@ expected<gguf_writer> build(const tiny_model_spec& spec) {
   auto norm = [&](const std::string& name) {
     std::vector<float> v(n_embd);
     for (float& x : v) x = 1.0f + 0.1f * rng.next();
+    if (name.rfind("blk.", 0) == 0)
+      for (int c = 0; c < std::min<int>(spec.outlier_channels, spec.n_embd); ++c) v[c] *= spec.outlier_scale;
     w.add_tensor(name, {n_embd}, ggml_type::f32, encode(ggml_type::f32, v));
   };
 

@@ -27,6 +27,11 @@ struct tiny_model_spec {
   bool tied_output = true;                 ///< no output.weight; logits reuse token_embd
   uint64_t seed = 1;
   float rope_base = 10000.0f;
+  /// The layers' norm weights of the first outlier_channels channels are multiplied by
+  /// outlier_scale: a few channels with much larger activations, as real LLMs have (what
+  /// activation-aware quantization exists for). 0: none.
+  int outlier_channels = 0;
+  float outlier_scale = 1.0f;
 };
 
 /// Token ids of the tiny vocabulary's special tokens (same ids as SmolLM2).

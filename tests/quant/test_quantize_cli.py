@@ -1,0 +1,136 @@
+"""`flywheel quantize` and `flywheel eval` through the real binary (label: model).
+
+The bundled model is exported to f16 (the reference), quantized to W8A8 calibrated on a slice of
+the calibration prompts with a quality report, loaded, run and described by `flywheel info`; bad
+calibration files and missing flags get clear errors and leave no output; Ctrl-C during a run
+leaves neither the output nor its .partial file. A tiny random model with outlier channels goes
+through W4A16 (AWQ and round-to-nearest) and mixed precision.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+FLYWHEEL = os.environ["FW_FLYWHEEL"]
+TINY = os.environ["FW_TINY_MODEL"]
+SRC = os.environ["FW_SOURCE_DIR"]
+MODEL = os.path.join(SRC, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+PROMPTS = os.path.join(SRC, "conf", "calibration", "prompts.txt")
+failures = []
+
+
+def run(*args, timeout=600):
+    p = subprocess.run([FLYWHEEL, *args], capture_output=True, text=True, timeout=timeout, cwd=SRC)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def main():
+    d = tempfile.mkdtemp(prefix="fw_quant_cli_")
+    f16 = os.path.join(d, "f16.gguf")
+    rc, out, err = run("quantize", "--model", MODEL, "--scheme", "f16", "--out", f16)
+    check(rc == 0 and os.path.exists(f16), "f16 export of the bundled model: " + err[-200:])
+
+    # Bad calibration files: a clear error, exit 2, nothing written.
+    bad = {"empty": b"", "binary": b"\x00\x01\x02binary\x00", "short": b"only one query\n",
+           "latin1": b"a\nb\nc\ncaf\xe9 au lait\n"}
+    expect = {"empty": "is empty", "binary": "binary", "short": "at least 4", "latin1": "not valid UTF-8"}
+    for name, data in bad.items():
+        path = os.path.join(d, name + ".txt")
+        with open(path, "wb") as f:
+            f.write(data)
+        out_path = os.path.join(d, "bad-" + name + ".gguf")
+        rc, _, err = run("quantize", "--model", f16, "--scheme", "w8a8", "--calib", path, "--out", out_path)
+        check(rc == 2 and expect[name] in err and not os.path.exists(out_path), f"calibration file '{name}': {err.strip()}")
+    rc, _, err = run("quantize", "--model", f16, "--scheme", "w4a16", "--out", os.path.join(d, "x.gguf"))
+    check(rc == 2 and "--calib" in err, "a calibrated scheme without --calib is refused: " + err.strip())
+    rc, _, err = run("quantize", "--model", f16, "--scheme", "w3", "--out", os.path.join(d, "x.gguf"))
+    check(rc == 2 and "w8a8" in err, "an unknown scheme is refused with the list: " + err.strip())
+
+    # W8A8, calibrated, with the quality report on one chunk of the held-out text.
+    w8 = os.path.join(d, "w8a8.gguf")
+    js = os.path.join(d, "w8a8.json")
+    rc, out, err = run("quantize", "--model", f16, "--scheme", "w8a8", "--calib", PROMPTS, "--calib-max", "24",
+                       "--out", w8, "--report", "--chunks", "1", "--json", js)
+    check(rc == 0 and os.path.exists(w8) and not os.path.exists(w8 + ".partial"), "w8a8 quantize --report: " + err[-300:])
+    if rc == 0:
+        rep = json.load(open(js))
+        q = rep["quality"]
+        check(rep["bits_per_weight"] < 9, f"w8a8 is ~8 bits per weight ({rep['bits_per_weight']:.2f})")
+        check(all(s["error"] <= s["error_rtn"] for s in rep["sites"]), "every site's chosen error <= round-to-nearest")
+        check(any(s["method"] == "smoothquant" for s in rep["sites"]), "SmoothQuant was chosen somewhere")
+        # Loose bounds a broken quantizer would miss by far (README has the measured figures).
+        check(q["perplexity_delta"] < 0.05 and q["top1_agreement"] > 0.85 and len(q["layer_error"]) == 30,
+              f"w8a8 quality: ppl {q['perplexity']:.3f} vs {q['perplexity_ref']:.3f}, top-1 {q['top1_agreement']:.3f}")
+        check(q["greedy_queries"] == 16, "greedy agreement ran on the calibration queries")
+        rc, out, err = run("generate", "--model", w8, "--prompt", "The capital of France is", "--max-tokens", "8",
+                           "--temperature", "0")
+        check(rc == 0 and "Paris" in out, "the w8a8 file generates: " + out.strip())
+        rc, out, _ = run("info", "--model", w8)
+        check(rc == 0 and "fw_w8a8" in out and "quantization: w8a8" in out and "recommended:" in out,
+              "info names the scheme, the kernel path and the recommendation")
+
+    # eval directly, with JSON.
+    ej = os.path.join(d, "eval.json")
+    rc, out, err = run("eval", "--model", w8, "--ref", f16, "--chunks", "1", "--json", ej)
+    check(rc == 0 and "perplexity" in out and json.load(open(ej))["predictions"] > 100, "flywheel eval: " + err[-200:])
+    rc, _, err = run("eval", "--model", w8)
+    check(rc == 2 and "--ref" in err, "eval without --ref is refused")
+
+    # Ctrl-C while calibrating: exit 130, no output, no partial file.
+    cut = os.path.join(d, "cut.gguf")
+    p = subprocess.Popen([FLYWHEEL, "quantize", "--model", f16, "--scheme", "w4a16", "--calib", PROMPTS,
+                          "--out", cut], cwd=SRC, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        seen += line
+        if "calibration" in line or "layers" in line:
+            break
+    p.send_signal(signal.SIGINT)
+    rest = p.communicate(timeout=120)[1]
+    check(p.returncode == 130 and not os.path.exists(cut) and not os.path.exists(cut + ".partial"),
+          f"Ctrl-C leaves nothing behind (rc {p.returncode}): {(seen + rest).strip()[-200:]}")
+
+    # A tiny random model with outlier channels: W4A16 AWQ beats round-to-nearest; mixed fits.
+    tiny = os.path.join(d, "tiny.gguf")
+    subprocess.run([TINY, "--out", tiny, "--embd", "128", "--ff", "256", "--layers", "2", "--outliers", "4"], check=True)
+    queries = os.path.join(d, "queries.txt")
+    with open(queries, "w") as f:
+        f.write("\n".join(f"query number {i}: please answer in a few words about topic {i * 7}" for i in range(12)))
+    sizes = {}
+    for name, extra in {"awq": [], "rtn": ["--method", "rtn"]}.items():
+        out_path = os.path.join(d, f"tiny-{name}.gguf")
+        j = os.path.join(d, f"tiny-{name}.json")
+        rc, _, err = run("quantize", "--model", tiny, "--scheme", "w4a16", "--calib", queries, "--out", out_path,
+                         "--json", j, *extra)
+        check(rc == 0, f"tiny w4a16 {name}: {err[-200:]}")
+        sizes[name] = os.path.getsize(out_path)
+        rc, out, err = run("eval", "--model", out_path, "--ref", tiny, "--text", os.path.join(SRC, "conf", "eval", "heldout.txt"),
+                           "--ctx", "128", "--chunks", "4", "--json", j)
+        sizes[name + "_kl"] = json.load(open(j))["kl_mean"] if rc == 0 else 1e9
+    check(sizes["awq_kl"] < sizes["rtn_kl"], f"AWQ's KL {sizes['awq_kl']:.5f} < round-to-nearest's {sizes['rtn_kl']:.5f}")
+    mixed = os.path.join(d, "tiny-mixed.gguf")
+    rc, _, err = run("quantize", "--model", tiny, "--scheme", "mixed", "--calib", queries, "--budget-mib", "1",
+                     "--out", mixed)
+    check(rc == 0 and os.path.getsize(mixed) <= 1 << 20, f"mixed under a 1 MiB budget: {err[-200:]}")
+    rc, _, err = run("quantize", "--model", tiny, "--scheme", "mixed", "--calib", queries, "--layers", "0:w8a8",
+                     "--out", mixed)
+    check(rc == 2 and "does not name layer 1" in err, "a per-layer table must name every layer: " + err.strip())
+
+    if failures:
+        print(f"{len(failures)} check(s) failed", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,349 @@
+// runtime/quant: calibration files, EMA statistics, the scheme policy, and the quantizer end to
+// end on tiny random models with outlier channels: calibrated beats round-to-nearest on
+// per-layer error, calibration is deterministic, the files load and run, mixed precision keeps
+// its budget, and a file from another quantizer version is refused by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "kernels/format/fw_formats.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/gguf/gguf_writer.hpp"
+#include "runtime/model/model.hpp"
+#include "runtime/quant/activation_stats.hpp"
+#include "runtime/quant/calibration_set.hpp"
+#include "runtime/quant/calibrator.hpp"
+#include "runtime/quant/quality_eval.hpp"
+#include "runtime/quant/quantizer.hpp"
+#include "runtime/quant/scheme_advice.hpp"
+#include "tools/tiny_model/tiny_model.hpp"
+
+namespace fw {
+namespace {
+
+// -- calibration files --
+
+TEST(calibration_set, refuses_empty_binary_short_and_invalid_utf8_files) {
+  calibration_options o;
+  auto msg = [&](const std::string& text) {
+    auto r = parse_calibration_text(text, "calib.txt", o);
+    EXPECT_FALSE(r);
+    return r ? std::string() : r.err().message;
+  };
+  EXPECT_NE(msg("").find("is empty"), std::string::npos);
+  EXPECT_NE(msg(std::string("abc\0def\n", 8)).find("binary"), std::string::npos);
+  EXPECT_NE(msg("# only a comment\n\n   \n").find("holds 0 queries"), std::string::npos);
+  EXPECT_NE(msg("one\ntwo\n").find("at least 4"), std::string::npos);
+  EXPECT_NE(msg("a\nb\nc\n\xff\xfe bad\n").find("line 4: not valid UTF-8"), std::string::npos);
+  auto missing = read_calibration_file("/nonexistent/calib.txt", o);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.err().message.find("cannot be opened"), std::string::npos);
+}
+
+TEST(calibration_set, keeps_the_longest_queries_in_a_stable_order) {
+  calibration_options o;
+  o.max_queries = 3;
+  auto r = parse_calibration_text("bb\n# skip\naaaa\ncc\r\ndddd\ne\\nf\n", "c", o);
+  ASSERT_TRUE(r) << r.err().message;
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0], "aaaa");
+  EXPECT_EQ((*r)[1], "dddd");
+  EXPECT_EQ((*r)[2], "e\nf");  // '\n' escapes become line breaks; ties keep file order
+}
+
+TEST(calibration_set, noise_adds_deterministic_perturbed_copies) {
+  calibration_options o;
+  o.noise = 0.5;
+  const std::string text = "The quick brown fox jumps over the lazy dog\nPack my box with five dozen liquor jugs\n"
+                           "How vexingly quick daft zebras jump\nSphinx of black quartz judge my vow\n";
+  auto a = parse_calibration_text(text, "c", o), b = parse_calibration_text(text, "c", o);
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(a->size(), 6u);  // 4 + half of them perturbed
+  EXPECT_EQ(*a, *b);
+  EXPECT_NE((*a)[4], (*a)[0]);
+  EXPECT_NE(perturb_text((*a)[0], 1), perturb_text((*a)[0], 2));
+  EXPECT_EQ(perturb_text("日本語 text", 3).substr(0, 9), "日本語");  // UTF-8 is never split
+}
+
+// -- statistics --
+
+TEST(activation_stats, ema_of_batch_maxima_and_means) {
+  activation_stats s(2, 0.5, 4);
+  const float b1[] = {1, -2, -1, 0};  // rows (1, -2), (-1, 0)
+  s.add_batch(b1, 2, 2);
+  EXPECT_FLOAT_EQ(s.max_abs()[0], 1);
+  EXPECT_FLOAT_EQ(s.max_abs()[1], 2);
+  EXPECT_FLOAT_EQ(s.mean_abs()[1], 1);
+  EXPECT_FLOAT_EQ(s.tensor_max(), 2);
+  const float b2[] = {3, 0};
+  s.add_batch(b2, 2, 1);
+  EXPECT_FLOAT_EQ(s.max_abs()[0], 0.5f * 1 + 0.5f * 3);
+  EXPECT_FLOAT_EQ(s.max_abs()[1], 0.5f * 2 + 0.5f * 0);
+  EXPECT_FLOAT_EQ(s.mean_abs()[0], 0.5f * 1 + 0.5f * 3);
+  EXPECT_FLOAT_EQ(s.tensor_max(), 0.5f * 2 + 0.5f * 3);
+  EXPECT_EQ(s.batches(), 2u);
+  EXPECT_EQ(s.samples_count(), 3);
+  const float b3[] = {5, 5, 6, 6, 7, 7};
+  s.add_batch(b3, 2, 3);
+  EXPECT_EQ(s.samples_count(), 4);  // bounded
+  EXPECT_EQ(s.rows_seen(), 6u);
+}
+
+// -- policy --
+
+TEST(scheme_advice, w8a8_first_then_mixed_then_w4a16) {
+  hardware_facts hw;
+  hw.avx2 = true;
+  model_facts m;
+  m.matrix_params = 100u << 20;
+  m.embd_params = 10u << 20;
+  const auto roomy = advise_scheme(hw, m, 1ull << 30);
+  EXPECT_TRUE(roomy.fits);
+  EXPECT_EQ(roomy.scheme, quant_scheme::w8a8);
+  EXPECT_NE(roomy.reason.find("AVX2"), std::string::npos);
+  const auto between = advise_scheme(hw, m, (roomy.w8a8_bytes + roomy.w4a16_bytes) / 2);
+  EXPECT_EQ(between.scheme, quant_scheme::mixed);
+  const auto tight = advise_scheme(hw, m, roomy.w4a16_bytes + 1);
+  EXPECT_EQ(tight.scheme, quant_scheme::w4a16);
+  EXPECT_FALSE(advise_scheme(hw, m, roomy.w4a16_bytes / 2).fits);
+  hw.avx512_vnni = true;
+  EXPECT_NE(advise_scheme(hw, m, 0).reason.find("VNNI"), std::string::npos);
+}
+
+// -- the quantizer on a tiny model --
+
+struct tiny_quant : ::testing::Test {
+  static std::shared_ptr<const model> src;
+  static std::string dir;
+
+  static void SetUpTestSuite() {
+    dir = (std::filesystem::temp_directory_path() / ("fw_quant_test_" + std::to_string(::getpid()))).string();
+    std::filesystem::create_directories(dir);
+    tiny_model_spec spec;
+    spec.n_embd = 128, spec.n_ff = 256, spec.n_layer = 2, spec.n_head = 4, spec.n_head_kv = 2;
+    spec.outlier_channels = 4, spec.outlier_scale = 24.f;
+    ASSERT_TRUE(write_tiny_model(spec, dir + "/src.gguf"));
+    auto m = model::load(dir + "/src.gguf");
+    ASSERT_TRUE(m) << m.err().message;
+    src = *m;
+  }
+  static void TearDownTestSuite() {
+    src.reset();
+    std::filesystem::remove_all(dir);
+  }
+
+  static std::vector<std::vector<int32_t>> prompts() {
+    std::vector<std::vector<int32_t>> out;
+    const char* texts[] = {"hello there, how are you today?", "the quick brown fox", "quantize me gently please",
+                           "one two three four five six", "calibration needs real queries", "zebra quartz jumps"};
+    for (const char* t : texts) out.push_back(src->vocab().encode(t, true, false));
+    return out;
+  }
+
+  /// Calibrates on the prompts and quantizes; the file is written to dir/name.
+  static quantize_result quantize(const quantize_options& o, const std::string& name, bool calibrate = true) {
+    calibration_run_options cro;
+    cro.batch = 2;
+    calibrator cal(cro);
+    cpu_backend_options bo;
+    bo.threads = 2;
+    bo.kv_tokens = 1024;
+    bo.observer = &cal;
+    cpu_backend b(src->config(), src->weights(), bo);
+    calibration_summary sum;
+    if (calibrate) {
+      auto s = cal.run(b, src->config().n_layer, src->config().n_embd, src->config().n_ff, prompts(), 256);
+      EXPECT_TRUE(s) << s.err().message;
+      sum = *s;
+    }
+    gguf_writer w;
+    auto r = quantize_model(*src, calibrate ? &cal : nullptr, calibrate ? &sum : nullptr, o, *b.thread_pool(), w);
+    EXPECT_TRUE(r) << r.err().message;
+    EXPECT_TRUE(w.write(dir + "/" + name));
+    return r ? *r : quantize_result{};
+  }
+
+  /// Per-layer relative error of `path` against the source on a text.
+  static std::vector<double> layer_error(const std::string& path) {
+    auto m = model::load(path);
+    EXPECT_TRUE(m) << m.err().message;
+    layer_capture cm, cr;
+    cpu_backend_options o;
+    o.threads = 2;
+    o.kv_tokens = 1024;
+    o.observer = &cm;
+    cpu_backend bm((*m)->config(), (*m)->weights(), o);
+    o.observer = &cr;
+    cpu_backend br(src->config(), src->weights(), o);
+    const auto text = src->vocab().encode("a different held-out text, not the calibration queries at all: "
+                                          "numbers 12345, code x = f(y); and more words to score here.",
+                                          false, false);
+    quality_options qo;
+    qo.ctx = 64;
+    auto rep = evaluate_quality(bm, cm, br, cr, src->config().n_layer, src->config().n_vocab, -1, text, {}, qo);
+    EXPECT_TRUE(rep) << rep.err().message;
+    return rep ? rep->layer_error : std::vector<double>{};
+  }
+};
+std::shared_ptr<const model> tiny_quant::src;
+std::string tiny_quant::dir;
+
+TEST_F(tiny_quant, calibrated_w8a8_and_w4a16_beat_round_to_nearest) {
+  for (quant_scheme s : {quant_scheme::w8a8, quant_scheme::w4a16}) {
+    quantize_options rtn;
+    rtn.scheme = s;
+    rtn.activation_aware = false;
+    quantize(rtn, "rtn.gguf", false);
+    quantize_options cal;
+    cal.scheme = s;
+    const auto res = quantize(cal, "cal.gguf");
+    // The scale search measured less error than round-to-nearest where the outliers are.
+    bool improved = false;
+    for (const auto& r : res.sites) {
+      EXPECT_LE(r.error, r.error_rtn) << r.site;
+      if (r.site == "qkv" || r.site == "gate_up") improved |= r.error < 0.8 * r.error_rtn;
+    }
+    EXPECT_TRUE(improved) << scheme_name(s);
+    // And the whole model agrees: the calibrated file's last layer is closer to the reference.
+    const auto e_rtn = layer_error(dir + "/rtn.gguf"), e_cal = layer_error(dir + "/cal.gguf");
+    ASSERT_EQ(e_rtn.size(), 2u);
+    ASSERT_EQ(e_cal.size(), 2u);
+    EXPECT_LT(e_cal.back(), e_rtn.back()) << scheme_name(s);
+    EXPECT_GT(e_cal.back(), 0.0);
+  }
+}
+
+TEST_F(tiny_quant, calibration_is_deterministic_and_the_file_loads_and_runs) {
+  quantize_options o;
+  o.scheme = quant_scheme::w8a8;
+  quantize(o, "a.gguf");
+  quantize(o, "b.gguf");
+  auto read = [&](const std::string& f) {
+    std::ifstream in(dir + "/" + f, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(read("a.gguf"), read("b.gguf"));
+  auto m = model::load(dir + "/a.gguf");
+  ASSERT_TRUE(m) << m.err().message;
+  EXPECT_EQ((*m)->file().get_uint(fw_quant_version_key), fw_quant_version);
+  EXPECT_EQ((*m)->file().get_string("flywheel.quant.scheme"), "w8a8");
+  EXPECT_EQ((*m)->file().get_string("flywheel.quant.method"), "smoothquant");
+  EXPECT_EQ((*m)->weights().layers[0].wq.type, ggml_type::fw_w8a8);
+  EXPECT_EQ((*m)->weights().tok_embd.type, ggml_type::q8_0);
+  cpu_backend_options bo;
+  bo.threads = 2;
+  cpu_backend b((*m)->config(), (*m)->weights(), bo);
+  bool named = false;
+  for (const auto& k : b.kernel_paths())
+    if (k.weight_type == "fw_w8a8") named = k.path.find("int8 activations per token") != std::string::npos;
+  EXPECT_TRUE(named);
+  kv_handle kv;
+  forward_batch batch;
+  const auto toks = src->vocab().encode("hello", true, false);
+  batch.add_sequence(&kv, toks.data(), toks.size(), 0, false);
+  std::vector<float> logits;
+  ASSERT_TRUE(b.forward(batch, logits));
+  ASSERT_EQ(logits.size(), src->config().n_vocab);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+}
+
+TEST_F(tiny_quant, static_activation_scales_are_written_and_loaded) {
+  quantize_options o;
+  o.scheme = quant_scheme::w8a8;
+  o.static_activations = true;
+  quantize(o, "static.gguf");
+  auto m = model::load(dir + "/static.gguf");
+  ASSERT_TRUE(m) << m.err().message;
+  EXPECT_TRUE((*m)->file().find_tensor("blk.0.attn_q.act_scale"));
+  EXPECT_GT((*m)->weights().layers[0].wq.act_scale, 0.f);
+  EXPECT_GT((*m)->weights().layers[1].w_down.act_scale, 0.f);
+  EXPECT_EQ((*m)->file().get_string("flywheel.quant.activations"), "static");
+}
+
+TEST_F(tiny_quant, mixed_precision_fits_its_budget_from_measured_sensitivity) {
+  quantize_options w8, w4;
+  w8.scheme = quant_scheme::w8a8;
+  w4.scheme = quant_scheme::w4a16;
+  const auto r8 = quantize(w8, "m8.gguf"), r4 = quantize(w4, "m4.gguf");
+  const uint64_t s8 = std::filesystem::file_size(dir + "/m8.gguf"), s4 = std::filesystem::file_size(dir + "/m4.gguf");
+  ASSERT_GT(s8, s4);
+  quantize_options mixed;
+  mixed.scheme = quant_scheme::mixed;
+  mixed.budget_bytes = r4.tensor_bytes + (r8.tensor_bytes - r4.tensor_bytes) / 2;
+  const auto rm = quantize(mixed, "mixed.gguf");
+  EXPECT_LE(rm.tensor_bytes, mixed.budget_bytes);
+  int n8 = 0, n4 = 0;
+  for (const auto& s : rm.sites) (s.type == ggml_type::fw_w8a8 ? n8 : n4)++;
+  EXPECT_GT(n8, 0);
+  EXPECT_GT(n4, 0);
+  ASSERT_TRUE(model::load(dir + "/mixed.gguf"));
+  // A per-layer table instead of a budget.
+  mixed.budget_bytes = 0;
+  mixed.layer_schemes = {quant_scheme::w8a8, quant_scheme::w4a16};
+  const auto rt = quantize(mixed, "table.gguf");
+  for (const auto& s : rt.sites) EXPECT_EQ(s.type == ggml_type::fw_w8a8, s.layer == 0) << s.site;
+}
+
+TEST_F(tiny_quant, a_budget_below_all_4bit_and_missing_calibration_are_refused) {
+  cpu::thread_pool pool(1);
+  gguf_writer w;
+  quantize_options o;
+  o.scheme = quant_scheme::w4a16;
+  auto r = quantize_model(*src, nullptr, nullptr, o, pool, w);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("--calib"), std::string::npos);
+  calibrator cal({});
+  o.scheme = quant_scheme::mixed;
+  o.budget_bytes = 1000;
+  r = quantize_model(*src, &cal, nullptr, o, pool, w);  // a calibrator that never ran
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("calibrate this model first"), std::string::npos);
+  cpu_backend_options bo;
+  bo.threads = 1;
+  bo.observer = &cal;
+  cpu_backend b(src->config(), src->weights(), bo);
+  ASSERT_TRUE(cal.run(b, src->config().n_layer, src->config().n_embd, src->config().n_ff, prompts(), 256));
+  r = quantize_model(*src, &cal, nullptr, o, pool, w);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("too small"), std::string::npos);
+  // A query longer than the context is refused by the calibrator, naming it.
+  auto long_query = prompts();
+  long_query[2].resize(300, long_query[2].front());
+  auto s = cal.run(b, src->config().n_layer, src->config().n_embd, src->config().n_ff, long_query, 256);
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.err().message.find("query 3 has 300 tokens"), std::string::npos) << s.err().message;
+}
+
+TEST_F(tiny_quant, a_file_of_another_quantizer_version_is_refused_by_name) {
+  quantize_options o;
+  o.scheme = quant_scheme::w4a16;
+  o.activation_aware = false;
+  quantize(o, "v1.gguf", false);
+  auto f = gguf_file::open(dir + "/v1.gguf");
+  ASSERT_TRUE(f);
+  gguf_writer w;
+  for (const auto& [k, v] : (*f)->metadata())
+    if (k != fw_quant_version_key) w.add_value(k, v);
+  w.add_uint32(fw_quant_version_key, fw_quant_version + 1);
+  for (const auto& t : (*f)->tensors()) w.add_tensor(t.name, t.ne, t.type, {t.data, t.n_bytes});
+  ASSERT_TRUE(w.write(dir + "/v2.gguf"));
+  auto m = model::load(dir + "/v2.gguf");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.err().code, errc::unsupported);
+  EXPECT_NE(m.err().message.find("flywheel quantization format version 2"), std::string::npos) << m.err().message;
+  // A tensor type from a newer flywheel is named as such too.
+  gguf_writer u;
+  u.add_string("general.architecture", "llama");
+  const std::vector<uint8_t> bytes(64, 0);
+  u.add_tensor_raw("x", {32}, fw_type_base + 0x7777, bytes);
+  auto g = gguf_file::from_bytes(u.bytes());
+  ASSERT_FALSE(g);
+  EXPECT_NE(g.err().message.find("flywheel tensor type"), std::string::npos) << g.err().message;
+}
+
+}  // namespace
+}  // namespace fw
