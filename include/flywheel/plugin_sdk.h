@@ -51,8 +51,9 @@ extern "C" {
 #endif
 
 /* -- kinds -- */
-#define FW_PLUGIN_QUANT_KERNEL 1u /* kind_table: const fw_quant_kernel_v1* */
-#define FW_PLUGIN_DRAFT_MODEL 2u  /* kind_table: const fw_draft_model_v1* */
+#define FW_PLUGIN_QUANT_KERNEL 1u    /* kind_table: const fw_quant_kernel_v1* */
+#define FW_PLUGIN_DRAFT_MODEL 2u     /* kind_table: const fw_draft_model_v1* */
+#define FW_PLUGIN_QUANT_KERNEL_V2 3u /* kind_table: const fw_quant_kernel_v2* (a quant_kernel too) */
 
 /* -- return codes: 0 is success, errors are negative -- */
 #define FW_PLUGIN_OK 0
@@ -77,6 +78,36 @@ typedef struct fw_quant_kernel_v1 {
   /* One row of k elements of `type` -> k floats. May be NULL. */
   int (*dequantize_row)(void* self, uint32_t type, const void* src, float* y, int64_t k);
 } fw_quant_kernel_v1;
+
+/* -- quant_kernel v2: the activation format and the row split are the host's --
+ * A v1 kernel gets float activations and computes a whole product on the calling thread. A v2
+ * kernel names the activation format its products consume; the host quantizes each activation
+ * row once (quantize_act, with a calibrated static scale when the weights carry one) and calls
+ * gemm on disjoint ranges of weight rows from its own kernel threads, so a plugin runs at the
+ * speed of the built-in kernels. Activation formats: */
+#define FW_ACT_F32 0u     /* k floats */
+#define FW_ACT_Q8_32 1u   /* blocks of 32: float scale, int32 sum, 32 int8 (40 bytes per 32) */
+#define FW_ACT_I8_ROW 2u  /* flywheel W8A8 rows: 32-byte header, k int8, one float scale per group */
+#define FW_ACT_I16_ROW 3u /* flywheel W4A16 rows: 32-byte header (float scale), k int16, k/32 int32 sums */
+
+typedef struct fw_quant_kernel_v2 {
+  const uint32_t* types;
+  size_t n_types;
+  /* The activation format `type`'s products consume and the bytes of one activation row of k
+   * values. Required. */
+  int (*act_format)(void* self, uint32_t type, int64_t k, uint32_t* format, size_t* row_bytes);
+  /* k floats -> one activation row at out. static_scale > 0: a calibrated per-tensor scale
+   * (formats that have one); 0: the row's own. Required. */
+  int (*quantize_act)(void* self, uint32_t type, const float* x, int64_t k, float static_scale, void* out);
+  /* y[j * ldy + i] = (weight row i) . (activation row j) for i in [0, n), j in [0, m): w is n rows
+   * of `type`, row_bytes apart; act is m activation rows, act_stride bytes apart. The host calls
+   * it concurrently on disjoint row ranges. Required. */
+  int (*gemm)(void* self, uint32_t type, const void* w, size_t row_bytes, int64_t k, int64_t n, const void* act,
+              size_t act_stride, int64_t m, float* y, int64_t ldy);
+  /* As in v1; may be NULL. */
+  int (*quantize_row)(void* self, uint32_t type, const float* x, void* dst, int64_t k);
+  int (*dequantize_row)(void* self, uint32_t type, const void* src, float* y, int64_t k);
+} fw_quant_kernel_v2;
 
 /* -- draft_model: proposes tokens for speculative decoding (mirrors runtime/drafter.hpp) -- */
 
@@ -114,7 +145,7 @@ typedef struct fw_draft_model_v1 {
 /* -- the entry table -- */
 typedef struct fw_plugin_v1 {
   uint32_t abi_version; /* FW_PLUGIN_ABI_VERSION */
-  uint32_t kind;        /* FW_PLUGIN_QUANT_KERNEL or FW_PLUGIN_DRAFT_MODEL */
+  uint32_t kind;        /* FW_PLUGIN_QUANT_KERNEL, FW_PLUGIN_QUANT_KERNEL_V2 or FW_PLUGIN_DRAFT_MODEL */
   const char* name;     /* e.g. "q8_0_kernel" */
   const char* version;  /* free text, e.g. "1.2.0" */
   /* 0: can run on this machine; otherwise writes why not (NUL-terminated) into why. May be NULL

@@ -41,6 +41,31 @@ class quant_kernel {
   virtual expected<void> quantize_row(uint32_t type, const float* x, void* dst, int64_t k) = 0;
   /// One row of k elements of `type` -> k floats.
   virtual expected<void> dequantize_row(uint32_t type, const void* src, float* y, int64_t k) = 0;
+
+  // -- the row-split interface (v2 plugins): activations quantized once, rows split by the host --
+
+  /// An activation row format (plugin_sdk.h FW_ACT_*) and its bytes for k values.
+  struct act_spec {
+    uint32_t format = 0;
+    size_t row_bytes = 0;
+  };
+  /// True when act_format / quantize_act / gemm are available.
+  [[nodiscard]] virtual bool row_split() const { return false; }
+  virtual expected<act_spec> act_format(uint32_t type, int64_t k) {
+    (void)type, (void)k;
+    return make_error(errc::unsupported, name() + ": no row-split interface");
+  }
+  virtual expected<void> quantize_act(uint32_t type, const float* x, int64_t k, float static_scale, void* out) {
+    (void)type, (void)x, (void)k, (void)static_scale, (void)out;
+    return make_error(errc::unsupported, name() + ": no row-split interface");
+  }
+  /// y[j * ldy + i] for weight rows i in [0, n) and activation rows j in [0, m); may be called
+  /// concurrently on disjoint row ranges.
+  virtual expected<void> gemm(uint32_t type, const void* w, size_t row_bytes, int64_t k, int64_t n, const void* act,
+                              size_t act_stride, int64_t m, float* y, int64_t ldy) {
+    (void)type, (void)w, (void)row_bytes, (void)k, (void)n, (void)act, (void)act_stride, (void)m, (void)y, (void)ldy;
+    return make_error(errc::unsupported, name() + ": no row-split interface");
+  }
 };
 
 }  // namespace fw

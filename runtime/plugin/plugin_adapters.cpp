@@ -95,9 +95,10 @@ class c_draft_plugin final : public draft_plugin {
 class c_quant_kernel final : public quant_kernel {
  public:
   c_quant_kernel(std::shared_ptr<plugin_library> lib, void* self)
-      : obj_(std::move(lib), self),
-        table_(static_cast<const fw_quant_kernel_v1*>(obj_.lib().table().kind_table)),
-        types_(obj_.lib().types()) {}
+      : obj_(std::move(lib), self), v2_(obj_.lib().kernel_v2()), types_(obj_.lib().types()) {
+    if (v2_) t2_ = static_cast<const fw_quant_kernel_v2*>(obj_.lib().table().kind_table);
+    else t1_ = static_cast<const fw_quant_kernel_v1*>(obj_.lib().table().kind_table);
+  }
 
   std::string name() const override { return obj_.lib().name(); }
   std::string version() const override { return obj_.lib().version(); }
@@ -106,22 +107,60 @@ class c_quant_kernel final : public quant_kernel {
   expected<void> gemv(uint32_t type, const void* w, size_t row_bytes, int64_t k, int64_t n,
                       const float* x, int64_t m, float* y) override {
     if (!handles(type)) return unsupported(type);
-    const int rc = guarded([&] { return table_->gemv(obj_.self(), type, w, row_bytes, k, n, x, m, y); });
+    if (v2_) {  // the v1 call on a v2 plugin: quantize here, one gemm on this thread
+      auto spec = act_format(type, k);
+      if (!spec) return spec.err();
+      std::vector<uint8_t> act(spec->row_bytes * static_cast<size_t>(m));
+      for (int64_t j = 0; j < m; ++j)
+        if (auto ok = quantize_act(type, x + j * k, k, 0.f, act.data() + j * spec->row_bytes); !ok) return ok;
+      return gemm(type, w, row_bytes, k, n, act.data(), spec->row_bytes, m, y, n);
+    }
+    const int rc = guarded([&] { return t1_->gemv(obj_.self(), type, w, row_bytes, k, n, x, m, y); });
     if (rc < 0) return obj_.lib().call_error("gemv", rc);
     return {};
   }
 
   expected<void> quantize_row(uint32_t type, const float* x, void* dst, int64_t k) override {
-    if (!handles(type) || !table_->quantize_row) return unsupported(type);
-    const int rc = guarded([&] { return table_->quantize_row(obj_.self(), type, x, dst, k); });
+    auto* fn = v2_ ? t2_->quantize_row : t1_->quantize_row;
+    if (!handles(type) || !fn) return unsupported(type);
+    const int rc = guarded([&] { return fn(obj_.self(), type, x, dst, k); });
     if (rc < 0) return obj_.lib().call_error("quantize_row", rc);
     return {};
   }
 
   expected<void> dequantize_row(uint32_t type, const void* src, float* y, int64_t k) override {
-    if (!handles(type) || !table_->dequantize_row) return unsupported(type);
-    const int rc = guarded([&] { return table_->dequantize_row(obj_.self(), type, src, y, k); });
+    auto* fn = v2_ ? t2_->dequantize_row : t1_->dequantize_row;
+    if (!handles(type) || !fn) return unsupported(type);
+    const int rc = guarded([&] { return fn(obj_.self(), type, src, y, k); });
     if (rc < 0) return obj_.lib().call_error("dequantize_row", rc);
+    return {};
+  }
+
+  bool row_split() const override { return v2_; }
+
+  expected<act_spec> act_format(uint32_t type, int64_t k) override {
+    if (!v2_ || !handles(type)) return unsupported(type);
+    act_spec spec;
+    const int rc = guarded([&] { return t2_->act_format(obj_.self(), type, k, &spec.format, &spec.row_bytes); });
+    if (rc < 0) return obj_.lib().call_error("act_format", rc);
+    if (spec.format > FW_ACT_I16_ROW || spec.row_bytes == 0)
+      return make_error(errc::internal, obj_.lib().describe() + ": act_format() named an unknown activation format " +
+                                            std::to_string(spec.format));
+    return spec;
+  }
+
+  expected<void> quantize_act(uint32_t type, const float* x, int64_t k, float static_scale, void* out) override {
+    if (!v2_ || !handles(type)) return unsupported(type);
+    const int rc = guarded([&] { return t2_->quantize_act(obj_.self(), type, x, k, static_scale, out); });
+    if (rc < 0) return obj_.lib().call_error("quantize_act", rc);
+    return {};
+  }
+
+  expected<void> gemm(uint32_t type, const void* w, size_t row_bytes, int64_t k, int64_t n, const void* act,
+                      size_t act_stride, int64_t m, float* y, int64_t ldy) override {
+    if (!v2_ || !handles(type)) return unsupported(type);
+    const int rc = guarded([&] { return t2_->gemm(obj_.self(), type, w, row_bytes, k, n, act, act_stride, m, y, ldy); });
+    if (rc < 0) return obj_.lib().call_error("gemm", rc);
     return {};
   }
 
@@ -132,7 +171,9 @@ class c_quant_kernel final : public quant_kernel {
   }
 
   plugin_object obj_;
-  const fw_quant_kernel_v1* table_;
+  bool v2_;
+  const fw_quant_kernel_v1* t1_ = nullptr;
+  const fw_quant_kernel_v2* t2_ = nullptr;
   std::vector<uint32_t> types_;
 };
 

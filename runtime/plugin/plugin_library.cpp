@@ -45,14 +45,21 @@ std::string check_table(const fw_plugin_v1& t) {
   if (t.abi_version != FW_PLUGIN_ABI_VERSION)
     return "plugin ABI version " + std::to_string(t.abi_version) + ", but this host speaks version " +
            std::to_string(FW_PLUGIN_ABI_VERSION) + " (rebuild the plugin against this plugin_sdk.h)";
-  if (t.kind != FW_PLUGIN_QUANT_KERNEL && t.kind != FW_PLUGIN_DRAFT_MODEL)
-    return "unknown plugin kind " + std::to_string(t.kind) + " (known: 1 quant_kernel, 2 draft_model)";
+  if (t.kind != FW_PLUGIN_QUANT_KERNEL && t.kind != FW_PLUGIN_DRAFT_MODEL && t.kind != FW_PLUGIN_QUANT_KERNEL_V2)
+    return "unknown plugin kind " + std::to_string(t.kind) + " (known: 1 quant_kernel, 2 draft_model, 3 quant_kernel v2)";
   if (!t.name || !*t.name) return "the entry table has no name";
   if (!t.version) return "the entry table has no version";
   if (!t.create) return "the entry table has no create()";
   if (!t.destroy) return "the entry table has no destroy()";
-  if (!t.kind_table) return std::string("the entry table has no ") + to_string(static_cast<plugin_kind>(t.kind)) + " table";
-  if (t.kind == FW_PLUGIN_QUANT_KERNEL) {
+  if (!t.kind_table)
+    return std::string("the entry table has no ") +
+           (t.kind == FW_PLUGIN_DRAFT_MODEL ? "draft_model" : "quant_kernel") + " table";
+  if (t.kind == FW_PLUGIN_QUANT_KERNEL_V2) {
+    const auto& q = *static_cast<const fw_quant_kernel_v2*>(t.kind_table);
+    if (!q.types || q.n_types == 0) return "the quant_kernel v2 table lists no weight types";
+    if (!q.act_format || !q.quantize_act || !q.gemm)
+      return "the quant_kernel v2 table lacks act_format(), quantize_act() or gemm()";
+  } else if (t.kind == FW_PLUGIN_QUANT_KERNEL) {
     const auto& q = *static_cast<const fw_quant_kernel_v1*>(t.kind_table);
     if (!q.types || q.n_types == 0) return "the quant_kernel table lists no weight types";
     if (!q.gemv) return "the quant_kernel table has no gemv()";
@@ -185,6 +192,10 @@ expected<std::shared_ptr<plugin_library>> plugin_library::open(const std::string
 
 std::vector<uint32_t> plugin_library::types() const {
   if (kind() != plugin_kind::quant_kernel) return {};
+  if (kernel_v2()) {
+    const auto& q = *static_cast<const fw_quant_kernel_v2*>(table_->kind_table);
+    return std::vector<uint32_t>(q.types, q.types + q.n_types);
+  }
   const auto& q = *static_cast<const fw_quant_kernel_v1*>(table_->kind_table);
   return std::vector<uint32_t>(q.types, q.types + q.n_types);
 }

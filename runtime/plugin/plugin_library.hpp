@@ -42,7 +42,12 @@ class plugin_library {
   plugin_library& operator=(const plugin_library&) = delete;
 
   [[nodiscard]] const fw_plugin_v1& table() const { return *table_; }
-  [[nodiscard]] plugin_kind kind() const { return static_cast<plugin_kind>(table_->kind); }
+  /// quant_kernel for both kernel table versions.
+  [[nodiscard]] plugin_kind kind() const {
+    return table_->kind == FW_PLUGIN_QUANT_KERNEL_V2 ? plugin_kind::quant_kernel : static_cast<plugin_kind>(table_->kind);
+  }
+  /// A quant_kernel with the v2 table (fw_quant_kernel_v2).
+  [[nodiscard]] bool kernel_v2() const { return table_->kind == FW_PLUGIN_QUANT_KERNEL_V2; }
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] const std::string& file() const { return file_; }
   [[nodiscard]] const std::string& copy() const { return copy_; }

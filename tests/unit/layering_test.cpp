@@ -50,6 +50,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
       {"actors/protocol", {"runtime/setup"}},
       {"plugins/q8_0_kernel", {"kernels/cpu", "include/flywheel", "plugins"}},
       {"plugins/draft_ngram", {"include/flywheel", "plugins"}},
+      {"plugins/fw_quant_kernel", {"kernels/cpu", "kernels/format", "include/flywheel", "plugins"}},
   };
   return edges;
 }

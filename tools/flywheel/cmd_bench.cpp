@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -225,6 +226,81 @@ expected<std::vector<bench_result>> run_tests(backend& be, const model_config& c
   return results;
 }
 
+/// `flywheel bench --models A,B,...`: the same tests on several files (a quantization lever on
+/// vs off) in one run. The models take turns, one timed run each per round (--reps rounds), so
+/// a busy machine's drift falls on all of them alike; ratios are against the first file.
+int compare_models(const arg_parser& args, const bench_spec& spec, const std::vector<std::string>& files) {
+  auto cfg = model_session::load_config(args);
+  if (!cfg) {
+    std::fprintf(stderr, "bench: %s\n", cfg.err().what().c_str());
+    return 2;
+  }
+  std::vector<runtime_parts> parts;
+  for (const auto& f : files) {
+    config c = *cfg;
+    c.model.path = f;
+    build_options bo;
+    bo.build_draft = false;
+    int longest = spec.gen;
+    for (int n : spec.prompt) longest = std::max(longest, n);
+    bo.kv_tokens = static_cast<uint32_t>(std::max(1, spec.batch_rows)) * static_cast<uint32_t>(longest + 64);
+    auto p = build_runtime(std::move(c), bo);
+    if (!p) {
+      std::fprintf(stderr, "bench: %s\n", p.err().what().c_str());
+      return 1;
+    }
+    parts.push_back(std::move(*p));
+  }
+  bench_spec one = spec;
+  one.reps = 1;
+  std::vector<std::vector<bench_result>> all(files.size());
+  for (int round = 0; round < spec.reps; ++round)
+    for (size_t i = 0; i < files.size(); ++i) {
+      auto r = run_tests(*parts[i].device, parts[i].m->config(), one, false);
+      if (!r) {
+        std::fprintf(stderr, "bench: %s: %s\n", files[i].c_str(), r.err().what().c_str());
+        return 1;
+      }
+      if (all[i].empty()) all[i] = std::move(*r);
+      else
+        for (size_t t = 0; t < r->size(); ++t) all[i][t].tok_s.push_back((*r)[t].tok_s.front());
+      std::fprintf(stderr, "bench: round %d/%d: %s done\n", round + 1, spec.reps, files[i].c_str());
+    }
+  nlohmann::json out = {{"threads", parts.front().threads()->size()}, {"cpu", cpu::host_features().describe()},
+                        {"rounds", spec.reps}, {"baseline", files.front()}};
+  auto& models = out["models"] = nlohmann::json::array();
+  std::printf("| model | weights MiB | kernels |");
+  for (const auto& r : all.front()) std::printf(" %s t/s | vs first |", r.test.c_str());
+  std::printf("\n|---|---|---|");
+  for (size_t t = 0; t < all.front().size(); ++t) std::printf("---|---|");
+  std::printf("\n");
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::string kernels;
+    for (const auto& k : parts[i].device->kernel_paths())
+      if (k.weight_type != "attention") kernels += (kernels.empty() ? "" : ", ") + k.weight_type + " " + k.path;
+    const double mib = parts[i].m->weights().matrix_bytes() / 1048576.0;
+    std::printf("| %s | %.1f | %s |", files[i].c_str(), mib, kernels.c_str());
+    nlohmann::json m = {{"model", files[i]}, {"matrix_mib", mib}, {"kernels", kernels}};
+    for (size_t t = 0; t < all[i].size(); ++t) {
+      const double ratio = all[i][t].mean() / all.front()[t].mean();
+      std::printf(" %.1f ± %.1f | %.2fx |", all[i][t].mean(), all[i][t].stddev(), ratio);
+      m[all[i][t].test] = {{"tok_s", all[i][t].mean()}, {"std", all[i][t].stddev()}, {"samples", all[i][t].tok_s},
+                           {"vs_first", ratio}};
+    }
+    std::printf("\n");
+    models.push_back(std::move(m));
+  }
+  if (args.has("out")) {
+    std::ofstream f(args.str("out"));
+    f << out.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "bench: cannot write %s\n", args.str("out").c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 // `flywheel bench --server URL ...`: the load generator (bench_server.hpp).
@@ -293,7 +369,8 @@ int cmd_bench(int argc, char** argv) {
       .option("duration", "--server: seconds of arrivals", "30")
       .option("max-tokens", "--server: max_tokens per request", "64")
       .option("api-key", "--server: sent as Authorization: Bearer KEY")
-      .option("out", "--server: also write the JSON result to this file")
+      .option("models", "compare several GGUF files (comma list, e.g. a Q8_0 and a W8A8 file) in one run: ratios vs the first")
+      .option("out", "--server / --models: also write the JSON result to this file")
       .flag("json", "print one JSON object");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   if (args.has("server")) return bench_server_main(args);
@@ -317,6 +394,21 @@ int cmd_bench(int argc, char** argv) {
   spec.batch_rows = static_cast<int>(*batch);
   spec.reps = static_cast<int>(*reps);
   const bool json = args.on("json");
+  if (args.has("models")) {
+    std::vector<std::string> files;
+    std::string list = args.str("models");
+    for (size_t pos = 0; pos <= list.size();) {
+      size_t end = list.find(',', pos);
+      if (end == std::string::npos) end = list.size();
+      if (end > pos) files.push_back(list.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    if (files.empty()) {
+      std::fprintf(stderr, "bench: --models expects a comma list of GGUF files\n");
+      return 2;
+    }
+    return compare_models(args, spec, files);
+  }
 
   auto s = model_session::open(args, false);
   if (!s) {

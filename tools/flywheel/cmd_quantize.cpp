@@ -142,7 +142,7 @@ int cmd_quantize(int argc, char** argv) {
   std::optional<ggml_type> embd;
   if (args.has("embd-type")) {
     embd = type_by_name(args.str("embd-type"));
-    if (!embd || type_traits(*embd).flywheel && *embd != ggml_type::fw_w8a8)
+    if (!embd || (type_traits(*embd).flywheel && *embd != ggml_type::fw_w8a8))
       return fail("--embd-type '" + args.str("embd-type") + "': choose f32|f16|bf16|q8_0|q4_0|q4_1|fw_w8a8", 2);
   }
   if (!args.on("recommend") && !args.has("out")) return fail("--out FILE is required", 2);

@@ -1,6 +1,7 @@
 #include "runtime/device/cpu/cpu_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -151,7 +152,8 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
               : k.act == cpu::act_format::i8_row  ? " (int8 activations per token)"
               : k.act == cpu::act_format::i16_row ? " (int16 activations per token)"
                                                   : " (f32 activations)");
-    if (quant_kernel* p = plugin_for(type)) r.path = "plugin " + p->name() + " " + p->version();
+    if (quant_kernel* p = plugin_for(type))
+      r.path = "plugin " + p->name() + " " + p->version() + (p->row_split() ? " (v2, on the backend's threads)" : "");
     r.fallback = k.level < host;
     if (k.level == cpu::simd_level::scalar)
       r.note = "scalar fallback: expect a large slowdown";
@@ -177,7 +179,31 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
 
 void cpu_backend::mm(const cpu::weight_view& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
                      bool same_x) {
-  if (quant_kernel* p = w.packed ? nullptr : plugin_for(w.type)) {
+  if (quant_kernel* p = w.packed ? nullptr : plugin_for(w.type); p && p->row_split()) {
+    // A v2 plugin: activations quantized once in the plugin's format, weight rows split over
+    // this backend's kernel threads like a built-in product.
+    mm_scratch_.act_of = nullptr;
+    const uint32_t type = static_cast<uint32_t>(w.type);
+    auto spec = p->act_format(type, w.k);
+    bool ok = static_cast<bool>(spec);
+    const void* act = x;
+    size_t stride = static_cast<size_t>(ldx) * sizeof(float);
+    if (ok && spec->format != 0) {  // FW_ACT_F32 reads x in place
+      plugin_act_.resize(spec->row_bytes * static_cast<size_t>(m));
+      stride = spec->row_bytes;
+      for (int64_t r = 0; r < m && ok; ++r)
+        ok = static_cast<bool>(p->quantize_act(type, x + r * ldx, w.k, w.act_scale, plugin_act_.data() + r * stride));
+      act = plugin_act_.data();
+    }
+    if (ok) {
+      std::atomic<bool> failed{false};
+      threads_->parallel_for(w.n, 16, [&](int64_t b, int64_t e, int) {
+        if (!p->gemm(type, w.data + b * w.row_bytes, w.row_bytes, w.k, e - b, act, stride, m, y + b, ldy)) failed = true;
+      });
+      if (!failed) return;
+    }
+    // A failing plugin must not fail the request: the built-in kernel computes the product.
+  } else if (p) {
     mm_scratch_.act_of = nullptr;  // the next same_x call must not trust an older quantization
     // The plugin ABI takes dense rows: gather strided inputs, scatter strided outputs.
     const float* xin = x;

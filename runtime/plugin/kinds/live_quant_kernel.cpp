@@ -57,6 +57,17 @@ class live_quant_kernel final : public quant_kernel {
   expected<void> dequantize_row(uint32_t type, const void* src, float* y, int64_t k) override {
     return current_.load()->dequantize_row(type, src, y, k);
   }
+  // The row-split interface of the version serving now. A reload swaps between steps only
+  // (begin_step), so one product's calls all reach one version.
+  bool row_split() const override { return current_.load()->row_split(); }
+  expected<act_spec> act_format(uint32_t type, int64_t k) override { return current_.load()->act_format(type, k); }
+  expected<void> quantize_act(uint32_t type, const float* x, int64_t k, float static_scale, void* out) override {
+    return current_.load()->quantize_act(type, x, k, static_scale, out);
+  }
+  expected<void> gemm(uint32_t type, const void* w, size_t row_bytes, int64_t k, int64_t n, const void* act,
+                      size_t act_stride, int64_t m, float* y, int64_t ldy) override {
+    return current_.load()->gemm(type, w, row_bytes, k, n, act, act_stride, m, y, ldy);
+  }
 
  private:
   std::shared_ptr<plugin_host> host_;
