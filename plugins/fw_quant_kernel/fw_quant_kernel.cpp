@@ -15,7 +15,7 @@
 #include "kernels/cpu/vec_dot.hpp"
 #include "kernels/format/fw_formats.hpp"
 #include "kernels/format/quant_ref.hpp"
-#include "plugin_params.hpp"
+#include "simd_param.hpp"
 
 #ifndef FW_PLUGIN_VERSION
 #define FW_PLUGIN_VERSION "0.0.0"
@@ -97,18 +97,8 @@ int probe(char*, size_t) { return 0; }  // the scalar path runs on any x86-64
 
 void* create(const char* params_json, char* err, size_t err_len) {
   try {
-    auto level = fw::cpu::best_simd_level();
-    if (auto simd = fw_plugin::param(params_json ? params_json : "{}", "simd")) {
-      fw::cpu::simd_level cap;
-      if (*simd == "scalar") cap = fw::cpu::simd_level::scalar;
-      else if (*simd == "avx2") cap = fw::cpu::simd_level::avx2;
-      else if (*simd == "avx512") cap = fw::cpu::simd_level::avx512;
-      else {
-        fw_plugin_message(err, err_len, "param simd must be \"scalar\", \"avx2\" or \"avx512\"");
-        return nullptr;
-      }
-      if (cap < level) level = cap;
-    }
+    fw::cpu::simd_level level;
+    if (!fw_plugin::simd_level_param(params_json, level, err, err_len)) return nullptr;
     auto* k = new fw_kernel;
     for (int i = 0; i < n_types; ++i) k->kernels[i] = fw::cpu::select_dot_kernel(static_cast<ggml_type>(types[i]), level);
     return k;

@@ -14,7 +14,7 @@
 
 #include "kernels/format/quant_ref.hpp"
 #include "kernels/cpu/vec_dot.hpp"
-#include "plugin_params.hpp"
+#include "simd_param.hpp"
 
 #ifndef FW_PLUGIN_VERSION
 #define FW_PLUGIN_VERSION "0.0.0"
@@ -68,18 +68,8 @@ int probe(char*, size_t) { return 0; }  // the scalar path runs on any x86-64
 
 void* create(const char* params_json, char* err, size_t err_len) {
   try {
-    auto level = fw::cpu::best_simd_level();
-    if (auto simd = fw_plugin::param(params_json ? params_json : "{}", "simd")) {
-      fw::cpu::simd_level cap;
-      if (*simd == "scalar") cap = fw::cpu::simd_level::scalar;
-      else if (*simd == "avx2") cap = fw::cpu::simd_level::avx2;
-      else if (*simd == "avx512") cap = fw::cpu::simd_level::avx512;
-      else {
-        fw_plugin_message(err, err_len, "param simd must be \"scalar\", \"avx2\" or \"avx512\"");
-        return nullptr;
-      }
-      if (cap < level) level = cap;
-    }
+    fw::cpu::simd_level level;
+    if (!fw_plugin::simd_level_param(params_json, level, err, err_len)) return nullptr;
     return new q8_0_kernel{fw::cpu::select_dot_kernel(fw::ggml_type::q8_0, level)};
   } catch (const std::exception& e) {
     fw_plugin_message(err, err_len, e.what());

@@ -64,7 +64,8 @@ expected<std::vector<std::string>> parse_calibration_text(const std::string& tex
   // The longest N; ties keep file order, so the choice is deterministic.
   std::vector<size_t> idx(queries.size());
   for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return queries[a].size() > queries[b].size(); });
+  if (o.longest_first)
+    std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return queries[a].size() > queries[b].size(); });
   if (idx.size() > o.max_queries) idx.resize(o.max_queries);
   std::vector<std::string> out;
   for (size_t i : idx) out.push_back(queries[i]);

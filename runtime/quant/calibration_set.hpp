@@ -19,6 +19,7 @@ struct calibration_options {
   double noise = 0;            ///< fraction of queries that get a perturbed copy, 0..1
   uint64_t seed = 1;           ///< for the perturbations
   uint32_t min_queries = 4;    ///< fewer usable queries than this: refused
+  bool longest_first = true;   ///< false: file order (the first max_queries)
 };
 
 /// The queries of `text` (a file's contents; `path` names it in errors).

@@ -12,33 +12,21 @@
 #include "runtime/spec/drafts/feature_drafter.hpp"
 #include "runtime/spec/drafts/feature_fit.hpp"
 #include "tools/flywheel/arg_parser.hpp"
+#include "runtime/quant/calibration_set.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
 
 namespace fw::cli {
 namespace {
 
-/// One user message per line; "\n" (backslash, n) stands for a line break; '#' and empty lines
-/// are skipped.
+/// One user message per line, in file order (the calibration-file rules: '\n' is a line break,
+/// '#' and empty lines are skipped, binary or non-UTF-8 files are refused).
 expected<std::vector<std::string>> read_prompts(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return make_error(errc::io_error, "cannot open prompt file " + path);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    std::string text;
-    for (size_t i = 0; i < line.size(); ++i) {
-      if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == 'n') {
-        text += '\n';
-        ++i;
-      } else {
-        text += line[i];
-      }
-    }
-    out.push_back(std::move(text));
-  }
-  if (out.empty()) return make_error(errc::invalid_argument, "prompt file " + path + " holds no prompts");
-  return out;
+  calibration_options o;
+  o.max_queries = UINT32_MAX;
+  o.min_queries = 1;
+  o.longest_first = false;
+  return read_calibration_file(path, o);
 }
 
 }  // namespace
