@@ -63,6 +63,21 @@ void quantize_w4_group(const float* x, int g, void* dst, float clip) {
   }
 }
 
+void requantize_w4_group(const float* x, int g, float d, float m, void* dst) {
+  auto* h = static_cast<w4_group_header*>(dst);
+  auto* qs = static_cast<uint8_t*>(dst) + sizeof(w4_group_header);
+  h->d = fp32_to_fp16(d);
+  h->m = fp32_to_fp16(m);
+  const float ds = fp16_to_fp32(h->d), ms = fp16_to_fp32(h->m);
+  const float id = ds > 0 ? 1.f / ds : 0.f;
+  for (int c = 0; c < g / 32; ++c)
+    for (int j = 0; j < 16; ++j) {
+      const int qa = static_cast<int>(std::clamp(std::nearbyint((x[c * 32 + j] - ms) * id), 0.f, 15.f));
+      const int qb = static_cast<int>(std::clamp(std::nearbyint((x[c * 32 + 16 + j] - ms) * id), 0.f, 15.f));
+      qs[c * 16 + j] = static_cast<uint8_t>(qa | (qb << 4));
+    }
+}
+
 void dequantize_w4_group(const void* src, int g, float* y) {
   const auto* h = static_cast<const w4_group_header*>(src);
   const auto* qs = static_cast<const uint8_t*>(src) + sizeof(w4_group_header);

@@ -51,6 +51,9 @@ void dequantize_w8_row(const void* src, float* y, int64_t k);
 /// midpoint before rounding (what a clipping search tunes).
 void quantize_w4_group(const float* x, int g, void* dst, float clip = 1.f);
 void dequantize_w4_group(const void* src, int g, float* y);
+/// One group with a given scale d > 0 and offset m (stored as fp16; values rounded with the
+/// stored ones): w = d * q + m.
+void requantize_w4_group(const float* x, int g, float d, float m, void* dst);
 /// Rows of the group sizes, for the traits table (n a multiple of G).
 template <int G> void w4_to_float(const void* src, float* dst, int64_t n);
 template <int G> void w4_from_float(const float* src, void* dst, int64_t n);

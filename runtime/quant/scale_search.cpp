@@ -32,6 +32,15 @@ std::vector<uint8_t> quantize_rows(const std::vector<float>& w, int64_t k, ggml_
   const size_t gb = w4_group_bytes(g);
   std::vector<float> back(static_cast<size_t>(g));
   std::vector<uint8_t> trial(gb);
+  auto weighted_error = [&](const float* src, const float* imp) {
+    fw_format::dequantize_w4_group(trial.data(), g, back.data());
+    double e = 0;
+    for (int i = 0; i < g; ++i) {
+      const double d = static_cast<double>(src[i]) - back[i];
+      e += d * d * imp[i];
+    }
+    return e;
+  };
   for (int64_t r = 0; r < n; ++r)
     for (int64_t b = 0; b < k / g; ++b) {
       const float* src = w.data() + r * k + b * g;
@@ -40,13 +49,30 @@ std::vector<uint8_t> quantize_rows(const std::vector<float>& w, int64_t k, ggml_
       double best = INFINITY;
       for (float clip : {1.f, 0.95f, 0.9f, 0.85f, 0.8f, 0.75f}) {
         fw_format::quantize_w4_group(src, g, trial.data(), clip);
-        fw_format::dequantize_w4_group(trial.data(), g, back.data());
-        double e = 0;
-        for (int i = 0; i < g; ++i) {
-          const double d = static_cast<double>(src[i]) - back[i];
-          e += d * d * imp[i];
-        }
+        double e = weighted_error(src, imp);
         if (e < best) best = e, std::memcpy(dst, trial.data(), gb);
+        // Refit scale and offset by importance-weighted least squares on the rounded values
+        // (the idea of llama.cpp's weighted quantizers), re-round, twice.
+        for (int it = 0; it < 2; ++it) {
+          const auto* h = reinterpret_cast<const w4_group_header*>(trial.data());
+          const uint8_t* qs = trial.data() + sizeof(w4_group_header);
+          double sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
+          for (int c = 0; c < g / 32; ++c)
+            for (int j = 0; j < 32; ++j) {
+              const int i = c * 32 + j;
+              const double q = j < 16 ? (qs[c * 16 + j] & 0x0f) : (qs[c * 16 + j - 16] >> 4);
+              const double wi = std::max(imp[i], 1e-12f);
+              sw += wi, sq += wi * q, sqq += wi * q * q, sx += wi * src[i], sqx += wi * q * src[i];
+            }
+          const double det = sqq * sw - sq * sq;
+          if (!(det > 0)) break;
+          const double d = (sw * sqx - sq * sx) / det, m = (sqq * sx - sq * sqx) / det;
+          if (!(d > 0) || !std::isfinite(m)) break;
+          (void)h;
+          fw_format::requantize_w4_group(src, g, static_cast<float>(d), static_cast<float>(m), trial.data());
+          e = weighted_error(src, imp);
+          if (e < best) best = e, std::memcpy(dst, trial.data(), gb);
+        }
       }
     }
   return out;

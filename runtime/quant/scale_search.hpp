@@ -59,7 +59,9 @@ void scale_columns(std::vector<float>& w, int64_t k, const std::vector<float>& s
 /// Quantizes rows of k floats to `type` (reference quantizers). With `importance` (per input
 /// channel: the mean square of its activations), each 4-bit group also searches its clipping
 /// ratio (1.0 down to 0.75) for the least importance-weighted squared error, AWQ's clip search
-/// in its diagonal form.
+/// in its diagonal form, and refits each candidate's scale and offset by importance-weighted
+/// least squares on its rounded values (re-rounding twice; measured on SmolLM2-135M: +15% ->
+/// +9.7% perplexity on 4 chunks).
 std::vector<uint8_t> quantize_rows(const std::vector<float>& w, int64_t k, ggml_type type,
                                    const std::vector<float>* importance = nullptr);
 /// Mean square per channel of rows x width floats, divided by s_j^2 (the scaled input).
