@@ -55,6 +55,14 @@ def main():
     rc, _, err = run("quantize", "--model", f16, "--scheme", "w3", "--out", os.path.join(d, "x.gguf"))
     check(rc == 2 and "w8a8" in err, "an unknown scheme is refused with the list: " + err.strip())
 
+    # The policy: W8A8 when it fits, mixed in between, nothing below all-4-bit.
+    rc, out, _ = run("quantize", "--model", f16, "--recommend", "--budget-mib", "1024")
+    check(rc == 0 and "recommended scheme: w8a8" in out, "recommend with room: " + out.strip()[:120])
+    rc, out, _ = run("quantize", "--model", f16, "--recommend", "--budget-mib", "105")
+    check(rc == 0 and "recommended scheme: mixed" in out, "recommend between the sizes: " + out.strip()[:120])
+    rc, out, _ = run("quantize", "--model", f16, "--recommend", "--budget-mib", "20")
+    check(rc == 1 and "recommended scheme: none" in out, "recommend below all-4-bit: " + out.strip()[:120])
+
     # W8A8, calibrated, with the quality report on one chunk of the held-out text.
     w8 = os.path.join(d, "w8a8.gguf")
     js = os.path.join(d, "w8a8.json")
