@@ -42,6 +42,15 @@ inline __m128i hsum4_i32(__m256i a, __m256i b, __m256i c, __m256i d) {
   return _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
 }
 
+/// The four (row, activation) pairs of a 4-tile, kept in one vector, back into res[i][j].
+template <int NW, int NX>
+inline void spill4(__m128 v, float (&res)[NW][NX]) {
+  alignas(16) float r4[4];
+  _mm_store_ps(r4, v);
+#pragma GCC unroll 4
+  for (int t = 0; t < 4; ++t) res[t / NX][t % NX] = r4[t];
+}
+
 // -- W8A8 --
 
 template <int NW, int NX>
@@ -90,12 +99,7 @@ inline void tile_w8(int64_t k, const uint8_t* const* w, const uint8_t* const* x,
       }
     }
   }
-  if constexpr (NW * NX == 4) {
-    alignas(16) float r4[4];
-    _mm_store_ps(r4, res4);
-#pragma GCC unroll 4
-    for (int t = 0; t < 4; ++t) res[t / NX][t % NX] = r4[t];
-  }
+  if constexpr (NW * NX == 4) spill4<NW, NX>(res4, res);
 #pragma GCC unroll 16
   for (int i = 0; i < NW; ++i) {
     const float dw = load_f32(w[i]);
@@ -168,12 +172,7 @@ inline void tile_w4(int64_t k, const uint8_t* const* w, const uint8_t* const* x,
         }
     }
   }
-  if constexpr (NW * NX == 4) {
-    alignas(16) float r4[4];
-    _mm_store_ps(r4, res4);
-#pragma GCC unroll 4
-    for (int t = 0; t < 4; ++t) res[t / NX][t % NX] = r4[t];
-  }
+  if constexpr (NW * NX == 4) spill4<NW, NX>(res4, res);
   for (int j = 0; j < NX; ++j) {
     const float dx = load_f32(x[j]);
     #pragma GCC unroll 16

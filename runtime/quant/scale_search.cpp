@@ -54,7 +54,6 @@ std::vector<uint8_t> quantize_rows(const std::vector<float>& w, int64_t k, ggml_
         // Refit scale and offset by importance-weighted least squares on the rounded values
         // (the idea of llama.cpp's weighted quantizers), re-round, twice.
         for (int it = 0; it < 2; ++it) {
-          const auto* h = reinterpret_cast<const w4_group_header*>(trial.data());
           const uint8_t* qs = trial.data() + sizeof(w4_group_header);
           double sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
           for (int c = 0; c < g / 32; ++c)
@@ -68,7 +67,6 @@ std::vector<uint8_t> quantize_rows(const std::vector<float>& w, int64_t k, ggml_
           if (!(det > 0)) break;
           const double d = (sw * sqx - sq * sx) / det, m = (sqq * sx - sq * sqx) / det;
           if (!(d > 0) || !std::isfinite(m)) break;
-          (void)h;
           fw_format::requantize_w4_group(src, g, static_cast<float>(d), static_cast<float>(m), trial.data());
           e = weighted_error(src, imp);
           if (e < best) best = e, std::memcpy(dst, trial.data(), gb);
