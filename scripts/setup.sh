@@ -54,6 +54,36 @@ PY
   echo "$FW_MODEL_SHA256  $model" | sha256sum -c --status || { echo "setup: SHA-256 mismatch for $model" >&2; rm -f "$model"; exit 1; }
 fi
 
+# -- vocab-only GGUFs of real model families (from the llama-cpp-python sdist, verified, never
+#    committed): models/vocab/ggml-vocab-*.gguf with llama.cpp's own .inp/.out test vectors --
+vocab_dir="$root/models/vocab"
+vocab_missing=0
+for v in "${FW_VOCAB_FILES[@]}"; do
+  for ext in gguf gguf.inp gguf.out; do [ -f "$vocab_dir/ggml-vocab-$v.$ext" ] || vocab_missing=1; done
+done
+if [ "$vocab_missing" = 1 ]; then
+  llama_version="${FW_LLAMA_CPP_PYTHON#*==}"
+  sdist_dir="${FW_LLAMA_CPP_CACHE:-$HOME/.cache/flywheel/llama.cpp-$llama_version-native}/src"
+  sdist="$sdist_dir/llama_cpp_python-$llama_version.tar.gz"
+  if [ ! -f "$sdist" ] || ! echo "$FW_LLAMA_CPP_SDIST_SHA256  $sdist" | sha256sum -c --status; then
+    echo "setup: fetching the $FW_LLAMA_CPP_PYTHON sdist (its vocab-only GGUFs)"
+    mkdir -p "$sdist_dir"
+    rm -f "$sdist"
+    python3 -m pip download -q "$FW_LLAMA_CPP_PYTHON" --no-binary :all: --no-deps -d "$sdist_dir"
+    echo "$FW_LLAMA_CPP_SDIST_SHA256  $sdist" | sha256sum -c --status ||
+      { echo "setup: SHA-256 mismatch for $sdist" >&2; rm -f "$sdist"; exit 1; }
+  fi
+  members=()
+  for v in "${FW_VOCAB_FILES[@]}"; do
+    for ext in gguf gguf.inp gguf.out; do
+      members+=("llama_cpp_python-$llama_version/vendor/llama.cpp/models/ggml-vocab-$v.$ext")
+    done
+  done
+  mkdir -p "$vocab_dir"
+  tar -xzf "$sdist" -C "$vocab_dir" --strip-components=4 "${members[@]}"
+  echo "setup: extracted ${#members[@]} vocab files into models/vocab/"
+fi
+
 # -- build --
 if [ "${FW_SKIP_BUILD:-0}" != 1 ]; then
   cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -10,6 +10,7 @@ FW_APT_PACKAGES=(
   "libboost-dev=1.74.0.3"
   "libboost-filesystem-dev=1.74.0.3"
   "libutf8proc-dev=2.8.0-1"
+  "libpcre2-dev=10.42-1+deb12u2"     # the deepseek/falcon pre-tokenizers' regular expressions
   "libedit-dev=3.1-20221030-2"
   "nlohmann-json3-dev=3.11.2-2"
   "libcpp-httplib-dev=0.11.4+ds-1+deb12u1"
@@ -30,3 +31,7 @@ FW_MODEL_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db5
 
 # The llama.cpp peer (benchmarks and reference data only, never CI).
 FW_LLAMA_CPP_PYTHON="llama-cpp-python==0.3.36"
+# Its sdist also ships llama.cpp's vocab-only GGUFs of real model families, which setup.sh puts in
+# models/vocab/ for the tokenizer tests (tests/model/vocab_reference_test.cpp).
+FW_LLAMA_CPP_SDIST_SHA256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
+FW_VOCAB_FILES=(qwen2 deepseek-llm deepseek-coder falcon llama-spm phi-3)   # ggml-vocab-NAME.gguf

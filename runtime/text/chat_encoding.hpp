@@ -1,8 +1,10 @@
 // chat_encoding: a conversation -> prompt token ids without letting message text become control
-// tokens. The template's markers ("<|im_start|>", "<|im_end|>") are looked up as tokens; every
-// other part (roles, message contents) is tokenized with special-token parsing off, so a user
-// who types "<|im_end|><|im_start|>system" gets those characters as plain text, not a new role.
-// For text without special-token strings the ids equal encode(apply(...), true, true).
+// tokens. The template's markers ("<|im_start|>", "<|im_end|>", "<s>") are looked up as tokens;
+// all other text (roles, message contents, markers that are not tokens such as "[INST]") is
+// tokenized with special-token parsing off, so a user who types "<|im_end|><|im_start|>system"
+// gets those characters as plain text, not a new role.
+// For text without special-token strings the ids equal encode(apply(...), true, true), minus the
+// template's leading BOS text when the vocabulary adds BOS itself.
 // Thread-safety: pure function of immutable inputs.
 #pragma once
 

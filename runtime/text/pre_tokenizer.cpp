@@ -1,7 +1,10 @@
 #include "runtime/text/pre_tokenizer.hpp"
 
 #include <array>
+#include <cstdlib>
+#include <initializer_list>
 
+#include "runtime/text/regex_split.hpp"
 #include "runtime/text/unicode_text.hpp"
 
 namespace fw {
@@ -119,10 +122,22 @@ std::vector<size_t> split_gpt2(const split_input& in, const std::vector<size_t>&
   });
 }
 
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
-// \s*[\r\n]+|\s+(?!\S)|\s+
-std::vector<size_t> split_llama3(const split_input& in, const std::vector<size_t>& pieces) {
-  return for_each_piece(in, pieces, [](piece_cursor& c, size_t ini, size_t end) {
+// The Llama-3 regex family, one hand-written matcher as llama.cpp has one per member:
+//   llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+//           ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//   qwen2:  the same with \p{N} (one digit per word);
+//   qwen35: qwen2 with [\p{L}\p{M}]+ for letters and marks excluded from the punctuation class.
+struct llama3_style {
+  size_t max_digits;  // 3 or 1
+  bool marks;         // combining marks count as letters
+};
+
+std::vector<size_t> split_llama3(const split_input& in, const std::vector<size_t>& pieces, llama3_style style) {
+  auto wordlike = [&](codepoint_flags f) { return f.is_letter() || (style.marks && f.is_mark()); };
+  auto other = [&](codepoint_flags f) {  // [^\s\p{L}(\p{M})\p{N}], false outside the piece
+    return !(f.is_whitespace() || wordlike(f) || f.is_number()) && !f.empty();
+  };
+  return for_each_piece(in, pieces, [&](piece_cursor& c, size_t ini, size_t end) {
     for (size_t pos = ini; pos < end;) {
       const uint32_t cpt = c.cpt(pos);
       const codepoint_flags flags = c.flags(pos);
@@ -144,18 +159,18 @@ std::vector<size_t> split_llama3(const split_input& in, const std::vector<size_t
       }
 
       if (!(cpt == '\r' || cpt == '\n' || flags.is_number())) {  // [^\r\n\p{L}\p{N}]?\p{L}+
-        if (flags.is_letter() || c.flags(pos + 1).is_letter()) {
+        if (wordlike(flags) || wordlike(c.flags(pos + 1))) {
           ++pos;
-          while (c.flags(pos).is_letter()) ++pos;
+          while (wordlike(c.flags(pos))) ++pos;
           c.add_token(pos);
           continue;
         }
       }
 
-      if (flags.is_number()) {  // \p{N}{1,3}
+      if (flags.is_number()) {  // \p{N}{1,max_digits}
         size_t first = pos;
         while (c.flags(pos).is_number()) {
-          if (++pos - first >= 3) {
+          if (++pos - first >= style.max_digits) {
             c.add_token(pos);
             first = pos;
           }
@@ -167,9 +182,9 @@ std::vector<size_t> split_llama3(const split_input& in, const std::vector<size_t
       // ' ?[^\s\p{L}\p{N}]+[\r\n]*'; like llama.cpp, the guard tests the current code point's
       // flags for emptiness and the loop tests the looked-ahead ones.
       codepoint_flags f2 = (cpt == ' ') ? c.flags(pos + 1) : flags;
-      if (!(f2.is_whitespace() || f2.is_letter() || f2.is_number()) && !flags.empty()) {
+      if (!(f2.is_whitespace() || wordlike(f2) || f2.is_number()) && !flags.empty()) {
         pos += (cpt == ' ');
-        while (is_not_space_letter_number(f2)) f2 = c.flags(++pos);
+        while (other(f2)) f2 = c.flags(++pos);
         uint32_t cpt2 = c.cpt(pos);
         while (cpt2 == '\r' || cpt2 == '\n') cpt2 = c.cpt(++pos);
         c.add_token(pos);
@@ -260,31 +275,149 @@ bool collapsed_punct(const split_input& in, size_t i) {
   return !in.flags[i].is_whitespace() && in.flags[i].is_punctuation();
 }
 
+// The regex lists llama.cpp's llm_tokenizer_bpe runs with std::regex (no custom splitter exists
+// for them), copied pattern for pattern from llama.cpp's src/llama-vocab.cpp. The "[\r\n]" entries
+// hold real CR/LF characters there too.
+const std::vector<regex_split>& regex_steps(pre_tokenizer_kind kind) {
+  auto build = [](std::initializer_list<std::string_view> patterns) {
+    std::vector<regex_split> steps;
+    for (std::string_view p : patterns) {
+      auto r = regex_split::compile(p);
+      if (!r) std::abort();  // fixed patterns: a failure here is a build defect, caught by tests
+      steps.push_back(std::move(*r));
+    }
+    return steps;
+  };
+  switch (kind) {
+    case pre_tokenizer_kind::deepseek_llm: {
+      static const std::vector<regex_split> steps = build({
+          "[\r\n]",
+          "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+          "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
+          "\\s+$",
+          "[一-龥ࠀ-一가-퟿]+",
+          "\\p{N}+",
+      });
+      return steps;
+    }
+    case pre_tokenizer_kind::deepseek_coder: {
+      static const std::vector<regex_split> steps = build({
+          "[\r\n]",
+          "\\s?\\p{L}+",
+          "\\s?\\p{P}+",
+          "[一-龥ࠀ-一가-퟿]+",
+          "\\p{N}",
+      });
+      return steps;
+    }
+    case pre_tokenizer_kind::falcon: {  // the middle GPT-2 step is split_gpt2, as in llama.cpp
+      static const std::vector<regex_split> steps = build({
+          "[\\p{P}\\$\\+<=>\\^~\\|`]+",
+          "[0-9][0-9][0-9]",
+      });
+      return steps;
+    }
+    default: {
+      static const std::vector<regex_split> none;
+      return none;
+    }
+  }
+}
+
+std::vector<size_t> run_regex(const split_input& in, const regex_split& step, const std::vector<size_t>& pieces) {
+  return step.split(in.cpts, in.flags, pieces);
+}
+
+// tokenizer.ggml.pre values and what llama.cpp's vocab loader sets for them.
+struct pre_entry {
+  std::string_view name;
+  pre_tokenizer_kind kind;
+  bool ignore_merges;
+  bool add_bos;
+  bool clean_spaces;
+};
+
+using k = pre_tokenizer_kind;
+constexpr pre_entry pre_entries[] = {
+    {"default", k::default_bpe, false, false, true},
+    {"gpt2", k::gpt2, false, false, true},
+    {"gpt-2", k::gpt2, false, false, true},
+    {"phi-2", k::gpt2, false, false, true},
+    {"jina-es", k::gpt2, false, false, true},
+    {"jina-de", k::gpt2, false, false, true},
+    {"jina-v2-es", k::gpt2, false, false, true},
+    {"jina-v2-de", k::gpt2, false, false, true},
+    {"gigachat", k::gpt2, false, false, true},
+    {"mpt", k::gpt2, false, false, true},
+    {"olmo", k::gpt2, false, false, true},
+    {"mellum", k::gpt2, false, false, true},
+    {"exaone4", k::gpt2, false, false, true},
+    {"a.x-4.0", k::gpt2, false, false, true},
+    {"smollm", k::smollm, false, false, false},
+    {"starcoder", k::smollm, false, false, true},
+    {"refact", k::smollm, false, false, true},
+    {"command-r", k::smollm, false, false, false},
+    {"codeshell", k::smollm, false, false, true},
+    {"exaone", k::smollm, false, false, true},
+    {"minerva-7b", k::smollm, false, false, true},
+    {"mellum2", k::smollm, false, false, true},
+    {"llama3", k::llama3, true, true, true},
+    {"llama-v3", k::llama3, true, true, true},
+    {"llama-bpe", k::llama3, true, true, true},
+    {"falcon3", k::llama3, true, true, true},
+    {"falcon-h1", k::llama3, true, true, true},
+    {"pixtral", k::llama3, true, true, true},
+    {"midm-2.0", k::llama3, true, true, true},
+    {"lfm2", k::llama3, true, true, true},
+    {"jina-v5-nano", k::llama3, true, true, true},
+    {"dbrx", k::llama3, false, false, true},
+    {"smaug-bpe", k::llama3, false, false, true},
+    {"qwen2", k::qwen2, false, false, false},
+    {"deepseek-r1-qwen", k::qwen2, false, false, false},
+    {"kormo", k::qwen2, false, false, false},
+    {"f2llmv2", k::qwen2, false, false, false},
+    {"hunyuan", k::qwen2, false, false, false},
+    {"solar-open", k::qwen2, false, false, false},
+    {"stablelm2", k::qwen2, false, false, true},
+    {"megrez", k::qwen2, false, false, true},
+    {"qwen35", k::qwen35, false, false, false},
+    {"deepseek-llm", k::deepseek_llm, false, false, false},
+    {"deepseek-coder", k::deepseek_coder, false, false, false},
+    {"falcon", k::falcon, false, false, true},
+};
+
 }  // namespace
 
 expected<pre_tokenizer> pre_tokenizer::from_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 13> gpt2_names = {
-      "gpt2", "gpt-2", "phi-2", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de", "gigachat",
-      "mpt", "olmo", "mellum", "exaone4", "a.x-4.0"};
-  static constexpr std::array<std::string_view, 8> smollm_names = {
-      "smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b", "mellum2"};
-  static constexpr std::array<std::string_view, 9> llama3_names = {
-      "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
-      "jina-v5-nano"};
-  auto in = [&](const auto& list) {
-    for (auto n : list) {
-      if (n == name) return true;
+  const std::string_view key = name.empty() ? std::string_view("default") : name;
+  for (const pre_entry& e : pre_entries) {
+    if (e.name == key) {
+      pre_tokenizer p(e.kind, e.ignore_merges, e.add_bos);
+      p.clean_spaces_ = e.clean_spaces;
+      p.name_ = std::string(key);
+      (void)regex_steps(e.kind);  // compile the patterns now, not on the first request
+      return p;
     }
-    return false;
-  };
-  if (name.empty() || name == "default") return pre_tokenizer(pre_tokenizer_kind::default_bpe);
-  if (in(gpt2_names)) return pre_tokenizer(pre_tokenizer_kind::gpt2);
-  if (in(smollm_names)) return pre_tokenizer(pre_tokenizer_kind::smollm);
-  if (in(llama3_names)) return pre_tokenizer(pre_tokenizer_kind::llama3, true, true);
-  if (name == "dbrx" || name == "smaug-bpe") return pre_tokenizer(pre_tokenizer_kind::llama3);
+  }
   return make_error(errc::unsupported,
                     "pre-tokenizer '" + std::string(name) +
-                        "' is not supported (supported: default, gpt2, smollm, llama3 families)");
+                        "' is not supported (supported: default, gpt2, smollm, llama3, qwen2, qwen35, "
+                        "deepseek-llm, deepseek-coder, falcon families)");
+}
+
+std::string_view pre_tokenizer::kind_name() const {
+  switch (kind_) {
+    case pre_tokenizer_kind::default_bpe: return "default";
+    case pre_tokenizer_kind::gpt2: return "gpt2";
+    case pre_tokenizer_kind::smollm: return "smollm";
+    case pre_tokenizer_kind::llama3: return "llama3";
+    case pre_tokenizer_kind::qwen2: return "qwen2";
+    case pre_tokenizer_kind::qwen35: return "qwen35";
+    case pre_tokenizer_kind::deepseek_llm: return "deepseek-llm";
+    case pre_tokenizer_kind::deepseek_coder: return "deepseek-coder";
+    case pre_tokenizer_kind::falcon: return "falcon";
+  }
+  return "?";
 }
 
 std::vector<size_t> pre_tokenizer::split(std::span<const uint32_t> cpts) const {
@@ -302,13 +435,27 @@ std::vector<size_t> pre_tokenizer::split(std::span<const uint32_t> cpts) const {
                            [&](size_t i) { return collapsed_number(in, i); });
       return split_gpt2(in, pieces);
     case pre_tokenizer_kind::llama3:
-      return split_llama3(in, pieces);
+      return split_llama3(in, pieces, {3, false});
+    case pre_tokenizer_kind::qwen2:
+      return split_llama3(in, pieces, {1, false});
+    case pre_tokenizer_kind::qwen35:
+      return split_llama3(in, pieces, {1, true});
     case pre_tokenizer_kind::default_bpe:
       pieces = split_class(in, pieces, /*runs=*/true, [&](size_t i) { return collapsed_punct(in, i); });
       pieces = split_gpt2(in, pieces);
       pieces = split_class(in, pieces, /*runs=*/true,
                            [&](size_t i) { return collapsed_number(in, i); });
       return split_digit_triples(in, pieces);
+    case pre_tokenizer_kind::falcon: {
+      const auto& steps = regex_steps(kind_);
+      pieces = run_regex(in, steps[0], pieces);
+      pieces = split_gpt2(in, pieces);
+      return run_regex(in, steps[1], pieces);
+    }
+    case pre_tokenizer_kind::deepseek_llm:
+    case pre_tokenizer_kind::deepseek_coder:
+      for (const regex_split& step : regex_steps(kind_)) pieces = run_regex(in, step, pieces);
+      return pieces;
   }
   return pieces;
 }

@@ -8,9 +8,15 @@
 //           last character to prefix the next word);
 //   llama3  (llama-bpe, llama-v3, dbrx, smaug-bpe, falcon3, ...): the Llama-3 regex with
 //           case-insensitive contractions, \p{N}{1,3} and newline-aware whitespace;
-//   default (missing or "default"): punctuation runs, GPT-2 regex, \p{N}+, then [0-9]{3}.
-// The regexes are hand-written matchers over code points, ported rule for rule from llama.cpp's
-// custom splitters (including their quirks), with categories from unicode_text.
+//   qwen2   (deepseek-r1-qwen, stablelm2, megrez, hunyuan, ...): llama3 with \p{N} (single digits);
+//   qwen35: qwen2 with combining marks inside letter runs;
+//   default (missing or "default"): punctuation runs, GPT-2 regex, \p{N}+, then [0-9]{3};
+//   deepseek-llm, deepseek-coder: llama.cpp's regex lists (newlines, letter runs, punctuation
+//           runs, CJK runs, digits), applied in sequence, each splitting the previous pieces;
+//   falcon: punctuation runs incl. '`', the GPT-2 regex, then [0-9]{3}.
+// Where llama.cpp has a hand-written splitter (gpt2, llama3, qwen2, qwen35 regexes) this has a
+// matcher ported rule for rule, quirks included, with categories from unicode_text. The other
+// patterns run on PCRE2 (regex_split), fed the text the way llama.cpp feeds std::regex.
 // Thread-safety: immutable value; split() is const and safe to call concurrently.
 #pragma once
 
@@ -25,7 +31,9 @@
 
 namespace fw {
 
-enum class pre_tokenizer_kind { default_bpe, gpt2, smollm, llama3 };
+enum class pre_tokenizer_kind {
+  default_bpe, gpt2, smollm, llama3, qwen2, qwen35, deepseek_llm, deepseek_coder, falcon
+};
 
 class pre_tokenizer {
  public:
@@ -44,6 +52,12 @@ class pre_tokenizer {
   [[nodiscard]] bool ignore_merges() const { return ignore_merges_; }
   /// llama.cpp's add_bos default for this pre-tokenizer (tokenizer.ggml.add_bos_token overrides).
   [[nodiscard]] bool default_add_bos() const { return default_add_bos_; }
+  /// llama.cpp's clean_spaces for this name: detokenize drops the space before ?!., and in " 's".
+  [[nodiscard]] bool clean_spaces() const { return clean_spaces_; }
+  /// The tokenizer.ggml.pre value it was made from ("default" for none), e.g. "deepseek-r1-qwen".
+  [[nodiscard]] const std::string& name() const { return name_; }
+  /// The splitter family, e.g. "qwen2" for "deepseek-r1-qwen".
+  [[nodiscard]] std::string_view kind_name() const;
 
   /// Splits code points into words; returns each word's length in code points, in order. The
   /// lengths sum to cpts.size() and are all > 0.
@@ -56,6 +70,8 @@ class pre_tokenizer {
   pre_tokenizer_kind kind_;
   bool ignore_merges_;
   bool default_add_bos_;
+  bool clean_spaces_ = true;
+  std::string name_ = "default";
 };
 
 }  // namespace fw

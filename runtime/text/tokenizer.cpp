@@ -1,12 +1,14 @@
 #include "runtime/text/tokenizer.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <queue>
 
 #include "runtime/gguf/gguf_file.hpp"
+#include "runtime/text/spm_encoder.hpp"
 #include "runtime/text/unicode_text.hpp"
 
 namespace fw {
@@ -68,17 +70,15 @@ struct bigram_order {
 expected<tokenizer> tokenizer::from_gguf(const gguf_file& file) {
   const auto model = file.get_string("tokenizer.ggml.model");
   if (!model) return make_error(errc::malformed_file, "missing tokenizer.ggml.model");
-  if (*model == "llama") {
-    return make_error(errc::unsupported,
-                      "SentencePiece tokenizer (tokenizer.ggml.model = 'llama') is not implemented; "
-                      "only byte-level BPE ('gpt2') is supported");
-  }
-  if (*model != "gpt2") {
+  if (*model != "gpt2" && *model != "llama") {
     return make_error(errc::unsupported, "tokenizer model '" + *model +
-                                             "' is not supported; only byte-level BPE ('gpt2')");
+                                             "' is not supported; only byte-level BPE ('gpt2') and "
+                                             "SentencePiece ('llama')");
   }
 
   tokenizer_vocab v;
+  v.kind = *model == "llama" ? tokenizer_kind::spm : tokenizer_kind::bpe;
+  v.name = file.get_string("general.name").value_or("");
   const gguf_value* tokens = file.find("tokenizer.ggml.tokens");
   if (!tokens || !tokens->as_string_array())
     return make_error(errc::malformed_file, "missing or non-string tokenizer.ggml.tokens");
@@ -97,21 +97,37 @@ expected<tokenizer> tokenizer::from_gguf(const gguf_file& file) {
     for (size_t i = 0; i < n; ++i) v.types.push_back(static_cast<int32_t>((*ints)[i]));
   }
 
-  const gguf_value* merges = file.find("tokenizer.ggml.merges");
-  if (!merges || !merges->as_string_array())
-    return make_error(errc::malformed_file, "missing or non-string tokenizer.ggml.merges");
-  v.merges = *merges->as_string_array();
-  v.pre = file.get_string("tokenizer.ggml.pre").value_or("");
+  if (v.kind == tokenizer_kind::bpe) {
+    const gguf_value* merges = file.find("tokenizer.ggml.merges");
+    if (!merges || !merges->as_string_array())
+      return make_error(errc::malformed_file, "missing or non-string tokenizer.ggml.merges");
+    v.merges = *merges->as_string_array();
+    v.pre = file.get_string("tokenizer.ggml.pre").value_or("");
+  } else if (const gguf_value* scores = file.find("tokenizer.ggml.scores")) {
+    const auto* floats = scores->as_float_array();
+    const auto* ints = scores->as_int_array();
+    const size_t count = floats ? floats->size() : ints ? ints->size() : 0;
+    if (!floats && !ints) return make_error(errc::malformed_file, "tokenizer.ggml.scores is not a number array");
+    if (count < n) {
+      return make_error(errc::malformed_file, "tokenizer.ggml.scores has " + std::to_string(count) +
+                                                  " entries for " + std::to_string(n) + " tokens");
+    }
+    v.scores.reserve(n);
+    for (size_t i = 0; i < n; ++i)
+      v.scores.push_back(floats ? static_cast<float>((*floats)[i]) : static_cast<float>((*ints)[i]));
+  }
 
-  // llama.cpp's BPE defaults (bos = eos = 11 when in range), then the file's ids when valid.
+  // llama.cpp's defaults (bpe: bos = eos = 11; spm: bos 1, eos 2, unk 0) when in range, then the
+  // file's ids when valid.
+  const bool spm = v.kind == tokenizer_kind::spm;
   auto id_key = [&](const char* key, int32_t fallback) -> int32_t {
     int32_t id = (fallback >= 0 && static_cast<size_t>(fallback) < n) ? fallback : -1;
     if (auto u = file.get_uint(key); u && *u < n) id = static_cast<int32_t>(*u);
     return id;
   };
-  v.bos = id_key("tokenizer.ggml.bos_token_id", 11);
-  v.eos = id_key("tokenizer.ggml.eos_token_id", 11);
-  v.unk = id_key("tokenizer.ggml.unknown_token_id", -1);
+  v.bos = id_key("tokenizer.ggml.bos_token_id", spm ? 1 : 11);
+  v.eos = id_key("tokenizer.ggml.eos_token_id", spm ? 2 : 11);
+  v.unk = id_key("tokenizer.ggml.unknown_token_id", spm ? 0 : -1);
   v.pad = id_key("tokenizer.ggml.padding_token_id", -1);
   for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id",
                           "tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id",
@@ -120,16 +136,22 @@ expected<tokenizer> tokenizer::from_gguf(const gguf_file& file) {
   }
   if (auto b = file.get_bool("tokenizer.ggml.add_bos_token")) v.add_bos = *b;
   if (auto b = file.get_bool("tokenizer.ggml.add_eos_token")) v.add_eos = *b;
+  if (auto b = file.get_bool("tokenizer.ggml.add_space_prefix")) v.add_space_prefix = *b;
   return from_vocab(std::move(v));
 }
 
 expected<tokenizer> tokenizer::from_vocab(tokenizer_vocab v) {
-  auto pre = pre_tokenizer::from_name(v.pre);
+  const bool spm = v.kind == tokenizer_kind::spm;
+  auto pre = pre_tokenizer::from_name(spm ? "default" : v.pre);  // spm has no pre-tokenizer
   if (!pre) return pre.err();
   const size_t n = v.tokens.size();
   if (n == 0) return make_error(errc::invalid_argument, "tokenizer vocabulary is empty");
   if (!v.types.empty() && v.types.size() != n) {
     return make_error(errc::invalid_argument, "token types (" + std::to_string(v.types.size()) +
+                                                  ") and tokens (" + std::to_string(n) + ") differ in length");
+  }
+  if (!v.scores.empty() && v.scores.size() != n) {
+    return make_error(errc::invalid_argument, "token scores (" + std::to_string(v.scores.size()) +
                                                   ") and tokens (" + std::to_string(n) + ") differ in length");
   }
   for (int32_t id : {v.bos, v.eos, v.unk, v.pad}) {
@@ -143,8 +165,13 @@ expected<tokenizer> tokenizer::from_vocab(tokenizer_vocab v) {
   t.eos_ = v.eos;
   t.unk_ = v.unk;
   t.pad_ = v.pad;
-  t.add_bos_ = v.add_bos.value_or(t.pre_.default_add_bos());
+  t.kind_ = v.kind;
+  t.add_bos_ = v.add_bos.value_or(spm || t.pre_.default_add_bos());
   t.add_eos_ = v.add_eos.value_or(false);
+  t.add_space_prefix_ = v.add_space_prefix.value_or(spm);
+  t.clean_spaces_ = !spm && t.pre_.clean_spaces();
+  t.scores_ = std::move(v.scores);
+  if (t.scores_.empty()) t.scores_.assign(n, 0.0f);
 
   t.tokens_ = std::move(v.tokens);
   t.attrs_.resize(n, attr_normal);
@@ -240,6 +267,18 @@ expected<tokenizer> tokenizer::from_vocab(tokenizer_vocab v) {
   std::stable_sort(t.special_by_length_.begin(), t.special_by_length_.end(), [&](int32_t a, int32_t b) {
     return t.tokens_[a].size() > t.tokens_[b].size();
   });
+  t.set_strip_attributes(v.name, v.pre);
+
+  t.byte_tokens_.fill(-1);
+  if (spm) {
+    // llama.cpp's byte_to_token: "<0xXX>" (upper-case hex), else the one-byte token itself.
+    for (int b = 0; b < 256; ++b) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+      if (auto id = t.find_token(hex)) t.byte_tokens_[b] = *id;
+      else if (auto one = t.find_token(std::string(1, static_cast<char>(b)))) t.byte_tokens_[b] = *one;
+    }
+  }
 
   t.pieces_.resize(n);
   for (int32_t id = 0; id < static_cast<int32_t>(n); ++id) t.pieces_[id] = t.render_piece(id);
@@ -250,6 +289,18 @@ std::string tokenizer::render_piece(int32_t id) const {
   const std::string& text = tokens_[id];
   const uint32_t a = attrs_[id];
   if (a & (attr_unknown | attr_control | attr_user_defined)) return text;
+  if ((a & attr_normal) && kind_ == tokenizer_kind::spm) {
+    std::string out;  // llama_unescape_whitespace: every "▁" is a space
+    for (size_t i = 0; i < text.size();) {
+      if (text.compare(i, 3, "\xE2\x96\x81") == 0) {
+        out.push_back(' ');
+        i += 3;
+      } else {
+        out.push_back(text[i++]);
+      }
+    }
+    return out;
+  }
   if (a & attr_normal) {
     // llama.cpp's llama_decode_text: every character must stand for a byte.
     std::string out;
@@ -276,22 +327,18 @@ std::string tokenizer::render_piece(int32_t id) const {
   return {};  // unused / undefined tokens render as nothing
 }
 
-std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
-  std::vector<int32_t> out;
-  out.reserve(text.size() / 3 + 2);
-  if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
+namespace {
+// llama.cpp strips with C isspace on raw bytes: ASCII whitespace only.
+bool is_ascii_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+}  // namespace
 
-  // Fragments: a token id, or (id = -1) a byte range of raw text still to tokenize.
-  struct fragment {
-    int32_t token;
-    size_t offset;
-    size_t length;
-  };
+void tokenizer::partition(std::string_view text, bool parse_special, std::vector<fragment>& out) const {
   std::vector<fragment> frags;
-  if (!text.empty()) frags.push_back({-1, 0, text.size()});
+  if (!text.empty()) frags.push_back({-1, text});
   std::vector<fragment> next;
   for (int32_t special : special_by_length_) {
-    if (!parse_special && (attrs_[special] & (attr_control | attr_unknown))) continue;
+    const uint32_t a = attrs_[special];
+    if (!parse_special && (a & (attr_control | attr_unknown))) continue;
     const std::string& st = tokens_[special];
     if (text.find(st) == std::string_view::npos) continue;  // fast path: absent everywhere
     next.clear();
@@ -300,26 +347,84 @@ std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, 
         next.push_back(f);
         continue;
       }
-      size_t pos = f.offset;
-      const size_t end = f.offset + f.length;
-      while (pos < end) {
-        const size_t match = text.substr(0, end).find(st, pos);
+      std::string_view rest = f.text;
+      while (!rest.empty()) {
+        const size_t match = rest.find(st);
         if (match == std::string_view::npos) break;
-        if (match > pos) next.push_back({-1, pos, match - pos});
-        next.push_back({special, match, st.size()});
-        pos = match + st.size();
+        std::string_view left = rest.substr(0, match);
+        if (a & attr_lstrip) {
+          while (!left.empty() && is_ascii_space(left.back())) left.remove_suffix(1);
+        }
+        if (!left.empty()) next.push_back({-1, left});
+        next.push_back({special, rest.substr(match, st.size())});
+        rest.remove_prefix(match + st.size());
+        if (a & attr_rstrip) {
+          while (!rest.empty() && is_ascii_space(rest.front())) rest.remove_prefix(1);
+        }
       }
-      if (pos < end) next.push_back({-1, pos, end - pos});
+      if (!rest.empty()) next.push_back({-1, rest});
     }
     frags.swap(next);
   }
+  out.insert(out.end(), frags.begin(), frags.end());
+}
 
+std::vector<int32_t> tokenizer::encode_fragments(const std::vector<fragment>& frags, bool add_special) const {
+  std::vector<int32_t> out;
+  if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
+  // spm: a text fragment at the start or right after a special token gets a space prefix.
+  bool after_special = true;
   for (const fragment& f : frags) {
-    if (f.token >= 0) out.push_back(f.token);
-    else encode_fragment(text.substr(f.offset, f.length), out);
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      after_special = true;
+      continue;
+    }
+    if (kind_ == tokenizer_kind::spm) encode_spm_fragment(f.text, add_space_prefix_ && after_special, out);
+    else encode_fragment(f.text, out);
+    after_special = false;
   }
   if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
   return out;
+}
+
+std::vector<int32_t> tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  std::vector<fragment> frags;
+  partition(text, parse_special, frags);
+  return encode_fragments(frags, add_special);
+}
+
+std::vector<int32_t> tokenizer::encode_pieces(std::span<const prompt_piece> pieces, bool add_special) const {
+  std::vector<fragment> frags;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const prompt_piece& p = pieces[i];
+    if (p.token >= 0) {
+      if (p.token < n_vocab()) frags.push_back({p.token, {}});
+      continue;
+    }
+    // The neighbouring tokens' strip rules apply as if the whole prompt were partitioned.
+    std::string_view text = p.text;
+    auto token_attr = [&](size_t j) { return pieces[j].token >= 0 && pieces[j].token < n_vocab() ? attrs_[pieces[j].token] : 0u; };
+    if (i > 0 && (token_attr(i - 1) & attr_rstrip)) {
+      while (!text.empty() && is_ascii_space(text.front())) text.remove_prefix(1);
+    }
+    if (i + 1 < pieces.size() && (token_attr(i + 1) & attr_lstrip)) {
+      while (!text.empty() && is_ascii_space(text.back())) text.remove_suffix(1);
+    }
+    partition(text, false, frags);
+  }
+  return encode_fragments(frags, add_special);
+}
+
+void tokenizer::encode_spm_fragment(std::string_view text, bool space_prefix, std::vector<int32_t>& out) const {
+  std::string escaped;  // llama_escape_whitespace: every space becomes "▁"
+  escaped.reserve(text.size() + 3);
+  if (space_prefix) escaped += "\xE2\x96\x81";
+  for (char c : text) {
+    if (c == ' ') escaped += "\xE2\x96\x81";
+    else escaped.push_back(c);
+  }
+  spm_encode(escaped, spm_vocab_view{token_to_id_, scores_, byte_tokens_, unk_}, out);
 }
 
 void tokenizer::encode_fragment(std::string_view text, std::vector<int32_t>& out) const {
@@ -451,6 +556,77 @@ const std::string& tokenizer::token_text(int32_t id) const {
 std::optional<int32_t> tokenizer::find_token(std::string_view text) const {
   if (auto it = token_to_id_.find(text); it != token_to_id_.end()) return it->second;
   return std::nullopt;
+}
+
+std::string tokenizer::detokenize(std::span<const int32_t> ids, bool remove_special, bool unparse_special) const {
+  bool remove_space = add_space_prefix_;
+  if (remove_special && add_bos_ && !ids.empty() && ids.front() == bos_) {
+    remove_space = false;
+    ids = ids.subspan(1);
+  }
+  if (remove_special && add_eos_ && !ids.empty() && ids.back() == eos_) ids = ids.first(ids.size() - 1);
+
+  std::string text;
+  for (int32_t id : ids) {
+    std::string piece = token_to_piece(id, unparse_special);
+    // llama.cpp passes lstrip = 1 for the first token only, whatever its piece is.
+    if (remove_space && !piece.empty() && piece.front() == ' ') piece.erase(0, 1);
+    remove_space = false;
+    text += piece;
+  }
+  if (!clean_spaces_ || text.empty()) return text;
+
+  // llama_detokenize's clean_up_tokenization_spaces, three passes as llama.cpp runs them.
+  std::string a(1, text[0]);
+  for (size_t i = 1; i < text.size(); ++i) {  // " ?", " !", " .", " ,"
+    const char x = text[i];
+    if (text[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) a.pop_back();
+    a.push_back(x);
+  }
+  std::string b(1, a[0]);
+  for (size_t i = 1; i < a.size(); ++i) {  // " ' " -> "'"
+    const char x = a[i];
+    if (x == '\'' && i + 1 < a.size() && a[i - 1] == ' ' && a[i + 1] == ' ') {
+      b.pop_back();
+      a[++i] = '\0';  // as llama.cpp: the next space is overwritten, then skipped
+    }
+    b.push_back(x);
+  }
+  std::string c(1, b[0]);
+  for (size_t i = 1; i < b.size(); ++i) {  // " 's", " 'm", " 're", " 've" lose the space
+    const char x = b[i];
+    if (b[i - 1] == ' ' && x == '\'' && i + 1 < b.size()) {
+      const char x1 = b[i + 1];
+      if (x1 == 's' || x1 == 'm') c.pop_back();
+      else if (i + 2 < b.size() && ((x1 == 'r' && b[i + 2] == 'e') || (x1 == 'v' && b[i + 2] == 'e'))) c.pop_back();
+    }
+    c.push_back(x);
+  }
+  return c;
+}
+
+std::string_view tokenizer::kind_name() const {
+  return kind_ == tokenizer_kind::spm ? "spm (sentencepiece)" : "bpe (gpt2 byte-level)";
+}
+
+std::string_view tokenizer::pre_name() const {
+  return kind_ == tokenizer_kind::spm ? std::string_view() : std::string_view(pre_.name());
+}
+
+void tokenizer::set_strip_attributes(const std::string& model_name, const std::string& pre) {
+  // llama.cpp sets these by name after loading (they are not in the GGUF).
+  std::string lower = model_name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto set = [&](std::string_view text, uint32_t bit, bool on) {
+    if (auto id = find_token(text)) attrs_[*id] = on ? (attrs_[*id] | bit) : (attrs_[*id] & ~bit);
+  };
+  if (pre.find("jina-v2-de") != std::string::npos || pre.find("jina-v2-es") != std::string::npos) {
+    set("<mask>", attr_lstrip, true);
+  } else if (lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos) {
+    for (int32_t id : special_by_length_) attrs_[id] |= attr_rstrip;
+    set("</s>", attr_rstrip, true);
+    for (std::string_view t : {"<unk>", "<s>", "<|endoftext|>"}) set(t, attr_rstrip, false);
+  }
 }
 
 std::string token_text_stream::push(int32_t id) {

@@ -167,10 +167,19 @@ TEST(pre_tokenizer, names_map_to_kinds) {
   EXPECT_EQ(pre_tokenizer::from_name("gpt2")->kind(), pre_tokenizer_kind::gpt2);
   EXPECT_EQ(pre_tokenizer::from_name("llama-bpe")->kind(), pre_tokenizer_kind::llama3);
   EXPECT_EQ(pre_tokenizer::from_name("")->kind(), pre_tokenizer_kind::default_bpe);
-  auto bad = pre_tokenizer::from_name("qwen2");
+  EXPECT_EQ(pre_tokenizer::from_name("qwen2")->kind(), pre_tokenizer_kind::qwen2);
+  EXPECT_EQ(pre_tokenizer::from_name("deepseek-r1-qwen")->kind(), pre_tokenizer_kind::qwen2);
+  EXPECT_EQ(pre_tokenizer::from_name("deepseek-r1-qwen")->kind_name(), "qwen2");
+  EXPECT_EQ(pre_tokenizer::from_name("deepseek-r1-qwen")->name(), "deepseek-r1-qwen");
+  EXPECT_EQ(pre_tokenizer::from_name("deepseek-llm")->kind(), pre_tokenizer_kind::deepseek_llm);
+  EXPECT_EQ(pre_tokenizer::from_name("deepseek-coder")->kind(), pre_tokenizer_kind::deepseek_coder);
+  EXPECT_EQ(pre_tokenizer::from_name("falcon")->kind(), pre_tokenizer_kind::falcon);
+  EXPECT_FALSE(pre_tokenizer::from_name("qwen2")->clean_spaces());
+  EXPECT_TRUE(pre_tokenizer::from_name("falcon")->clean_spaces());
+  auto bad = pre_tokenizer::from_name("tekken");
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.err().code, errc::unsupported);
-  EXPECT_NE(bad.err().message.find("qwen2"), std::string::npos);
+  EXPECT_NE(bad.err().message.find("tekken"), std::string::npos);
 }
 
 // -- tokenizer --
@@ -368,15 +377,15 @@ TEST(tokenizer, from_gguf) {
   EXPECT_EQ(t->encode("Hello world", true, false),
             (std::vector<int32_t>{1, id_of(*t, "Hello"), id_of(*t, "Ġworld")}));
 
-  gguf_writer spm;
-  spm.add_string("tokenizer.ggml.model", "llama");
-  spm.add_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>"});
-  auto spm_file = gguf_file::from_bytes(spm.bytes());
-  ASSERT_TRUE(spm_file.has_value()) << spm_file.err().what();
-  auto spm_tok = tokenizer::from_gguf(**spm_file);
-  ASSERT_FALSE(spm_tok.has_value());
-  EXPECT_EQ(spm_tok.err().code, errc::unsupported);
-  EXPECT_NE(spm_tok.err().message.find("SentencePiece"), std::string::npos);
+  gguf_writer bert;
+  bert.add_string("tokenizer.ggml.model", "bert");
+  bert.add_string_array("tokenizer.ggml.tokens", {"[UNK]", "[CLS]", "[SEP]"});
+  auto bert_file = gguf_file::from_bytes(bert.bytes());
+  ASSERT_TRUE(bert_file.has_value()) << bert_file.err().what();
+  auto bert_tok = tokenizer::from_gguf(**bert_file);
+  ASSERT_FALSE(bert_tok.has_value());
+  EXPECT_EQ(bert_tok.err().code, errc::unsupported);
+  EXPECT_NE(bert_tok.err().message.find("'bert'"), std::string::npos);
 }
 
 }  // namespace
