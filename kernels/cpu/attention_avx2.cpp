@@ -139,13 +139,14 @@ void attention_hd(const kv_tiles& kv, const attention_queries& qs, float scale) 
 }  // namespace
 
 bool supports(int head_dim, int block_tokens) {
-  return (head_dim == 32 || head_dim == 64 || head_dim == 128) && block_tokens > 0 && block_tokens % 8 == 0;
+  return (head_dim == 32 || head_dim == 64 || head_dim == 96 || head_dim == 128) && block_tokens > 0 && block_tokens % 8 == 0;
 }
 
 void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
   switch (kv.head_dim) {
     case 32: kv.f16 ? attention_hd<f16_elems, 4>(kv, qs, scale) : attention_hd<f32_elems, 4>(kv, qs, scale); break;
     case 64: kv.f16 ? attention_hd<f16_elems, 8>(kv, qs, scale) : attention_hd<f32_elems, 8>(kv, qs, scale); break;
+    case 96: kv.f16 ? attention_hd<f16_elems, 12>(kv, qs, scale) : attention_hd<f32_elems, 12>(kv, qs, scale); break;  // Phi-3
     case 128: kv.f16 ? attention_hd<f16_elems, 16>(kv, qs, scale) : attention_hd<f32_elems, 16>(kv, qs, scale); break;
     default: ref::attention(kv, qs, scale); break;
   }

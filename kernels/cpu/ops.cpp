@@ -10,15 +10,32 @@
 
 namespace fw::cpu {
 
-void rope_cos_sin(int n_rot, int pos, float freq_base, float freq_scale, float* cos_sin) {
+void rope_cos_sin(int n_rot, int pos, float freq_base, float freq_scale, float* cos_sin,
+                  const float* freq_factors) {
   // Same float arithmetic as ref::rope_norm (repeated multiplication, not pow per pair), so the
   // angles, and therefore cos / sin, are the reference's bit for bit.
   const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
   float theta = static_cast<float>(pos) * freq_scale;
   for (int i = 0; i < n_rot; i += 2) {
-    cos_sin[i] = std::cos(theta);
-    cos_sin[i + 1] = std::sin(theta);
+    const float t = freq_factors ? theta / freq_factors[i / 2] : theta;
+    cos_sin[i] = std::cos(t);
+    cos_sin[i + 1] = std::sin(t);
     theta *= theta_scale;
+  }
+}
+
+void rope_apply(float* x, int n_head, int head_dim, int n_rot, const float* cs, bool neox) {
+  const int half = n_rot / 2;
+  for (int h = 0; h < n_head; ++h) {
+    float* v = x + static_cast<int64_t>(h) * head_dim;
+    for (int i = 0; i < n_rot; i += 2) {
+      const float c = cs[i], s = cs[i + 1];
+      float* a = neox ? v + i / 2 : v + i;
+      float* b = neox ? v + i / 2 + half : v + i + 1;
+      const float x0 = *a, x1 = *b;
+      *a = x0 * c - x1 * s;
+      *b = x0 * s + x1 * c;
+    }
   }
 }
 
@@ -42,6 +59,23 @@ void rope_norm(float* x, int n_head, int head_dim, int n_rot, int pos, float fre
       const float a = v[i], b = v[i + 1];
       v[i] = a * c - b * s;
       v[i + 1] = a * s + b * c;
+      theta *= theta_scale;
+    }
+  }
+}
+
+void rope_neox(float* x, int n_head, int head_dim, int n_rot, int pos, float freq_base,
+               float freq_scale) {
+  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
+  const int half = n_rot / 2;
+  for (int h = 0; h < n_head; ++h) {
+    float* v = x + static_cast<int64_t>(h) * head_dim;
+    float theta = static_cast<float>(pos) * freq_scale;
+    for (int i = 0; i < half; ++i) {
+      const float c = std::cos(theta), s = std::sin(theta);
+      const float a = v[i], b = v[i + half];
+      v[i] = a * c - b * s;
+      v[i + half] = a * s + b * c;
       theta *= theta_scale;
     }
   }

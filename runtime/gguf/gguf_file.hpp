@@ -73,6 +73,11 @@ class gguf_file {
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }
   uint64_t file_size() const { return size_; }
+  /// True when [p, p + n) lies inside this file's read-only mapping (not an owned copy).
+  bool maps(const void* p, size_t n) const {
+    const auto* b = static_cast<const uint8_t*>(p);
+    return base_ && b >= base_ && b + n <= base_ + size_;
+  }
   uint32_t alignment() const { return alignment_; }
 
   const gguf_value* find(std::string_view key) const;

@@ -1,7 +1,9 @@
-// llama_weights: views of a Llama model's tensors inside a mapped GGUF file, each checked for
-// presence, shape and a supported type. Matrices stay in the mapping (never copied); norm
-// vectors are converted to f32 copies when stored in another type. The gguf_file must outlive
-// the views. Thread-safety: immutable after construction.
+// llama_weights: views of a Llama-family model's tensors inside a mapped GGUF file, each checked
+// for presence, shape and a supported type. Matrices stay in the mapping (never copied); norm
+// and bias vectors are converted to f32 copies when stored in another type. Fused file tensors
+// (Phi-3's attn_qkv and its ffn_up holding gate | up) are split into row views of the one
+// tensor, so every backend sees wq, wk, wv, w_gate, w_up alike. The gguf_file must outlive the
+// views. Thread-safety: immutable after construction.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,12 @@ namespace fw {
 struct llama_layer_weights {
   const float* attn_norm = nullptr;
   cpu::weight_view wq, wk, wv, wo;
+  /// q | k | v biases, q_dim + 2 kv_dim values (Qwen2); null: none. Parts a file lacks are 0.
+  const float* qkv_bias = nullptr;
+  const float* wo_bias = nullptr;  ///< n_embd values; null: none
+  /// Per-head RMSNorm weights of q and k (head_dim values each; Qwen3); null: none.
+  const float* q_norm = nullptr;
+  const float* k_norm = nullptr;
   const float* ffn_norm = nullptr;
   cpu::weight_view w_gate, w_up, w_down;
 };
@@ -41,12 +49,19 @@ class llama_weights {
   cpu::weight_view output;    ///< the output head (tok_embd when tied)
   bool tied_output = false;
   const float* output_norm = nullptr;
+  const float* output_bias = nullptr;  ///< n_vocab values; null: none
+  /// rope_freqs.weight (n_rot / 2 divisors of each pair's angle, Llama 3.1); null: none.
+  const float* rope_freqs = nullptr;
   std::vector<llama_layer_weights> layers;
 
   /// Every distinct matrix type used, for kernel selection and reports.
   std::vector<ggml_type> matrix_types() const;
   /// Bytes of all matrices (what a decode step streams).
   uint64_t matrix_bytes() const;
+  /// True when the bytes are the mapped file's (a backend that packed a copy may drop those
+  /// pages: they fault back in from the file), false for load-time converted copies, whose
+  /// pages must never be dropped (they would read back as zeros).
+  bool in_file_mapping(const void* p, size_t n) const { return file_ && file_->maps(p, n); }
 
  private:
   std::shared_ptr<const gguf_file> file_;

@@ -31,4 +31,22 @@ expected<std::shared_ptr<const model>> model::load(const std::string& path, cons
                                                 std::move(*vocab), std::move(chat)));
 }
 
+std::string model::describe() const {
+  const auto& c = config_;
+  std::string features = c.rope == rope_style::neox ? "neox rope" : "adjacent-pair rope";
+  const auto& l0 = weights_.layers.front();
+  if (l0.qkv_bias) features += ", q/k/v biases";
+  if (l0.q_norm) features += ", per-head q/k norms";
+  if (l0.wk.data == l0.wq.data + l0.wq.n * l0.wq.row_bytes && file_->find_tensor("blk.0.attn_qkv.weight"))
+    features += ", fused qkv and gate|up tensors";
+  if (weights_.rope_freqs) features += ", rope frequency factors";
+  if (c.q_dim() != c.n_embd) features += ", q width " + std::to_string(c.q_dim());
+  if (c.sliding_window) features += ", sliding window " + std::to_string(c.sliding_window) + " (attended in full)";
+  std::string s = c.architecture + " (" + features + "); vocabulary " + std::string(tokenizer_.kind_name());
+  if (!tokenizer_.pre_name().empty()) s += ", pre-tokenizer " + std::string(tokenizer_.pre_name());
+  s += ", " + std::to_string(tokenizer_.n_vocab()) + " tokens; chat template ";
+  s += chat_ ? std::string(chat_->family()) : "none (" + chat_.err().message + ")";
+  return s;
+}
+
 }  // namespace fw

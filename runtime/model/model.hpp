@@ -29,6 +29,10 @@ class model {
   /// The chat template, or the reason it is unavailable (unsupported/missing).
   const expected<chat_template>& chat() const { return chat_; }
 
+  /// What kind of model this is, for `flywheel info` and the console banner, e.g.
+  /// "qwen2 (neox rope, q/k/v biases); vocabulary spm, 32000 tokens; chat template chatml".
+  std::string describe() const;
+
  private:
   model(std::shared_ptr<const gguf_file> f, model_config c, llama_weights w, tokenizer t,
         expected<chat_template> ct)

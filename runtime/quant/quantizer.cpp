@@ -195,6 +195,12 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
   const auto& c = src.config();
   const auto& W = src.weights();
   const bool fw_scheme = is_flywheel_scheme(o.scheme);
+  // The layer work (folding, per-site products) is written for Llama's tensors: separate q/k/v,
+  // no biases, no q/k norms, q as wide as the residual stream.
+  if (c.architecture != "llama" || c.q_dim() != c.n_embd)
+    return make_error(errc::unsupported, "flywheel quantize runs the llama architecture; this model is '" +
+                                             c.architecture + "' (llama.cpp's llama-quantize converts it; flywheel runs "
+                                             "its q8_0 / q4_0 / q4_1 files)");
   if (o.scheme == quant_scheme::w4a16 && !w4a16_type(o.group))
     return make_error(errc::invalid_argument, "--group " + std::to_string(o.group) + ": W4A16 groups are 32, 64 or 128");
   if (fw_scheme && (o.activation_aware || o.scheme == quant_scheme::mixed || o.static_activations) && !cal)

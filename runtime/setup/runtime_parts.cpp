@@ -189,6 +189,11 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
   p.observer = options.observer;
   const auto& mc = p.m->config();
   p.n_ctx = resolve_context(p.cfg, mc);
+  if (mc.sliding_window > 0 && p.n_ctx > mc.sliding_window)
+    p.warnings.push_back("the model's metadata sets a sliding attention window of " + std::to_string(mc.sliding_window) +
+                         " tokens; flywheel attends over the whole context (as llama.cpp does for " + mc.architecture +
+                         "), which is the same computation up to " + std::to_string(mc.sliding_window) +
+                         " tokens and differs beyond");
   if (p.n_ctx > mc.n_ctx_train)
     p.warnings.push_back("context size " + std::to_string(p.n_ctx) + " exceeds the model's training context " +
                          std::to_string(mc.n_ctx_train));

@@ -93,7 +93,7 @@ TEST(attention_test, reference_is_softmax_weighted_sum) {
 // distributions.
 void expect_matches_reference(attention_fn fn, std::initializer_list<int> blocks, std::initializer_list<int> key_counts) {
   for (bool f16 : {false, true}) {
-    for (int hd : {32, 64, 128}) {
+    for (int hd : {32, 64, 96, 128}) {
       for (int bt : blocks) {
         for (int n_keys : key_counts) {
           for (int n_q : {1, 2, 3, 5, 9, 12}) {

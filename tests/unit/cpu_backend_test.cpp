@@ -227,5 +227,28 @@ INSTANTIATE_TEST_SUITE_P(all_types, cpu_backend_test,
                                            ggml_type::q4_0, ggml_type::q4_1, ggml_type::q8_0),
                          [](const auto& info) { return std::string(type_traits(info.param).name); });
 
+// A backend that packs its own copies may drop the pages of the originals, but only of the
+// mapped file: the model's load-time converted copies (convert_to, e.g. the quantizer's f32
+// view of a Q4_1 file) must still read as before, else everyone reading the model sees zeros.
+TEST(cpu_backend_packing, converted_weights_survive_a_packing_backend) {
+  tiny_model_spec spec;
+  spec.weight_type = ggml_type::q8_0;
+  spec.n_embd = 128;  // enough rows for packed groups
+  spec.n_ff = 256;
+  spec.seed = 77;
+  ASSERT_TRUE(test::load_tiny(spec, "pack_converted"));
+  weight_load_options lo;
+  lo.convert_to = ggml_type::f32;
+  auto m = model::load(test::temp_dir() + "/pack_converted.gguf", lo);
+  ASSERT_TRUE(m) << m.err().what();
+  const auto& wq = (*m)->weights().layers[0].wq;
+  const std::vector<uint8_t> before(wq.data, wq.data + wq.row_bytes * wq.n);
+  cpu_backend_options o;
+  o.threads = 1;
+  o.pack_weights = true;
+  { cpu_backend be((*m)->config(), (*m)->weights(), o); }
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), wq.data));
+}
+
 }  // namespace
 }  // namespace fw

@@ -309,5 +309,41 @@ TEST(ops_fp16_row, avx512_matches_reference_bit_for_bit) {
   }
 }
 
+// The table path (neox pairing, Qwen2/3 and Phi-3; frequency factors, Llama 3.1) against the
+// references: the same angles and products, so the same bits.
+TEST(ops_test, rope_apply_matches_the_norm_and_neox_references) {
+  for (const auto& c : rope_cases) {
+    for (int pos : rope_positions) {
+      const std::vector<float> x = random_floats(int64_t(c.n_head) * c.head_dim, 1.0f, 70 + pos);
+      const rope_table table(c.n_rot, pos, c.freq_base, c.freq_scale);
+      for (bool neox : {false, true}) {
+        std::vector<float> want = x, got = x;
+        if (neox)
+          ref::rope_neox(want.data(), c.n_head, c.head_dim, c.n_rot, pos, c.freq_base, c.freq_scale);
+        else
+          ref::rope_norm(want.data(), c.n_head, c.head_dim, c.n_rot, pos, c.freq_base, c.freq_scale);
+        rope_apply(got.data(), c.n_head, c.head_dim, c.n_rot, table.data(), neox);
+        EXPECT_EQ(got, want) << (neox ? "neox" : "norm") << ", head_dim " << c.head_dim << ", pos " << pos;
+      }
+    }
+  }
+}
+
+TEST(ops_test, rope_neox_pairs_dim_i_with_i_plus_half_and_factors_slow_the_angle) {
+  // One head of 8 dims, all rotated: at pos 1 pair 0 is (x0, x4) turned by theta_0 = 1 rad.
+  std::vector<float> x = {1, 0, 0, 0, 0, 0, 0, 0};
+  ref::rope_neox(x.data(), 1, 8, 8, 1, 10000.f, 1.f);
+  EXPECT_FLOAT_EQ(x[0], std::cos(1.f));
+  EXPECT_FLOAT_EQ(x[4], std::sin(1.f));
+  EXPECT_EQ(x[1], 0.f);
+  // A frequency factor of 4 on pair 0 divides its angle by 4.
+  const float factors[4] = {4.f, 1.f, 1.f, 1.f};
+  const rope_table t(8, 1, 10000.f, 1.f, factors);
+  std::vector<float> y = {1, 0, 0, 0, 0, 0, 0, 0};
+  rope_apply(y.data(), 1, 8, 8, t.data(), true);
+  EXPECT_FLOAT_EQ(y[0], std::cos(0.25f));
+  EXPECT_FLOAT_EQ(y[4], std::sin(0.25f));
+}
+
 }  // namespace
 }  // namespace fw::cpu

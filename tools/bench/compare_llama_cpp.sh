@@ -4,6 +4,13 @@
 #
 #   tools/bench/compare_llama_cpp.sh [--threads 1,2] [--reps 3] [--types Q4_1,Q8_0,F16]
 #                                    [--depth 0,512] [--out bench-compare.json] [--build-only]
+#                                    [--model FILE --label NAME] [--peer-bin DIR]
+#                                    [--prompt-tokens 128,512] [--gen-tokens 128]
+#
+# --model FILE --label NAME: benchmark this one file (e.g. a large-shape random model from
+# flywheel-tiny-model --shape qwen2-7b) under the row label NAME instead of the bundled model's
+# copies. --peer-bin DIR: a llama-bench already built elsewhere (e.g. the -DGGML_NATIVE=ON build
+# of tools/bench/quant_vs_llama_cpp.sh).
 #
 # Builds llama.cpp's llama-bench and llama-quantize from the PyPI sdist of llama-cpp-python (the
 # version pinned in scripts/versions.sh; it vendors llama.cpp) into
@@ -23,6 +30,11 @@ TYPES="Q4_1,Q8_0,F16"
 DEPTH="0,512"
 OUT="$ROOT/bench-compare.json"
 BUILD_ONLY=0
+ONE_MODEL=""
+LABEL=""
+PEER_BIN=""
+PP="128,512"
+TG="128"
 JOBS="${FW_JOBS:-2}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -32,7 +44,12 @@ while [[ $# -gt 0 ]]; do
     --depth) DEPTH="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --build-only) BUILD_ONLY=1; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --model) ONE_MODEL="$2"; shift 2 ;;
+    --label) LABEL="$2"; shift 2 ;;
+    --peer-bin) PEER_BIN="$2"; shift 2 ;;
+    --prompt-tokens) PP="$2"; shift 2 ;;
+    --gen-tokens) TG="$2"; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -64,7 +81,12 @@ build_peer() {
   cp "$CACHE/build/bin/llama-bench" "$CACHE/build/bin/llama-quantize" "$BIN/"
 }
 
-build_peer
+if [[ -n "$PEER_BIN" ]]; then
+  BIN="$PEER_BIN"
+  [[ -x "$BIN/llama-bench" ]] || { echo "no llama-bench in $BIN" >&2; exit 1; }
+else
+  build_peer
+fi
 [[ $BUILD_ONLY == 1 ]] && exit 0
 
 [[ -x "$FLYWHEEL" ]] || { echo "flywheel not built at $FLYWHEEL" >&2; exit 1; }
@@ -72,7 +94,13 @@ build_peer
 
 # The model files: the bundled one, and requantized copies in the cache.
 declare -A FILES
+if [[ -n "$ONE_MODEL" ]]; then
+  LABEL="${LABEL:-$(basename "$ONE_MODEL" .gguf)}"
+  TYPES="$LABEL"
+  FILES[$LABEL]="$ONE_MODEL"
+fi
 for t in ${TYPES//,/ }; do
+  [[ -n "${FILES[$t]:-}" ]] && continue
   if [[ "$MODEL" == *".$t.gguf" ]]; then
     FILES[$t]="$MODEL"
     continue
@@ -102,11 +130,11 @@ for t in ${TYPES//,/ }; do
   for th in ${THREADS//,/ }; do
     check_load
     echo "== $t, $th thread(s): llama.cpp" >&2
-    "$BIN/llama-bench" -m "${FILES[$t]}" -p 128,512 -n 128 -d "$DEPTH" -t "$th" -r "$REPS" -o json \
+    "$BIN/llama-bench" -m "${FILES[$t]}" -p "$PP" -n "$TG" -d "$DEPTH" -t "$th" -r "$REPS" -o json \
       2>/dev/null > "$RAW/llama-$t-$th.json"
     echo "== $t, $th thread(s): flywheel" >&2
-    "$FLYWHEEL" bench --model "${FILES[$t]}" --threads "$th" --prompt-tokens 128,512 \
-      --gen-tokens 128 --depth "$DEPTH" --reps "$REPS" --json > "$RAW/flywheel-$t-$th.json"
+    "$FLYWHEEL" bench --model "${FILES[$t]}" --threads "$th" --prompt-tokens "$PP" \
+      --gen-tokens "$TG" --depth "$DEPTH" --reps "$REPS" --json > "$RAW/flywheel-$t-$th.json"
   done
 done
 python3 "$ROOT/tools/bench/compare_table.py" --raw "$RAW" --types "$TYPES" --threads "$THREADS" \

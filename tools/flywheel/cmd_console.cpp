@@ -39,7 +39,7 @@ std::string banner(const runtime_parts& parts, const backend& be) {
   std::ostringstream b;
   b << "flywheel console: " << cfg.model.path;
   if (!mc.name.empty()) b << " (" << mc.name << ")";
-  b << "\n  " << mc.n_layer << " layers, width " << mc.n_embd << ", context " << parts.n_ctx << " tokens; "
+  b << "\n  " << parts.m->describe() << "\n  " << mc.n_layer << " layers, width " << mc.n_embd << ", context " << parts.n_ctx << " tokens; "
     << be.summary() << ", KV pool " << parts.kv_tokens << " tokens\n";
   b << "  kernels: ";
   std::string warnings;

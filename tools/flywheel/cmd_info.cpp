@@ -22,6 +22,7 @@ int cmd_info(int argc, char** argv) {
   std::printf("name:         %s\n", c.name.c_str());
   std::printf("architecture: %s, %u layers, width %u, ffn %u, heads %u/%u (q/kv), head dim %u\n",
               c.architecture.c_str(), c.n_layer, c.n_embd, c.n_ff, c.n_head, c.n_head_kv, c.head_dim);
+  std::printf("kind:         %s\n", s->m->describe().c_str());
   std::printf("vocabulary:   %u tokens; context %u (training), %u (this run)\n", c.n_vocab, c.n_ctx_train, s->n_ctx);
   std::printf("rope:         base %.0f, scale %.3f; rms eps %g\n", c.rope_freq_base, c.rope_freq_scale, c.rms_eps);
   std::printf("weights:      %.1f MiB of matrices, output head %s\n", s->m->weights().matrix_bytes() / 1048576.0,
@@ -34,9 +35,14 @@ int cmd_info(int argc, char** argv) {
                   static_cast<unsigned long long>(f.get_uint("flywheel.quant.calibration.tokens").value_or(0)));
     std::printf(")\n");
   }
-  const auto advice = advise_scheme(this_host(), facts_of(s->m->weights(), c.n_layer), 0);
-  std::printf("recommended:  %s (flywheel quantize --recommend [--budget-mib N]): %s\n",
-              advice.fits ? std::string(scheme_name(advice.scheme)).c_str() : "none", advice.reason.c_str());
+  if (c.architecture == "llama" && c.q_dim() == c.n_embd) {
+    const auto advice = advise_scheme(this_host(), facts_of(s->m->weights(), c.n_layer), 0);
+    std::printf("recommended:  %s (flywheel quantize --recommend [--budget-mib N]): %s\n",
+                advice.fits ? std::string(scheme_name(advice.scheme)).c_str() : "none", advice.reason.c_str());
+  } else {
+    std::printf("recommended:  none: flywheel quantize runs the llama architecture (convert %s files with llama.cpp's "
+                "llama-quantize; flywheel runs their q8_0 / q4_0 / q4_1)\n", c.architecture.c_str());
+  }
   std::printf("cpu:          %s; %d threads\n", cpu::host_features().describe().c_str(), s->threads()->size());
   std::printf("kernels:\n");
   int fallbacks = 0;

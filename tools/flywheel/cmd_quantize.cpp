@@ -70,6 +70,11 @@ expected<std::vector<quant_scheme>> parse_layer_table(const std::string& text, u
 }
 
 int recommend(const arg_parser& args, const model& m) {
+  if (m.config().architecture != "llama" || m.config().q_dim() != m.config().n_embd) {
+    std::printf("recommended scheme: none\n  flywheel quantize runs the llama architecture; this model is '%s'\n",
+                m.config().architecture.c_str());
+    return 1;
+  }
   const hardware_facts hw = this_host();
   const model_facts mf = facts_of(m.weights(), m.config().n_layer);
   uint64_t budget = 0;

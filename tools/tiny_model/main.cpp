@@ -1,7 +1,12 @@
-// flywheel-tiny-model: writes a deterministic random-weight Llama GGUF for tests.
-//   flywheel-tiny-model --out FILE [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--layers N]
-//                       [--embd N] [--ff N] [--heads N] [--kv-heads N] [--outliers N] [--seed S] [--untied]
+// flywheel-tiny-model: writes a deterministic random-weight GGUF for tests and measurements.
+//   flywheel-tiny-model --out FILE [--arch llama|qwen2|qwen3|phi3] [--vocab bpe|spm]
+//                       [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--layers N] [--embd N] [--ff N]
+//                       [--heads N] [--kv-heads N] [--head-dim N] [--ctx N] [--vocab-size N]
+//                       [--sliding-window N] [--outliers N] [--seed S] [--untied]
+//                       [--shape qwen2-7b|qwen2-1.5b|llama-7b]
 // --outliers N: the first N channels of every layer norm are 16x larger (outlier activations).
+// --shape: a real model's sizes (random weights, untied head, a padded vocabulary) for speed
+//          measurements; later options override its sizes.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -14,9 +19,12 @@ namespace {
 int usage(const char* msg) {
   if (msg) std::fprintf(stderr, "flywheel-tiny-model: %s\n", msg);
   std::fprintf(stderr,
-               "usage: flywheel-tiny-model --out FILE [--type f32|f16|bf16|q8_0|q4_0|q4_1]\n"
+               "usage: flywheel-tiny-model --out FILE [--arch llama|qwen2|qwen3|phi3] [--vocab bpe|spm]\n"
+               "                           [--type f32|f16|bf16|q8_0|q4_0|q4_1]\n"
                "                           [--layers N] [--embd N] [--ff N] [--heads N] [--kv-heads N]\n"
-               "                           [--outliers N] [--seed S] [--untied]\n");
+               "                           [--head-dim N] [--ctx N] [--vocab-size N] [--sliding-window N]\n"
+               "                           [--outliers N] [--seed S] [--untied]\n"
+               "                           [--shape qwen2-7b|qwen2-1.5b|llama-7b]\n");
   return 2;
 }
 
@@ -75,6 +83,37 @@ int main(int argc, char** argv) {
     } else if (arg == "--kv-heads") {
       if (!parse_uint(val, n) || n == 0 || n > 1024) return usage("--kv-heads needs 1..1024");
       spec.n_head_kv = static_cast<int>(n);
+    } else if (arg == "--arch") {
+      spec.arch = val;
+    } else if (arg == "--vocab") {
+      spec.vocab = val;
+    } else if (arg == "--shape") {
+      // Sizes from the models' published configs; random weights.
+      struct shape { const char* name; const char* arch; int embd, layers, heads, kv, ff, vocab; };
+      static constexpr shape shapes[] = {
+          {"qwen2-7b", "qwen2", 3584, 28, 28, 4, 18944, 152064},
+          {"qwen2-1.5b", "qwen2", 1536, 28, 12, 2, 8960, 151936},
+          {"llama-7b", "llama", 4096, 32, 32, 32, 11008, 32000},
+      };
+      const shape* sh = nullptr;
+      for (const auto& c : shapes)
+        if (std::string_view(val) == c.name) sh = &c;
+      if (!sh) return usage("unknown --shape (qwen2-7b, qwen2-1.5b, llama-7b)");
+      spec.arch = sh->arch, spec.n_embd = sh->embd, spec.n_layer = sh->layers, spec.n_head = sh->heads;
+      spec.n_head_kv = sh->kv, spec.n_ff = sh->ff, spec.vocab_size = sh->vocab, spec.n_ctx = 4096;
+      spec.tied_output = false, spec.fast_random = true;
+    } else if (arg == "--head-dim") {
+      if (!parse_uint(val, n) || n == 0 || n > 1024) return usage("--head-dim needs 1..1024");
+      spec.head_dim = static_cast<int>(n);
+    } else if (arg == "--ctx") {
+      if (!parse_uint(val, n) || n == 0 || n > (1u << 20)) return usage("--ctx needs 1..1048576");
+      spec.n_ctx = static_cast<int>(n);
+    } else if (arg == "--vocab-size") {
+      if (!parse_uint(val, n) || n > (1u << 20)) return usage("--vocab-size needs 0..1048576");
+      spec.vocab_size = static_cast<int>(n);
+    } else if (arg == "--sliding-window") {
+      if (!parse_uint(val, n) || n > (1u << 20)) return usage("--sliding-window needs 0..1048576");
+      spec.sliding_window = static_cast<int>(n);
     } else if (arg == "--outliers") {
       if (!parse_uint(val, n) || n > 65536) return usage("--outliers needs 0..65536");
       spec.outlier_channels = static_cast<int>(n);

@@ -91,7 +91,10 @@ void cpu_backend::pack_into(cpu::weight_view& v, uint8_t* dst) {
   // the page cache for whoever maps the file).
   const uintptr_t page = 4096, begin = (reinterpret_cast<uintptr_t>(v.data) + page - 1) & ~(page - 1),
                   end = (reinterpret_cast<uintptr_t>(v.data) + bytes) & ~(page - 1);
-  if (end > begin && !shares_embedding(v)) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  // Only pages of the file mapping: a converted copy (weight_load_options::convert_to) lives in
+  // anonymous memory, where MADV_DONTNEED zeroes what the model's views still show.
+  if (end > begin && !shares_embedding(v) && w_.in_file_mapping(v.data, bytes))
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   v.data = dst;
   v.packed = true;
 }
@@ -162,7 +165,7 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
                cpu::to_string(k.level) + (best < host ? " (limited by FW_SIMD)" : "");
     out.push_back(std::move(r));
   }
-  // Attention has AVX-512 and AVX2 paths (head sizes 32, 64, 128); elsewhere the scalar reference.
+  // Attention has AVX-512 and AVX2 paths (head sizes 32, 64, 96, 128); elsewhere the scalar reference.
   kernel_report a;
   a.weight_type = "attention";
   const char* path = attend_ == &cpu::avx512::attention ? "avx512" : attend_ == &cpu::avx2::attention ? "avx2" : "scalar";
@@ -229,7 +232,7 @@ void cpu_backend::plan_attention(const forward_batch& b) {
   // most 16 rows' queries of one (sequence, kv head), so each loaded key tile serves them all.
   const int64_t rows = static_cast<int64_t>(b.rows());
   const uint32_t hd = cfg_.head_dim, gqa = cfg_.n_gqa();
-  const int64_t e = cfg_.n_embd;
+  const int64_t qd = cfg_.q_dim();
   attn_.q.clear(), attn_.out.clear(), attn_.n_keys.clear(), attn_.query_slot.clear(), attn_.tasks.clear();
   std::vector<std::vector<int64_t>> rows_of(b.kv.size());
   for (int64_t r = 0; r < rows; ++r) rows_of[b.seq[r]].push_back(r);
@@ -244,7 +247,7 @@ void cpu_backend::plan_attention(const forward_batch& b) {
           for (uint32_t j = 0; j < gqa; ++j) {
             const int64_t h = g * gqa + j;
             attn_.q.push_back(qkv_.data() + r * qkv_ld() + h * hd);
-            attn_.out.push_back(att_.data() + r * e + h * hd);
+            attn_.out.push_back(att_.data() + r * qd + h * hd);
             attn_.n_keys.push_back(b.positions[r] + 1);
             attn_.query_slot.push_back(r * cfg_.n_head + h);
           }
@@ -314,7 +317,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out)
   x_.resize(m * e);
   xn_.resize(m * e);
   qkv_.resize(m * qkv_ld());
-  att_.resize(m * e);
+  att_.resize(m * cfg_.q_dim());
   gate_up_.resize(m * 2 * ff);
   tmp_.resize(m * e);
 
@@ -351,7 +354,7 @@ void cpu_backend::rms_norm(uint32_t layer, llama_norm which) {
 
 void cpu_backend::project_qkv(uint32_t layer) {
   // q, k and v side by side in each row of qkv_ (one fused product, or three into the columns).
-  const int64_t e = cfg_.n_embd, kvd = cfg_.kv_dim(), ld = qkv_ld();
+  const int64_t e = cfg_.n_embd, qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), ld = qkv_ld();
   const auto& L = layers_[layer];
   const fused_weights* F = layer < fused_.size() ? &fused_[layer] : nullptr;
   observe(layer, activation_site::qkv_in, xn_.data(), e, e);
@@ -359,30 +362,51 @@ void cpu_backend::project_qkv(uint32_t layer) {
     mm(F->qkv, xn_.data(), e, rows_, qkv_.data(), ld);
   } else {
     mm(L.wq, xn_.data(), e, rows_, qkv_.data(), ld);
-    mm(L.wk, xn_.data(), e, rows_, qkv_.data() + e, ld, true);  // xn_ unchanged: reuse its 8-bit quantization
-    mm(L.wv, xn_.data(), e, rows_, qkv_.data() + e + kvd, ld, true);
+    mm(L.wk, xn_.data(), e, rows_, qkv_.data() + qd, ld, true);  // xn_ unchanged: reuse its 8-bit quantization
+    mm(L.wv, xn_.data(), e, rows_, qkv_.data() + qd + kvd, ld, true);
   }
+  if (L.qkv_bias)
+    for (int64_t r = 0; r < rows_; ++r) cpu::add_inplace(qkv_.data() + r * ld, L.qkv_bias, ld);
 }
 
 void cpu_backend::rope_and_store_kv(uint32_t layer) {
-  const int64_t e = cfg_.n_embd, kvd = cfg_.kv_dim(), ld = qkv_ld();
+  const int64_t qd = cfg_.q_dim(), kvd = cfg_.kv_dim(), ld = qkv_ld();
+  const auto& L = layers_[layer];
+  const int hd = static_cast<int>(cfg_.head_dim), n_rot = static_cast<int>(cfg_.n_rot);
+  // The adjacent-pair rope without frequency factors has a vector path (the Llama default);
+  // other pairings and factor tables rotate with one cos/sin table per row.
+  const bool table = cfg_.rope == rope_style::neox || w_.rope_freqs;
   for (int64_t r = 0; r < rows_; ++r) {
     const int pos = batch_->positions[r];
     float* q = qkv_.data() + r * ld;
-    float* k = q + e;
+    float* k = q + qd;
     const float* v = k + kvd;
-    cpu::rope_norm(q, cfg_.n_head, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
-    cpu::rope_norm(k, cfg_.n_head_kv, cfg_.head_dim, cfg_.n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
+    if (L.q_norm) {  // Qwen3: each head of q and k RMS-normalized before rotation
+      for (uint32_t h = 0; h < cfg_.n_head; ++h) cpu::rms_norm(q + h * hd, L.q_norm, q + h * hd, hd, cfg_.rms_eps);
+      for (uint32_t h = 0; h < cfg_.n_head_kv; ++h) cpu::rms_norm(k + h * hd, L.k_norm, k + h * hd, hd, cfg_.rms_eps);
+    }
+    if (table) {
+      const cpu::rope_table cs(n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale, w_.rope_freqs);
+      const bool neox = cfg_.rope == rope_style::neox;
+      cpu::rope_apply(q, cfg_.n_head, hd, n_rot, cs.data(), neox);
+      cpu::rope_apply(k, cfg_.n_head_kv, hd, n_rot, cs.data(), neox);
+    } else {
+      cpu::rope_norm(q, cfg_.n_head, hd, n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
+      cpu::rope_norm(k, cfg_.n_head_kv, hd, n_rot, pos, cfg_.rope_freq_base, cfg_.rope_freq_scale);
+    }
     const kv_handle& kv = *batch_->kv[batch_->seq[r]];
     for (uint32_t h = 0; h < cfg_.n_head_kv; ++h)
-      pool_.write_token(kv, pos, layer, h, k + h * cfg_.head_dim, v + h * cfg_.head_dim);
+      pool_.write_token(kv, pos, layer, h, k + h * hd, v + h * hd);
   }
 }
 
 void cpu_backend::project_out_add(uint32_t layer) {
-  const int64_t e = cfg_.n_embd;
-  observe(layer, activation_site::attn_out_in, att_.data(), e, e);
-  mm(layers_[layer].wo, att_.data(), e, rows_, tmp_.data(), e);
+  const int64_t e = cfg_.n_embd, qd = cfg_.q_dim();
+  const auto& L = layers_[layer];
+  observe(layer, activation_site::attn_out_in, att_.data(), qd, qd);
+  mm(L.wo, att_.data(), qd, rows_, tmp_.data(), e);
+  if (L.wo_bias)
+    for (int64_t r = 0; r < rows_; ++r) cpu::add_inplace(tmp_.data() + r * e, L.wo_bias, e);
   cpu::add_inplace(x_.data(), tmp_.data(), rows_ * e);
 }
 
@@ -425,6 +449,8 @@ void cpu_backend::output_head() {
   if (batch_->want_hidden) out_->hidden.assign(xn_.begin(), xn_.begin() + n_out * e);
   out_->logits.resize(n_out * cfg_.n_vocab);
   if (n_out > 0) mm(output_, xn_.data(), e, n_out, out_->logits.data(), cfg_.n_vocab);
+  if (w_.output_bias)
+    for (int64_t r = 0; r < n_out; ++r) cpu::add_inplace(out_->logits.data() + r * cfg_.n_vocab, w_.output_bias, cfg_.n_vocab);
 }
 
 }  // namespace fw

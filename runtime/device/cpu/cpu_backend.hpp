@@ -61,8 +61,8 @@ class cpu_backend final : public backend, private llama_ops {
   /// row, e.g. k within q | k | v).
   void mm(const cpu::weight_view& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy,
           bool same_x = false);
-  /// Floats per row of qkv_: q (n_embd), k and v (kv_dim each).
-  int64_t qkv_ld() const { return cfg_.n_embd + 2 * static_cast<int64_t>(cfg_.kv_dim()); }
+  /// Floats per row of qkv_: q (q_dim), k and v (kv_dim each).
+  int64_t qkv_ld() const { return cfg_.q_dim() + 2 * static_cast<int64_t>(cfg_.kv_dim()); }
   bool packable(const cpu::weight_view& v) const;
   uint8_t* alloc_packed(size_t bytes);  ///< owned by packed_
   void pack_into(cpu::weight_view& v, uint8_t* dst);
