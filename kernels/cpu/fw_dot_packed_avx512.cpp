@@ -8,9 +8,11 @@
 //
 // Layouts (a group of 16 rows keeps its 16 * row_bytes bytes and its place; rows after the last
 // whole group stay unpacked):
-//  w8a8 (row: 32-byte header + k int8): 16 float row scales, zeros up to byte 512, then for each
-//    4-channel piece p 64 bytes: piece p of row r at byte 512 + 64 p + 4 r, stored as w + 128
-//    (u8, the unsigned operand of vpdpbusd; the activation is the signed one). The extra
+//  w8a8 (row: 32-byte header + k int8): for each 4-channel piece p 64 bytes: piece p of row r at
+//    byte 64 p + 4 r, stored as w + 128 (u8, the unsigned operand of vpdpbusd; the activation is
+//    the signed one); then the 16 float row scales and zeros up to the group's end (read last, so
+//    the stream of pieces runs on from one group into the next: with the scales first, decode at
+//    k = 576 ran ~20% slower). The extra
 //    128 * sum(x) of each activation group is the accumulator's start value (-128 * sum(x)),
 //    computed once per activation row and call.
 //  w4a16 g (row: k / g groups of 4 + g / 2 bytes): per group 16 fp16 scales, 16 fp16 offsets,
@@ -36,12 +38,12 @@ namespace fw::cpu::avx512 {
 namespace {
 
 constexpr int group = static_cast<int>(packed_group_rows);
-constexpr size_t w8_head = 512;  // 16 row headers of 32 bytes: the row scales, then zeros
+constexpr size_t w8_tail = 512;  // the 16 row headers' 32 bytes: the row scales, then zeros
 
-// Software prefetch for tiles of 4 or more activation rows (they dwell long enough on each group
-// for the hardware prefetcher to fall behind); the distance is the ggml packed kernels' measured one.
+// Software prefetch 3 KB ahead (the ggml packed kernels' measured distance) at every tile size:
+// unlike there it also paid off for 1-row tiles here (decode, one core, weights from DRAM: w8a8
+// k = 1536 25.8 -> 40 GB/s; w4a16 within noise).
 constexpr size_t prefetch_ahead = 3072;
-constexpr int prefetch_min_rows = 4;
 
 /// Independent integer chains per activation row: enough to cover the dot-product latency.
 constexpr int chains_for(int rx) { return rx == 1 ? 4 : rx <= 3 ? 2 : 1; }
@@ -63,12 +65,12 @@ template <int G8, int RX>
 void tile_w8(int64_t k, const uint8_t* gp, const uint8_t* x, size_t xs, const int32_t* xneg, float* y, int64_t ldy) {
   constexpr int pieces = G8 / 4, C = chains_for(RX);
   const int64_t ng = k / G8;
-  const uint8_t* wq = gp + w8_head;
+  const uint8_t* wq = gp;
   __m512 acc[RX];
 #pragma GCC unroll 8
   for (int j = 0; j < RX; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t b = 0; b < ng; ++b, wq += 16 * G8) {
-    if constexpr (RX >= prefetch_min_rows) prefetch_span(wq + prefetch_ahead, 16 * G8);
+    prefetch_span(wq + prefetch_ahead, 16 * G8);
     __m512i a[C][RX];
 #pragma GCC unroll 8
     for (int j = 0; j < RX; ++j) {
@@ -92,7 +94,7 @@ void tile_w8(int64_t k, const uint8_t* gp, const uint8_t* x, size_t xs, const in
       acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(dg), _mm512_cvtepi32_ps(s), acc[j]);
     }
   }
-  const __m512 dw = _mm512_loadu_ps(gp);
+  const __m512 dw = _mm512_loadu_ps(gp + 16 * k);
 #pragma GCC unroll 8
   for (int j = 0; j < RX; ++j) _mm512_storeu_ps(y + j * ldy, _mm512_mul_ps(acc[j], dw));
 }
@@ -132,7 +134,7 @@ void tile_w4(int64_t k, const uint8_t* gp, const uint8_t* x, size_t xs, const fl
 #pragma GCC unroll 8
   for (int j = 0; j < RX; ++j) acc[j] = _mm512_setzero_ps();
   for (int64_t g = 0; g < ng; ++g, gp += w4_block<G>) {
-    if constexpr (RX >= prefetch_min_rows) prefetch_span(gp + prefetch_ahead, w4_block<G>);
+    prefetch_span(gp + prefetch_ahead, w4_block<G>);
     __m512i a[C][RX];
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c)
@@ -186,12 +188,12 @@ void pack_w8a8(const void* src, size_t row_stride, int64_t n_rows, int64_t k, vo
   const int64_t n_packed = n_rows / group * group;
   for (int64_t g = 0; g < n_packed; g += group) {
     uint8_t* gp = d + g * rb;
-    std::memset(gp, 0, w8_head);
+    std::memset(gp + 16 * k, 0, w8_tail);
     for (int r = 0; r < group; ++r) {
       const uint8_t* row = s + (g + r) * row_stride;
-      std::memcpy(gp + 4 * r, row, 4);  // the row scale
+      std::memcpy(gp + 16 * k + 4 * r, row, 4);  // the row scale
       for (int64_t p = 0; p < k / 4; ++p)
-        for (int i = 0; i < 4; ++i) gp[w8_head + 64 * p + 4 * r + i] = row[sizeof(w8_row_header) + 4 * p + i] ^ 0x80;
+        for (int i = 0; i < 4; ++i) gp[64 * p + 4 * r + i] = row[sizeof(w8_row_header) + 4 * p + i] ^ 0x80;
     }
   }
   for (int64_t i = n_packed; i < n_rows; ++i) std::memcpy(d + i * rb, s + i * row_stride, rb);
