@@ -11,10 +11,14 @@
 
 #include "kernels/cpu/fw_dot.hpp"
 #include "kernels/cpu/simd_avx2.hpp"
+#include "kernels/cpu/tile_drivers.hpp"
 #include "kernels/format/fw_formats.hpp"
 
 namespace fw::cpu::avx2 {
 namespace {
+
+using tiles::gemm_by_tiles;
+using tiles::gemv_by_tiles;
 
 inline float fp16(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -177,53 +181,6 @@ inline void tile_w4(int64_t k, const uint8_t* const* w, const uint8_t* const* x,
     const float dx = load_f32(x[j]);
     #pragma GCC unroll 16
     for (int i = 0; i < NW; ++i) out[j * ldo + i] = res[i][j] * dx;
-  }
-}
-
-// -- drivers: tiles over a block of weight rows and activation rows --
-
-using tile_fn = void (*)(int64_t, const uint8_t* const*, const uint8_t* const*, float*, int64_t);
-
-template <tile_fn T4, tile_fn T3, tile_fn T2, tile_fn T1>
-void gemm_by_tiles(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y,
-                   int64_t ldy) {
-  // 1 weight row x up to 4 activation rows per tile.
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const auto* xp = static_cast<const uint8_t*>(x);
-  for (int64_t j0 = 0; j0 < nx; j0 += 4) {
-    const int64_t nj = std::min<int64_t>(4, nx - j0);
-    const uint8_t* xr[4] = {xp + j0 * xs, xp + std::min(j0 + 1, nx - 1) * xs, xp + std::min(j0 + 2, nx - 1) * xs,
-                            xp + std::min(j0 + 3, nx - 1) * xs};
-    for (int64_t i = 0; i < nw; ++i) {
-      const uint8_t* wr[1] = {wp + i * ws};
-      float* out = y + j0 * ldy + i;
-      switch (nj) {
-        case 4: T4(k, wr, xr, out, ldy); break;
-        case 3: T3(k, wr, xr, out, ldy); break;
-        case 2: T2(k, wr, xr, out, ldy); break;
-        default: T1(k, wr, xr, out, ldy); break;
-      }
-    }
-  }
-}
-
-template <tile_fn T4, tile_fn T1>
-void gemv_by_tiles(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out) {
-  // 4 weight rows x 1 activation row per tile.
-  const auto* wp = static_cast<const uint8_t*>(w);
-  const uint8_t* xr[1] = {static_cast<const uint8_t*>(x)};
-  int64_t i = 0;
-  for (; i + 4 <= nw; i += 4) {
-    // Fetch the next tile's rows while this one computes: four rows side by side are four
-    // streams, which the hardware prefetchers follow poorly (measured 8 -> 13 GB/s from DRAM).
-    const uint8_t* next = wp + (i + 4) * ws;
-    for (size_t off = 0; off < 4 * ws; off += 64) _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T0);
-    const uint8_t* wr[4] = {wp + i * ws, wp + (i + 1) * ws, wp + (i + 2) * ws, wp + (i + 3) * ws};
-    T4(k, wr, xr, out + i, 1);
-  }
-  for (; i < nw; ++i) {
-    const uint8_t* wr[1] = {wp + i * ws};
-    T1(k, wr, xr, out + i, 1);
   }
 }
 

@@ -63,6 +63,29 @@ void add_fw_avx2(std::vector<dot_kernel>& v) {
       ggml_type::fw_w4a16_g128, lvl, act_format::i16_row, k::quantize_act_i16));
 }
 
+/// AVX-512 VNNI (fw_dot_avx512.cpp, fw_dot_packed_avx512.cpp): products of its own, packed
+/// layouts, and AVX2's activation quantizers (a row's quantization is ~1/n of its product).
+void add_fw_avx512(std::vector<dot_kernel>& v) {
+  namespace k = avx512;
+  const auto lvl = simd_level::avx512;
+  auto packed = [](dot_kernel d, pack_rows_fn pack, packed_gemm_fn gemm) {
+    d.pack = pack, d.packed_gemm = gemm;
+    return d;
+  };
+  v.push_back(packed(make_row<k::dot_w8a8, k::gemm_w8a8, k::gemv_w8a8>(ggml_type::fw_w8a8, lvl, act_format::i8_row,
+                                                                       avx2::quantize_act_i8),
+                     k::pack_w8a8, k::packed_gemm_w8a8));
+  v.push_back(packed(make_row<k::dot_w4a16<32>, k::gemm_w4a16<32>, k::gemv_w4a16<32>>(
+                         ggml_type::fw_w4a16_g32, lvl, act_format::i16_row, avx2::quantize_act_i16),
+                     k::pack_w4a16<32>, k::packed_gemm_w4a16<32>));
+  v.push_back(packed(make_row<k::dot_w4a16<64>, k::gemm_w4a16<64>, k::gemv_w4a16<64>>(
+                         ggml_type::fw_w4a16_g64, lvl, act_format::i16_row, avx2::quantize_act_i16),
+                     k::pack_w4a16<64>, k::packed_gemm_w4a16<64>));
+  v.push_back(packed(make_row<k::dot_w4a16<128>, k::gemm_w4a16<128>, k::gemv_w4a16<128>>(
+                         ggml_type::fw_w4a16_g128, lvl, act_format::i16_row, avx2::quantize_act_i16),
+                     k::pack_w4a16<128>, k::packed_gemm_w4a16<128>));
+}
+
 // -- the providers: one table per SIMD path, one entry per weight format it implements --
 // A new format is one entry in each path that implements it; a path without an entry for a type
 // falls back to the next lower path (kernel reports show that as a fallback).
@@ -103,12 +126,14 @@ std::vector<dot_kernel> avx512_kernels() {
     d.packed_gemm = p.gemm;
     return d;
   };
-  return {with_packing(make<k::dot_f32, k::gemm_f32>(ggml_type::f32, lvl, nullptr)),
+  std::vector<dot_kernel> v = {with_packing(make<k::dot_f32, k::gemm_f32>(ggml_type::f32, lvl, nullptr)),
           with_packing(make<k::dot_f16, k::gemm_f16>(ggml_type::f16, lvl, nullptr)),
           with_packing(make<k::dot_bf16, k::gemm_bf16>(ggml_type::bf16, lvl, nullptr)),
           with_packing(make<k::dot_q4_0, k::gemm_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x)),
           with_packing(make<k::dot_q4_1, k::gemm_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x)),
           with_packing(make<k::dot_q8_0, k::gemm_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x))};
+  add_fw_avx512(v);
+  return v;
 }
 
 struct provider {

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/tile_drivers.hpp"
 #include "kernels/cpu/vec_dot.hpp"
 
 namespace fw::cpu::avx512 {
@@ -91,23 +92,7 @@ void pack(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* d
   for (int64_t i = n_packed; i < n_rows; ++i) std::memcpy(d + i * rb, s + i * row_stride, rb);
 }
 
-// Calls tile.template operator()<RX>(j) over activation rows [0, n_x): tiles of 8, then one tile
-// of the remaining 1..7 (each RX a separate, fully unrolled instantiation).
-template <class Tile>
-void for_row_tiles(int64_t n_x, Tile&& tile) {
-  int64_t j = 0;
-  for (; j + 8 <= n_x; j += 8) tile.template operator()<8>(j);
-  switch (n_x - j) {
-    case 7: tile.template operator()<7>(j); break;
-    case 6: tile.template operator()<6>(j); break;
-    case 5: tile.template operator()<5>(j); break;
-    case 4: tile.template operator()<4>(j); break;
-    case 3: tile.template operator()<3>(j); break;
-    case 2: tile.template operator()<2>(j); break;
-    case 1: tile.template operator()<1>(j); break;
-    default: break;
-  }
-}
+using tiles::for_row_tiles;
 
 // Software prefetch for tiles of 4 or more activation rows: such a tile spends long enough on
 // each block that the hardware prefetcher falls behind and DRAM latency adds to the compute time

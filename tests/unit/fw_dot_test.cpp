@@ -1,5 +1,5 @@
-// flywheel's own formats (W8A8, W4A16): round-trip error bounds of the quantizers, the AVX2
-// kernels against the scalar reference (bit for bit: integer sums are exact and the float steps
+// flywheel's own formats (W8A8, W4A16): round-trip error bounds of the quantizers, the AVX2 and
+// AVX-512 kernels (unpacked and packed) against the scalar reference (bit for bit: integer sums are exact and the float steps
 // run in the reference's order), and the reference against float math within the rounding bound.
 #include <gtest/gtest.h>
 
@@ -160,6 +160,118 @@ TEST(fw_dot_avx2, equals_the_reference_bit_for_bit) {
         }
       }
     }
+  }
+}
+
+// -- AVX-512 VNNI --
+
+const char* no_avx512_vnni() {
+  return host_features().has_avx512_vnni() ? nullptr : "host has no AVX-512 F/BW/VL + VNNI";
+}
+
+/// How a test fills its weight rows: quantized normal rows, or the format's extreme codes
+/// (int8 -127 / 127 at random; 4-bit 0 / 15 at random, scales kept from a quantized row).
+enum class fill { normal, extreme };
+
+std::vector<uint8_t> weight_rows(std::mt19937& rng, ggml_type t, int64_t k, int64_t n, fill f) {
+  const size_t rb = row_bytes(type_traits(t), k);
+  std::vector<uint8_t> w(rb * n);
+  std::bernoulli_distribution coin;
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t* row = w.data() + i * rb;
+    auto v = random_row(rng, k, 0.1f);
+    quantize_row_ref(t, v.data(), row, k);
+    if (f == fill::normal) continue;
+    if (t == ggml_type::fw_w8a8) {
+      for (int64_t e = 0; e < k; ++e) row[sizeof(w8_row_header) + e] = static_cast<uint8_t>(coin(rng) ? 127 : -127);
+    } else {
+      const int g = static_cast<int>(type_traits(t).block_size);
+      for (int64_t b = 0; b < k / g; ++b)
+        for (int e = 0; e < g / 2; ++e) row[b * w4_group_bytes(g) + sizeof(w4_group_header) + e] = coin(rng) ? 0xff : 0x00;
+    }
+  }
+  return w;
+}
+
+/// Activation rows for the case: j % 4 == 1 carries an outlier channel (x 1000), j % 4 == 3 is
+/// all +-big (every value saturates its code), the rest are normal.
+std::vector<float> act_rows(std::mt19937& rng, int64_t k, int64_t n) {
+  std::vector<float> x;
+  std::bernoulli_distribution coin;
+  for (int64_t j = 0; j < n; ++j) {
+    auto row = random_row(rng, k, 1.f);
+    if (j % 4 == 1) row[(j * 37) % k] *= 1000.f;
+    if (j % 4 == 3)
+      for (auto& v : row) v = coin(rng) ? 1e4f : -1e4f;
+    x.insert(x.end(), row.begin(), row.end());
+  }
+  return x;
+}
+
+// Every AVX-512 entry point (dot, gemv, gemm, packed_gemm) equals the scalar reference bit for
+// bit: k sizes with 32- and 64-channel activation groups, 1..13 activation rows (the packed
+// tiles of 8 and the rest), 37 weight rows (two packed groups and an unpacked tail), dynamic and
+// static activation scales, extreme weight codes and saturating activations.
+TEST(fw_dot_avx512, equals_the_reference_bit_for_bit) {
+  if (const char* why = no_avx512_vnni()) GTEST_SKIP() << why;
+  std::mt19937 rng(5);
+  for (ggml_type t : fw_types) {
+    const auto fast = select_dot_kernel(t, simd_level::avx512);
+    const auto ref = select_dot_kernel(t, simd_level::scalar);
+    ASSERT_EQ(fast.level, simd_level::avx512) << type_traits(t).name;
+    ASSERT_NE(fast.pack, nullptr) << type_traits(t).name;
+    const int64_t g = type_traits(t).block_size;
+    for (int64_t k : {32, 96, 128, 160, 384, 576, 1536}) {
+      if (k % g != 0) continue;
+      for (fill f : {fill::normal, fill::extreme})
+        for (float fixed_scale : {0.f, 0.01f}) {
+          if (fixed_scale > 0 && t != ggml_type::fw_w8a8) continue;  // int16 rows have no static scale
+          SCOPED_TRACE(std::string(type_traits(t).name) + " k=" + std::to_string(k) + (f == fill::extreme ? " extreme" : "") +
+                       (fixed_scale > 0 ? " static" : ""));
+          const int64_t nw = 37, nx = 13;
+          const size_t rb = row_bytes(type_traits(t), k), xb = act_row_bytes(fast.act, k);
+          const auto w = weight_rows(rng, t, k, nw, f);
+          const auto xf32 = act_rows(rng, k, nx);
+          std::vector<uint8_t> x(xb * nx), packed(rb * nw);
+          for (int64_t j = 0; j < nx; ++j) ref.quantize_row(xf32.data() + j * k, x.data() + j * xb, k, fixed_scale);
+          fast.pack(w.data(), rb, nw, k, packed.data());
+          ASSERT_EQ(0, std::memcmp(packed.data() + 32 * rb, w.data() + 32 * rb, 5 * rb)) << "tail rows unchanged";
+          std::vector<float> r(nw * nx);
+          for (int64_t j = 0; j < nx; ++j)
+            for (int64_t i = 0; i < nw; ++i) r[j * nw + i] = ref.dot(k, w.data() + i * rb, x.data() + j * xb);
+          std::vector<float> y(nw * nx), yv(nw);
+          fast.gemm(k, w.data(), rb, nw, x.data(), xb, nx, y.data(), nw);
+          for (int64_t j = 0; j < nx; ++j) {
+            fast.gemv(k, w.data(), rb, nw, x.data() + j * xb, yv.data());
+            for (int64_t i = 0; i < nw; ++i) {
+              ASSERT_EQ(fast.dot(k, w.data() + i * rb, x.data() + j * xb), r[j * nw + i]) << "dot " << i << "," << j;
+              ASSERT_EQ(y[j * nw + i], r[j * nw + i]) << "gemm " << i << "," << j;
+              ASSERT_EQ(yv[i], r[j * nw + i]) << "gemv row " << i << " x " << j;
+            }
+          }
+          for (int64_t n_x : {1, 2, 3, 4, 8, 13}) {
+            for (int64_t first : {0, 16}) {  // from either group start, into the tail
+              std::vector<float> yp(nw * n_x, -1.f);
+              fast.packed_gemm(k, packed.data() + first * rb, nw - first, x.data(), xb, n_x, yp.data(), nw);
+              for (int64_t j = 0; j < n_x; ++j)
+                for (int64_t i = first; i < nw; ++i)
+                  ASSERT_EQ(yp[j * nw + i - first], r[j * nw + i]) << "packed n_x=" << n_x << " " << i << "," << j;
+            }
+          }
+        }
+    }
+  }
+}
+
+TEST(fw_dot_avx512, is_selected_on_a_vnni_host_and_capping_keeps_avx2) {
+  if (const char* why = no_avx512_vnni()) GTEST_SKIP() << why;
+  for (ggml_type t : fw_types) {
+    const auto best = select_dot_kernel(t, simd_level::avx512);
+    EXPECT_EQ(best.level, simd_level::avx512) << type_traits(t).name;
+    EXPECT_NE(best.packed_gemm, nullptr) << type_traits(t).name;
+    const auto capped = select_dot_kernel(t, simd_level::avx2);
+    EXPECT_EQ(capped.level, simd_level::avx2) << type_traits(t).name;
+    EXPECT_EQ(capped.pack, nullptr) << type_traits(t).name;
   }
 }
 
