@@ -37,6 +37,7 @@ tiny_model_spec spec_of(const nlohmann::json& j) {
   s.head_dim = j.value("head_dim", 0);
   s.tied_output = !j.value("untied", false);
   s.seed = j.value("seed", 1);
+  s.rope_freqs = j.value("rope_freqs", false);
   return s;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Produces tests/data/arch_reference.json with llama.cpp (via llama-cpp-python, pinned in
 scripts/versions.sh) on flywheel's own tiny random-weight models, one per architecture and
-vocabulary kind (llama + bpe, llama + spm as Mistral/Llama 2 files are, qwen2 with q/k/v biases,
+vocabulary kind (llama + bpe, llama + spm as Mistral/Llama 2 files are, llama with Llama 3.1's
+rope_freqs table, qwen2 with q/k/v biases,
 qwen3 with per-head q/k norms and a head size that makes q wider than the residual stream, phi3
 with fused attn_qkv and gate|up tensors). f32 weights, f32 KV cache, no flash attention: both
 engines do plain float math, so first-step logits must agree closely and greedy continuations
@@ -23,6 +24,8 @@ from llama_cpp import Llama, __version__ as llama_cpp_version
 CASES = {
     "llama_bpe": {"arch": "llama", "vocab": "bpe", "embd": 64, "layers": 2, "heads": 4, "kv_heads": 2, "ff": 128},
     "llama_spm": {"arch": "llama", "vocab": "spm", "embd": 64, "layers": 2, "heads": 4, "kv_heads": 1, "ff": 96},
+    "llama_rope_freqs": {"arch": "llama", "vocab": "bpe", "embd": 64, "layers": 2, "heads": 2, "kv_heads": 2,
+                         "ff": 128, "rope_freqs": True},
     "qwen2": {"arch": "qwen2", "vocab": "bpe", "embd": 64, "layers": 2, "heads": 4, "kv_heads": 2, "ff": 128,
               "untied": True},
     "qwen3": {"arch": "qwen3", "vocab": "bpe", "embd": 64, "layers": 2, "heads": 4, "kv_heads": 2, "ff": 128,
@@ -43,6 +46,8 @@ def tiny_args(spec):
         a += ["--head-dim", str(spec["head_dim"])]
     if spec.get("untied"):
         a += ["--untied"]
+    if spec.get("rope_freqs"):
+        a += ["--rope-freqs"]
     return a
 
 

@@ -2,7 +2,7 @@
 //   flywheel-tiny-model --out FILE [--arch llama|qwen2|qwen3|phi3] [--vocab bpe|spm]
 //                       [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--layers N] [--embd N] [--ff N]
 //                       [--heads N] [--kv-heads N] [--head-dim N] [--ctx N] [--vocab-size N]
-//                       [--sliding-window N] [--outliers N] [--seed S] [--untied]
+//                       [--sliding-window N] [--outliers N] [--seed S] [--untied] [--rope-freqs]
 //                       [--shape qwen2-7b|qwen2-1.5b|llama-7b]
 // --outliers N: the first N channels of every layer norm are 16x larger (outlier activations).
 // --shape: a real model's sizes (random weights, untied head, a padded vocabulary) for speed
@@ -23,7 +23,7 @@ int usage(const char* msg) {
                "                           [--type f32|f16|bf16|q8_0|q4_0|q4_1]\n"
                "                           [--layers N] [--embd N] [--ff N] [--heads N] [--kv-heads N]\n"
                "                           [--head-dim N] [--ctx N] [--vocab-size N] [--sliding-window N]\n"
-               "                           [--outliers N] [--seed S] [--untied]\n"
+               "                           [--outliers N] [--seed S] [--untied] [--rope-freqs]\n"
                "                           [--shape qwen2-7b|qwen2-1.5b|llama-7b]\n");
   return 2;
 }
@@ -59,6 +59,10 @@ int main(int argc, char** argv) {
     }
     if (arg == "--untied") {
       spec.tied_output = false;
+      continue;
+    }
+    if (arg == "--rope-freqs") {
+      spec.rope_freqs = true;
       continue;
     }
     if (i + 1 >= argc) return usage(("missing value for '" + std::string(arg) + "'").c_str());

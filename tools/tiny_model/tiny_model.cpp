@@ -286,6 +286,11 @@ expected<gguf_writer> build(const tiny_model_spec& spec) {
   auto norm = [&](const std::string& name) { norm_n(name, n_embd); };
 
   matrix("token_embd.weight", n_embd, n_vocab);
+  if (spec.rope_freqs) {
+    std::vector<float> f(head_dim / 2);
+    for (size_t i = 0; i < f.size(); ++i) f[i] = 1.0f + 0.25f * static_cast<float>(i);
+    w.add_tensor("rope_freqs.weight", {head_dim / 2}, ggml_type::f32, encode(ggml_type::f32, f));
+  }
   for (int i = 0; i < spec.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     norm(p + "attn_norm.weight");

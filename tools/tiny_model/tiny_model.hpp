@@ -28,6 +28,8 @@ struct tiny_model_spec {
   int vocab_size = 0;
   int head_dim = 0;           ///< 0: n_embd / n_head; else written as <arch>.attention.key_length
   int sliding_window = 0;     ///< <arch>.attention.sliding_window when > 0
+  /// A rope_freqs.weight table (Llama 3.1's per-pair angle divisors), 1 + i / 4 for pair i.
+  bool rope_freqs = false;
   /// One uniform draw per weight instead of a sum of 12 (same mean and variance): for large
   /// shapes, where 12 draws per weight take minutes.
   bool fast_random = false;
