@@ -188,6 +188,42 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
   return b;
 }
 
+// Every 2-D matrix whose rows are whole blocks converted to the scheme's type by round-to-nearest
+// (token_embd and output too), everything else copied as it is (norms and biases stay f32).
+expected<quantize_result> quantize_per_tensor(const model& src, const quantize_options& o, gguf_writer& out) {
+  const ggml_type to = *matrix_type(o.scheme);
+  const auto to_traits = type_traits(to);
+  quantize_result res;
+  for (const auto& [key, value] : src.file().metadata()) {
+    if (key.rfind("flywheel.quant.", 0) == 0 || key == "general.file_type" || key == "general.alignment") continue;
+    out.add_value(key, value);
+  }
+  if (auto ft = llama_file_type(o.scheme)) out.add_uint32("general.file_type", *ft);
+  const auto& tensors = src.file().tensors();
+  uint32_t done = 0;
+  for (const auto& t : tensors) {
+    if (o.cancel && o.cancel->load()) return make_error(errc::cancelled, "cancelled");
+    const bool matrix = t.ne.size() >= 2 && t.rows() > 1 && t.ne[0] % to_traits.block_size == 0 &&
+                        t.ne[0] % type_traits(t.type).block_size == 0;
+    if (!matrix) {
+      res.tensor_bytes += t.n_bytes;
+      out.add_tensor(t.name, t.ne, t.type, {t.data, t.n_bytes});
+    } else {
+      const int64_t k = static_cast<int64_t>(t.ne[0]), n = static_cast<int64_t>(t.rows());
+      const size_t src_row = row_bytes(type_traits(t.type), k);
+      std::vector<float> f(static_cast<size_t>(k * n));
+      for (int64_t r = 0; r < n; ++r) dequantize_row_ref(t.type, t.data + r * src_row, f.data() + r * k, k);
+      auto bytes = quantize_rows(f, k, to);
+      res.matrix_params += f.size();
+      res.matrix_bytes += bytes.size();
+      res.tensor_bytes += bytes.size();
+      out.add_tensor_owned(t.name, t.ne, to, std::move(bytes));
+    }
+    if (o.progress) o.progress(++done, static_cast<uint32_t>(tensors.size()));
+  }
+  return res;
+}
+
 }  // namespace
 
 expected<quantize_result> quantize_model(const model& src, const calibrator* cal, const calibration_summary* summary,
@@ -196,11 +232,15 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
   const auto& W = src.weights();
   const bool fw_scheme = is_flywheel_scheme(o.scheme);
   // The layer work (folding, per-site products) is written for Llama's tensors: separate q/k/v,
-  // no biases, no q/k norms, q as wide as the residual stream.
-  if (c.architecture != "llama" || c.q_dim() != c.n_embd)
-    return make_error(errc::unsupported, "flywheel quantize runs the llama architecture; this model is '" +
-                                             c.architecture + "' (llama.cpp's llama-quantize converts it; flywheel runs "
-                                             "its q8_0 / q4_0 / q4_1 files)");
+  // no biases, no q/k norms, q as wide as the residual stream. Other architectures get the plain
+  // per-tensor conversion (what llama-quantize does without an importance matrix).
+  if (c.architecture != "llama" || c.q_dim() != c.n_embd) {
+    if (fw_scheme)
+      return make_error(errc::unsupported, "scheme " + std::string(scheme_name(o.scheme)) +
+                                               " (calibrated, flywheel's formats) runs the llama architecture; this "
+                                               "model is '" + c.architecture + "': use f16, bf16, q8_0, q4_0 or q4_1");
+    return quantize_per_tensor(src, o, out);
+  }
   if (o.scheme == quant_scheme::w4a16 && !w4a16_type(o.group))
     return make_error(errc::invalid_argument, "--group " + std::to_string(o.group) + ": W4A16 groups are 32, 64 or 128");
   if (fw_scheme && (o.activation_aware || o.scheme == quant_scheme::mixed || o.static_activations) && !cal)

@@ -4,7 +4,8 @@ The bundled model is exported to f16 (the reference), quantized to W8A8 calibrat
 the calibration prompts with a quality report, loaded, run and described by `flywheel info`; bad
 calibration files and missing flags get clear errors and leave no output; Ctrl-C during a run
 leaves neither the output nor its .partial file. A tiny random model with outlier channels goes
-through W4A16 (AWQ and round-to-nearest) and mixed precision.
+through W4A16 (AWQ and round-to-nearest) and mixed precision; tiny qwen2 and phi3 models go
+through the per-tensor q8_0 conversion (and the calibrated schemes refuse them by name).
 """
 import json
 import os
@@ -134,6 +135,25 @@ def main():
     rc, _, err = run("quantize", "--model", tiny, "--scheme", "mixed", "--calib", queries, "--layers", "0:w8a8",
                      "--out", mixed)
     check(rc == 2 and "does not name layer 1" in err, "a per-layer table must name every layer: " + err.strip())
+
+    # Other architectures: the plain schemes convert tensor by tensor (biases and norms stay f32),
+    # the calibrated ones are refused by name.
+    for arch in ("qwen2", "phi3"):
+        src = os.path.join(d, f"tiny-{arch}.gguf")
+        subprocess.run([TINY, "--out", src, "--arch", arch, "--embd", "128", "--ff", "256", "--layers", "2"], check=True)
+        q8 = os.path.join(d, f"tiny-{arch}-q8_0.gguf")
+        rc, _, err = run("quantize", "--model", src, "--scheme", "q8_0", "--out", q8)
+        check(rc == 0, f"{arch} -> q8_0: {err[-200:]}")
+        j = os.path.join(d, f"tiny-{arch}-q8_0.json")
+        rc, out, err = run("eval", "--model", q8, "--ref", src, "--text", os.path.join(SRC, "conf", "eval", "heldout.txt"),
+                           "--ctx", "128", "--chunks", "2", "--json", j)
+        kl = json.load(open(j))["kl_mean"] if rc == 0 else 1e9
+        check(rc == 0 and kl < 0.01, f"{arch} q8_0 stays close to its f32 source: KL {kl} {err[-200:]}")
+        rc, out, _ = run("info", "--model", q8)
+        check(rc == 0 and "q8_0" in out and arch in out, f"{arch} q8_0 file runs: {out[-300:]}")
+        rc, _, err = run("quantize", "--model", src, "--scheme", "w8a8", "--method", "rtn", "--out", q8 + ".w8")
+        check(rc != 0 and "runs the llama architecture" in err and not os.path.exists(q8 + ".w8"),
+              f"{arch} w8a8 is refused by name: {err[-200:]}")
 
     if failures:
         print(f"{len(failures)} check(s) failed", file=sys.stderr)

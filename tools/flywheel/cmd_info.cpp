@@ -40,8 +40,8 @@ int cmd_info(int argc, char** argv) {
     std::printf("recommended:  %s (flywheel quantize --recommend [--budget-mib N]): %s\n",
                 advice.fits ? std::string(scheme_name(advice.scheme)).c_str() : "none", advice.reason.c_str());
   } else {
-    std::printf("recommended:  none: flywheel quantize runs the llama architecture (convert %s files with llama.cpp's "
-                "llama-quantize; flywheel runs their q8_0 / q4_0 / q4_1)\n", c.architecture.c_str());
+    std::printf("recommended:  q8_0 (flywheel quantize --scheme q8_0|q4_0|q4_1 converts %s files tensor by tensor; the "
+                "calibrated w8a8 / w4a16 / mixed run the llama architecture)\n", c.architecture.c_str());
   }
   std::printf("cpu:          %s; %d threads\n", cpu::host_features().describe().c_str(), s->threads()->size());
   std::printf("kernels:\n");

@@ -71,9 +71,10 @@ expected<std::vector<quant_scheme>> parse_layer_table(const std::string& text, u
 
 int recommend(const arg_parser& args, const model& m) {
   if (m.config().architecture != "llama" || m.config().q_dim() != m.config().n_embd) {
-    std::printf("recommended scheme: none\n  flywheel quantize runs the llama architecture; this model is '%s'\n",
+    std::printf("recommended scheme: q8_0\n  the calibrated schemes (w8a8, w4a16, mixed) run the llama architecture; "
+                "this model is '%s': q8_0, q4_0 and q4_1 convert it tensor by tensor\n",
                 m.config().architecture.c_str());
-    return 1;
+    return 0;
   }
   const hardware_facts hw = this_host();
   const model_facts mf = facts_of(m.weights(), m.config().n_layer);
@@ -194,8 +195,9 @@ int cmd_quantize(int argc, char** argv) {
   build_options bo;
   bo.build_draft = false;
   // Calibration statistics come from the unquantized reference: quantized sources are expanded
-  // to f32 at load (float sources run as they are, with f32 activations).
-  bo.load.convert_to = ggml_type::f32;
+  // to f32 at load (float sources run as they are, with f32 activations). Without calibration
+  // nothing runs the model: its weights stay in the mapping (a 7B source would need 30 GB as f32).
+  if (calibrated && !args.on("recommend")) bo.load.convert_to = ggml_type::f32;
   bo.observer = &cal;
   bo.kv_tokens = 8192;
   auto parts = build_runtime(*cfg, bo);
