@@ -14,9 +14,10 @@
 #
 # Builds llama.cpp's llama-bench and llama-quantize from the PyPI sdist of llama-cpp-python (the
 # version pinned in scripts/versions.sh; it vendors llama.cpp) into
-# ${FW_LLAMA_CPP_CACHE:-~/.cache/flywheel/llama.cpp-<version>}, once. The peer is built without
-# -march=native and without AMX (with Debian's gcc 12 its AMX path crashes with SIGILL), with
-# AVX2/AVX-512/VNNI/BF16 on. Q8_0 and F16 copies of the bundled Q4_1 model are made with
+# ${FW_LLAMA_CPP_CACHE:-~/.cache/flywheel/llama.cpp-<version>-native}, once, with
+# -DGGML_NATIVE=ON: the peer at its best on this CPU (the SIGILL of earlier sessions was Intel's
+# AMX path; this machine kind has none). FW_LLAMA_CPP_NATIVE=0 builds the portable
+# AVX2/AVX-512/VNNI/BF16 set without -march=native instead (AMX off). Q8_0 and F16 copies of the bundled Q4_1 model are made with
 # llama-quantize --allow-requantize. flywheel must already be built (FW_BUILD_DIR, default build/).
 set -euo pipefail
 
@@ -55,7 +56,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 VERSION="${FW_LLAMA_CPP_PYTHON#*==}"
-CACHE="${FW_LLAMA_CPP_CACHE:-$HOME/.cache/flywheel/llama.cpp-$VERSION}"
+NATIVE="${FW_LLAMA_CPP_NATIVE:-1}"
+CACHE="${FW_LLAMA_CPP_CACHE:-$HOME/.cache/flywheel/llama.cpp-$VERSION$([[ $NATIVE == 1 ]] && echo -native)}"
 BIN="$CACHE/bin"
 FLYWHEEL="${FW_BUILD_DIR:-$ROOT/build}/tools/flywheel"
 MODEL="$ROOT/models/$FW_MODEL_FILE"
@@ -72,10 +74,12 @@ build_peer() {
   fi
   local src="$CACHE/src/llama_cpp_python-$VERSION/vendor/llama.cpp"
   echo "building llama-bench and llama-quantize from $src (~12 min on 2 cores)" >&2
-  cmake -S "$src" -B "$CACHE/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
-    -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON \
-    -DGGML_AVX512_BF16=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF \
-    -DGGML_AMX_BF16=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+  local isa=(-DGGML_NATIVE=ON)
+  [[ $NATIVE == 1 ]] || isa=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_AVX512=ON
+    -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF
+    -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+  cmake -S "$src" -B "$CACHE/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF "${isa[@]}" \
+    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
   cmake --build "$CACHE/build" --target llama-bench llama-quantize -j "$JOBS" >&2
   mkdir -p "$BIN"
   cp "$CACHE/build/bin/llama-bench" "$CACHE/build/bin/llama-quantize" "$BIN/"
