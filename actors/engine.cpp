@@ -37,6 +37,10 @@ struct engine::impl {
   gauge_metric* waiting = nullptr;
   gauge_metric* kv_usage = nullptr;
   counter_metric* restarts = nullptr;
+  counter_metric* prefix_queries = nullptr;
+  counter_metric* prefix_hits = nullptr;
+  counter_metric* prefix_hit_tokens = nullptr;
+  gauge_metric* prefix_blocks = nullptr;
   counter_metric* ignored_errors = nullptr;
   engine_actor_config cfg;
   caf::actor_system system{cfg};
@@ -69,6 +73,14 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   im.kv_usage = &e->metrics_.gauge(metric_names::kv_cache_usage, "KV-cache usage. 1 means 100 percent usage.", labels);
   im.restarts = &e->metrics_.counter(metric_names::worker_restarts,
                                      "Number of prefill/decode workers restarted by the supervisor.", labels);
+  im.prefix_queries = &e->metrics_.counter("flywheel:prefix_cache_queries_total",
+                                            "Admitted requests that looked their prompt up in the prefix cache.", labels);
+  im.prefix_hits = &e->metrics_.counter("flywheel:prefix_cache_hits_total",
+                                        "Prefix-cache lookups that reused at least one KV block.", labels);
+  im.prefix_hit_tokens = &e->metrics_.counter("flywheel:prefix_cache_hit_tokens_total",
+                                              "Prompt tokens copied from the prefix cache instead of recomputed.", labels);
+  im.prefix_blocks = &e->metrics_.gauge("flywheel:prefix_cache_blocks",
+                                        "KV blocks the prefix cache holds (reclaimable; not in kv_cache_usage_perc).", labels);
   im.ignored_errors = &e->metrics_.counter("flywheel:ignored_errors_total",
                                            "Errors deliberately not acted on (KV releases on cleanup paths), process-wide; "
                                            "each is also logged as a warning.",
@@ -167,6 +179,10 @@ std::string engine::render_metrics() {
     impl_->waiting->set(static_cast<double>(s->waiting));
     impl_->kv_usage->set(s->kv_total_blocks ? static_cast<double>(s->kv_used_blocks) / s->kv_total_blocks : 0.0);
     impl_->restarts->advance_to(static_cast<double>(s->worker_restarts));
+    impl_->prefix_queries->advance_to(static_cast<double>(s->prefix_cache_queries));
+    impl_->prefix_hits->advance_to(static_cast<double>(s->prefix_cache_hits));
+    impl_->prefix_hit_tokens->advance_to(static_cast<double>(s->prefix_cache_hit_tokens));
+    impl_->prefix_blocks->set(static_cast<double>(s->prefix_cache_blocks));
   }
   if (impl_) impl_->ignored_errors->advance_to(static_cast<double>(ignored_error_count()));
   return metrics_.render();

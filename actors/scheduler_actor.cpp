@@ -40,9 +40,19 @@ class scheduler_logic {
     admit();
   }
 
+  void release_all(std::vector<kv_handle> handles) {
+    for (auto& h : handles) ignore_error("scheduler: releasing a prefix-cache entry", pool().release(h));
+  }
+
   void admit() {
     if (!st().prefill || !st().decode) return;
-    for (uint64_t id : st().table.admit(pool().free_blocks())) {
+    auto ids = st().table.admit(pool().free_blocks());
+    if (ids.empty() && st().table.counts().waiting > 0 && st().cache.stats().blocks > 0) {
+      // Requests wait while cached prefixes hold blocks: running requests come first.
+      release_all(st().cache.evict_all());
+      ids = st().table.admit(pool().free_blocks());
+    }
+    for (uint64_t id : ids) {
       const request_record& r = *st().table.find(id);
       auto h = pool().allocate(r.prompt_tokens + r.budget);
       if (!h) {  // the table saw enough free blocks; only a foreign allocation could cause this
@@ -52,7 +62,14 @@ class scheduler_logic {
       }
       st().table.started(id, h->epoch);
       const auto& prompt = st().requests.at(id).prompt;
-      prefill_job job{id, std::vector<int32_t>(prompt.begin(), prompt.end() - 1), std::move(*h)};
+      // The last prompt token is the first decode step's input: never served from the cache.
+      const std::span<const int32_t> history(prompt.data(), prompt.size() - 1);
+      uint32_t reused = 0;
+      if (ctx_->limits.prefix_cache_blocks > 0) {
+        const auto m = st().cache.lookup(history, ++st().tick);
+        if (m.tokens > 0 && pool().copy_tokens(pool(), *m.kv, *h, m.tokens)) reused = m.tokens;
+      }
+      prefill_job job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(*h)};
       auto* self = self_;
       const auto* ctx = ctx_;
       prefill_actor target = st().prefill;
@@ -60,6 +77,18 @@ class scheduler_logic {
           .then([self, ctx](prefill_done& d) { scheduler_logic(self, ctx).prefilled(d); },
                 [self, ctx, id, target](caf::error& err) { scheduler_logic(self, ctx).prefill_failed(id, target, err); });
     }
+  }
+
+  /// Copies the prompt's whole blocks into a cache entry (the request keeps its own).
+  void remember_prefix(const std::vector<int32_t>& prompt, const kv_handle& kv) {
+    const uint32_t bt = st().cache.block_tokens();
+    const uint32_t n = kv.n_tokens / bt * bt;
+    if (ctx_->limits.prefix_cache_blocks == 0 || n == 0) return;
+    const std::span<const int32_t> history(prompt.data(), std::min<size_t>(prompt.size(), n));
+    if (st().cache.find(history).tokens == n) return;  // cached already
+    kv_handle copy;
+    if (!pool().copy_tokens(pool(), kv, copy, n)) return;  // no free blocks: nothing cached
+    release_all(st().cache.insert(history, std::move(copy), ++st().tick));
   }
 
   void prefilled(prefill_done& d) {
@@ -71,6 +100,7 @@ class scheduler_logic {
     }
     auto& req = st().requests.at(d.id);
     const request_record& r = *st().table.find(d.id);
+    remember_prefix(req.prompt, d.kv);
     decode_job job{d.id, req.prompt, req.params, r.budget, std::move(d.kv), d.attention_entropy, d.done_s};
     self_->send(st().decode, decode_atom::value, std::move(job));
   }
@@ -171,8 +201,16 @@ class scheduler_logic {
     s.worker_restarts = st().worker_restarts;
     s.requeued = c.requeued;
     s.peak_waiting = c.peak_waiting;
-    s.kv_used_blocks = pool().used_blocks();
+    const auto& pc = st().cache.stats();
+    // Cached prefixes are reclaimable (admission evicts them), so they count as free here, as
+    // vLLM counts its cached blocks; prefix_cache_blocks says how many there are.
+    s.kv_used_blocks = pool().used_blocks() - std::min<uint64_t>(pool().used_blocks(), pc.blocks);
     s.kv_total_blocks = pool().total_blocks();
+    s.prefix_cache_queries = pc.queries;
+    s.prefix_cache_hits = pc.hits;
+    s.prefix_cache_hit_tokens = pc.hit_tokens;
+    s.prefix_cache_query_tokens = pc.query_tokens;
+    s.prefix_cache_blocks = pc.blocks;
     return s;
   }
 
@@ -198,6 +236,8 @@ scheduler_actor::behavior_type scheduler(self_ptr self, const engine_context* ct
   lim.total_kv_blocks = ctx->device->kv_pool().total_blocks();
   lim.request_timeout_s = ctx->limits.request_timeout_s;
   self->state.table = request_table(lim);
+  self->state.cache = prefix_cache(ctx->device->kv_pool().layout().block_tokens, ctx->limits.prefix_cache_blocks);
+  self->state.pool = &ctx->device->kv_pool();
   self->state.front_door = std::move(front_door);
   self->delayed_send(self, tick_interval, tick_atom::value);
   return {

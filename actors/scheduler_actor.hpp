@@ -3,7 +3,10 @@
 // request's KV (worst case, so decode never runs out), sends prefill jobs and decode jobs, and
 // turns the table's decisions into messages. On a worker crash it frees the dead worker's KV by
 // epoch and fails (decode) or re-queues (prefill, innocent requests) what it held; no request
-// hangs. Protocol: actors/protocol/scheduler_protocol.hpp.
+// hangs. With [kv_cache] prefix_cache it keeps each prompt's whole KV blocks after its prefill
+// and copies the longest cached prefix into a new request's blocks, which then prefills only the
+// rest; the cache yields its blocks when admission would otherwise stall. Protocol:
+// actors/protocol/scheduler_protocol.hpp.
 #pragma once
 
 #include <caf/typed_event_based_actor.hpp>
@@ -13,6 +16,7 @@
 #include "actors/engine_context.hpp"
 #include "actors/protocol/front_door_protocol.hpp"
 #include "actors/protocol/scheduler_protocol.hpp"
+#include "runtime/kv/prefix_cache.hpp"
 #include "runtime/sched/request_table.hpp"
 
 namespace fw::actors {
@@ -21,6 +25,14 @@ struct scheduler_state {
   // CAF constructs a state from the actor pointer when it can; with C++20 aggregate
   // parenthesized init that would turn the pointer into the first member. Take it explicitly.
   explicit scheduler_state(caf::local_actor*) {}
+  /// The cache's blocks go back to the pool when the scheduler ends (engine shutdown; the
+  /// engine awaits its actors before it destroys the device).
+  ~scheduler_state() {
+    if (pool)
+      for (auto& h : cache.evict_all()) (void)pool->release(h);
+  }
+  scheduler_state(const scheduler_state&) = delete;
+  scheduler_state& operator=(const scheduler_state&) = delete;
 
   request_table table{scheduler_limits{}};
   std::unordered_map<uint64_t, client_request> requests;  ///< what each known request asked for
@@ -29,6 +41,9 @@ struct scheduler_state {
   decode_actor decode;
   uint64_t worker_restarts = 0;
   uint64_t rejected = 0;  ///< requests refused before they entered the table
+  prefix_cache cache{16, 0};  ///< earlier prompts' KV blocks (owned here: the pool's one owner)
+  uint64_t tick = 0;          ///< the cache's recency clock (one per admission)
+  kv_block_pool* pool = nullptr;  ///< the device's pool (the cache's blocks' home)
   static inline const char* name = "fw.scheduler";
 };
 

@@ -30,13 +30,18 @@ struct scheduler_stats {
   uint64_t waiting = 0;
   uint64_t prefilling = 0;
   uint64_t decoding = 0;
-  uint64_t kv_used_blocks = 0;
+  uint64_t kv_used_blocks = 0;  ///< held by requests (cached prefixes not counted: reclaimable)
   uint64_t kv_total_blocks = 0;
   uint64_t completed = 0;
   uint64_t failed = 0;
   uint64_t worker_restarts = 0;
   uint64_t requeued = 0;      ///< requests sent back to waiting after their prefill worker died
   uint64_t peak_waiting = 0;  ///< the longest the admission queue has been
+  uint64_t prefix_cache_queries = 0;       ///< admissions that looked up the prefix cache
+  uint64_t prefix_cache_hits = 0;          ///< of those, served at least one block
+  uint64_t prefix_cache_hit_tokens = 0;    ///< prompt tokens copied instead of recomputed
+  uint64_t prefix_cache_query_tokens = 0;  ///< prompt tokens looked up
+  uint64_t prefix_cache_blocks = 0;        ///< blocks the cache holds now (pool used = both)
 };
 
 using scheduler_actor = caf::typed_actor<
@@ -49,7 +54,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
   return f(caf::meta::type_name("fw::actors::scheduler_stats"), x.waiting, x.prefilling, x.decoding,
            x.kv_used_blocks, x.kv_total_blocks, x.completed, x.failed, x.worker_restarts, x.requeued,
-           x.peak_waiting);
+           x.peak_waiting, x.prefix_cache_queries, x.prefix_cache_hits, x.prefix_cache_hit_tokens,
+           x.prefix_cache_query_tokens, x.prefix_cache_blocks);
 }
 
 inline void add_scheduler_types(caf::actor_system_config& cfg) {

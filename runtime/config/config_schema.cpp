@@ -239,7 +239,8 @@ std::vector<section> build_sections() {
        then(integer("pool_mib", &kv_cache_section::pool_mib, 0, int64_t{1} << 20,
                     "0 = size by pool_tokens"),
             [](kv_cache_section& k) { if (k.pool_mib > 0) k.pool_tokens = 0; }),
-       enumerated("type", &kv_cache_section::type, kv_cache_type_names)}));
+       enumerated("type", &kv_cache_section::type, kv_cache_type_names),
+       number("prefix_cache_share", &kv_cache_section::prefix_cache_share, 0, 0.9, false, "0 = off")}));
   s.push_back(make_section<sampling_section>(
       "sampling", &config::sampling,
       {number("temperature", &sampling_section::temperature, 0, 100, false, "0 = greedy"),

@@ -156,7 +156,7 @@ uint32_t kv_block_pool::capacity(const kv_handle& h) const {
 }
 
 expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_handle& from,
-                                          kv_handle& to) {
+                                          kv_handle& to, uint32_t count) {
   if (!layout_.same_token_shape(src.layout_)) {
     return make_error(errc::invalid_argument,
                       "cannot copy kv tokens between pools " + std::to_string(src.pool_id_) +
@@ -177,11 +177,11 @@ expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_han
   {
     std::lock_guard lock(mutex_);
     kv_handle grown = to;
-    if (auto ok = book_.grow(grown, from.n_tokens); !ok) return ok;
+    if (auto ok = book_.grow(grown, std::min(count, from.n_tokens)); !ok) return ok;
     to = std::move(grown);
   }
 
-  const uint32_t n = from.n_tokens;
+  const uint32_t n = std::min(count, from.n_tokens);
   const uint32_t src_bt = src.layout_.block_tokens;
   const uint32_t dst_bt = layout_.block_tokens;
   const size_t hd = layout_.head_dim;

@@ -115,7 +115,9 @@ class kv_block_pool {
   /// block_tokens may differ) into to, growing to as needed; to's length becomes from's.
   /// to may be default-constructed. Errors: mismatched layout or stale handle (invalid_argument),
   /// too few free blocks (out_of_memory, to unchanged).
-  expected<void> copy_tokens(const kv_block_pool& src, const kv_handle& from, kv_handle& to);
+  /// count: copy only from's first min(count, from.n_tokens) tokens (a cached prefix).
+  expected<void> copy_tokens(const kv_block_pool& src, const kv_handle& from, kv_handle& to,
+                             uint32_t count = UINT32_MAX);
 
   // -- memory (no lock) --
 

@@ -17,6 +17,9 @@ struct engine_limits {
   uint32_t max_queue = 256;       ///< waiting requests before refusing
   uint32_t prefill_chunk = 256;   ///< prompt rows per prefill forward (decode interleaves)
   double request_timeout_s = 600; ///< unfinished requests fail after this
+  /// Prefix cache: KV blocks of earlier prompts the scheduler keeps for requests that start with
+  /// the same tokens (runtime/kv/prefix_cache), at most this many blocks; 0: off.
+  uint32_t prefix_cache_blocks = 0;
   /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
   /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
   drafter* draft = nullptr;

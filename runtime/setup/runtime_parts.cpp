@@ -101,6 +101,8 @@ engine_limits runtime_parts::limits() const {
                                                               : std::numeric_limits<double>::infinity();
   lim.draft = draft.get();
   lim.policy = policy;
+  if (device)
+    lim.prefix_cache_blocks = static_cast<uint32_t>(cfg.kv_cache.prefix_cache_share * device->kv_pool().total_blocks());
   return lim;
 }
 

@@ -259,6 +259,17 @@ console_session::outcome console_session::cmd_stats() {
                       static_cast<unsigned long long>(s->kv_total_blocks), kv_pct,
                       static_cast<unsigned long long>(s->completed), static_cast<unsigned long long>(s->failed),
                       static_cast<unsigned long long>(s->worker_restarts));
+  if (s->prefix_cache_queries > 0 || s->prefix_cache_blocks > 0)
+    out_ << format_line("prefix cache: %llu/%llu lookups hit, %llu of %llu prompt tokens reused (miss rate %.1f%%), "
+                        "%llu blocks held\n",
+                        static_cast<unsigned long long>(s->prefix_cache_hits),
+                        static_cast<unsigned long long>(s->prefix_cache_queries),
+                        static_cast<unsigned long long>(s->prefix_cache_hit_tokens),
+                        static_cast<unsigned long long>(s->prefix_cache_query_tokens),
+                        s->prefix_cache_query_tokens
+                            ? 100.0 * (1.0 - double(s->prefix_cache_hit_tokens) / s->prefix_cache_query_tokens)
+                            : 0.0,
+                        static_cast<unsigned long long>(s->prefix_cache_blocks));
   if (options_.draft_name.empty()) {
     std::string kinds;
     for (const auto& [kind, name] : draft_kind_names)

@@ -19,6 +19,9 @@ struct kv_cache_section {
   uint32_t pool_tokens = 16384; ///< pool size in tokens (all sequences together); 0: use pool_mib
   uint32_t pool_mib = 0;        ///< pool size in MiB; 0: use pool_tokens
   kv_cache_type type = kv_cache_type::f16;
+  /// Prefix cache: at most this share of the pool keeps earlier prompts' KV blocks for requests
+  /// that start with the same tokens (a chat's next turn); 0: off.
+  double prefix_cache_share = 0.25;
   bool operator==(const kv_cache_section&) const = default;
 };
 
