@@ -33,6 +33,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
                                           front_door_actor front_door, scheduler_actor scheduler) {
   self->state.decoder = std::make_unique<batch_decoder>(*ctx->m, *ctx->device, ctx->limits.max_batch);
   self->state.decoder->set_speculation(ctx->limits.draft, ctx->limits.policy);
+  self->state.decoder->keep_finished_kv(ctx->limits.prefix_cache_blocks > 0);
   if (ctx->faults && ctx->faults->fail_kv_reserve) self->state.decoder->set_kv_fault(ctx->faults->fail_kv_reserve);
   auto kick = [self] {
     auto& st = self->state;
@@ -53,7 +54,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         kick();
       },
       [=](cancel_atom, uint64_t id) {
-        if (self->state.decoder->remove(id)) self->send(scheduler, done_atom::value, finished_ids{{id}});
+        if (self->state.decoder->remove(id)) self->send(scheduler, done_atom::value, finished_ids{{id}, {}, {}});
       },
       [=](step_atom) {
         auto& st = self->state;
@@ -75,7 +76,14 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         // Counters and the scheduler first, so that what a client reads after its final event
         // already includes this step.
         if (ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
-        if (!res.finished.empty()) self->send(scheduler, done_atom::value, finished_ids{std::move(res.finished)});
+        if (!res.finished.empty()) {
+          finished_ids f{std::move(res.finished), {}, {}};
+          for (auto& r : res.returned) {
+            f.kvs.push_back(std::move(r.kv));
+            f.kv_tokens.push_back(std::move(r.tokens));
+          }
+          self->send(scheduler, done_atom::value, std::move(f));
+        }
         if (!res.failed.empty()) {
           sequence_failures f;
           for (auto& x : res.failed) {

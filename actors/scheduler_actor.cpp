@@ -127,9 +127,21 @@ class scheduler_logic {
     admit();
   }
 
-  void finished(const finished_ids& f) {
+  void finished(finished_ids& f) {
     st().table.finished(f.ids);
     for (uint64_t id : f.ids) st().requests.erase(id);
+    // Finished sequences' KV (prompt and answer): whole blocks into the prefix cache, the rest freed.
+    const uint32_t bt = st().cache.block_tokens();
+    for (size_t i = 0; i < f.kvs.size(); ++i) {
+      kv_handle& h = f.kvs[i];
+      const auto& tokens = i < f.kv_tokens.size() ? f.kv_tokens[i] : std::vector<int32_t>{};
+      const uint32_t n = std::min<uint32_t>(h.n_tokens, static_cast<uint32_t>(tokens.size())) / bt * bt;
+      if (n == 0 || !pool().truncate(h, n)) {
+        ignore_error("scheduler: releasing a finished sequence's KV", pool().release(h));
+        continue;
+      }
+      release_all(st().cache.insert(std::span<const int32_t>(tokens.data(), n), std::move(h), ++st().tick));
+    }
     admit();
   }
 

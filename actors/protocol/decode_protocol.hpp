@@ -4,7 +4,8 @@
 //   (step_atom)                 one decode step (the worker sends it to itself between steps)
 // It sends, once per step that produced anything:
 //   to the front door: (step_atom, step_batch)            tokens/text of every sequence
-//   to the scheduler:  (done_atom, finished_ids)          sequences that finished (KV freed)
+//   to the scheduler:  (done_atom, finished_ids)          sequences that finished (KV freed, or
+//                                                         handed over for the prefix cache)
 //                      (fail_atom, sequence_failures)     sequences that failed (KV freed)
 #pragma once
 
@@ -38,6 +39,10 @@ struct step_batch {
 
 struct finished_ids {
   std::vector<uint64_t> ids;
+  /// With a prefix cache: the finished sequences' KV handed to the scheduler (the pool's owner)
+  /// instead of freed, each with the tokens it holds (parallel vectors, possibly empty).
+  std::vector<kv_handle> kvs;
+  std::vector<std::vector<int32_t>> kv_tokens;
 };
 
 /// Sequences a step failed, each with its error's kind (fw::errc) and message.
@@ -63,7 +68,7 @@ typename Inspector::result_type inspect(Inspector& f, step_batch& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, finished_ids& x) {
-  return f(caf::meta::type_name("fw::actors::finished_ids"), x.ids);
+  return f(caf::meta::type_name("fw::actors::finished_ids"), x.ids, x.kvs, x.kv_tokens);
 }
 
 template <class Inspector>

@@ -191,7 +191,20 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
       res.events.push_back(std::move(ev));
     }
   }
-  for (uint64_t id : res.finished) remove(id);
+  for (uint64_t id : res.finished) {
+    auto it = seqs_.find(id);
+    if (keep_finished_ && it != seqs_.end()) {
+      finished_kv fk;
+      fk.id = id;
+      fk.kv = std::move(it->second.seq->kv());
+      const auto& h = it->second.seq->history();
+      fk.tokens.assign(h.begin(), h.begin() + std::min<size_t>(h.size(), fk.kv.n_tokens));
+      fk.kv.n_tokens = static_cast<uint32_t>(fk.tokens.size());
+      it->second.seq->kv() = kv_handle{};  // moved out: remove() frees nothing more
+      res.returned.push_back(std::move(fk));
+    }
+    remove(id);
+  }
   for (const auto& f : res.failed) remove(f.id);
   return res;
 }

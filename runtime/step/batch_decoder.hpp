@@ -76,6 +76,9 @@ class batch_decoder {
 
   /// Frees every sequence's KV (shutdown / failure).
   void clear();
+  /// On: a sequence that finishes normally leaves its KV in step_result::returned (the owner
+  /// decides: a prefix cache keeps it) instead of freeing it. Off (default): freed.
+  void keep_finished_kv(bool on) { keep_finished_ = on; }
 
   /// Turns speculative decoding on (draft non-null) or off for sequences added from now on.
   /// The drafter must outlive the decoder or the next call.
@@ -101,6 +104,7 @@ class batch_decoder {
   };
   std::map<uint64_t, slot> seqs_;
   std::function<bool(uint64_t)> kv_fault_;
+  bool keep_finished_ = false;
   drafter* draft_ = nullptr;
   k_policy policy_;
   spec_gate gate_;  ///< with an adaptive policy: drafting off while plain decoding is faster

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/base/expected.hpp"
+#include "runtime/kv/kv_handle.hpp"
 
 namespace fw {
 
@@ -34,10 +35,19 @@ struct sequence_failure {
   error err;
 };
 
+/// A finished sequence's KV handed back instead of freed (batch_decoder::keep_finished_kv): the
+/// tokens its cache holds (tokens.size() == kv.n_tokens), for a prefix cache to keep.
+struct finished_kv {
+  uint64_t id = 0;
+  std::vector<int32_t> tokens;
+  kv_handle kv;
+};
+
 struct step_result {
   std::vector<step_event> events;        ///< in row order, tokens of one sequence in sequence order
   std::vector<sequence_failure> failed;  ///< sequences that left the batch with an error
   std::vector<uint64_t> finished;        ///< sequences that ended normally (left the batch)
+  std::vector<finished_kv> returned;     ///< their KV, when keep_finished_kv is on (else freed)
   /// Per speculative sequence of the step: (id, draft tokens accepted).
   std::vector<std::pair<uint64_t, int>> accepted;
 

@@ -1,7 +1,7 @@
 // The prefix cache: the pure bookkeeping (block-aligned longest match, collisions never match,
 // LRU eviction under a block cap, entries that add nothing handed back), then on real CAF actors:
-// a request that repeats an earlier prompt, or extends it as a chat's next turn does, prefills
-// only the new part and generates exactly what it generates without the cache; a pool too small
+// a request that repeats an earlier prompt, or extends it as a chat's next turn does (the
+// previous answer included: finished sequences hand their KV to the cache), prefills only the new part and generates exactly what it generates without the cache; a pool too small
 // for both the cache and a new request evicts the cache instead of making the request wait; the
 // cache's blocks are the only ones left in use (requests hold none).
 #include <gtest/gtest.h>
@@ -184,6 +184,26 @@ TEST_F(prefix_cache_engine_test, repeated_and_extended_prompts_reuse_blocks_and_
   auto p = settled(*plain);
   EXPECT_EQ(p.kv_used_blocks, 0u);
   EXPECT_EQ(p.prefix_cache_queries, 0u);
+}
+
+TEST_F(prefix_cache_engine_test, a_finished_answer_is_cached_too_so_the_next_turn_reuses_it) {
+  auto plain = start(2048, 0);
+  auto cached = start(2048, 32);
+  ASSERT_TRUE(plain && cached);
+  const auto turn1 = prompt(5, 50);
+  const auto answer = run(*cached, turn1, 40);  // 50 + 40 tokens; 89 in the KV: 5 whole blocks
+  EXPECT_EQ(answer, run(*plain, turn1, 40));
+  auto s = settled(*cached);
+  EXPECT_EQ(s.prefix_cache_blocks, 5u);  // the prompt's 3 blocks grew into the answer's 5
+  auto turn2 = turn1;
+  turn2.insert(turn2.end(), answer.begin(), answer.end());
+  const auto more = prompt(11, 10);
+  turn2.insert(turn2.end(), more.begin(), more.end());
+  EXPECT_EQ(run(*cached, turn2, 8), run(*plain, turn2, 8));
+  s = settled(*cached);
+  EXPECT_EQ(s.prefix_cache_hits, 1u);
+  EXPECT_EQ(s.prefix_cache_hit_tokens, 80u);  // 48 of them the prompt, 32 the answer
+  EXPECT_EQ(s.kv_used_blocks, 0u);
 }
 
 TEST_F(prefix_cache_engine_test, a_request_that_needs_the_cached_blocks_evicts_them_instead_of_waiting) {
