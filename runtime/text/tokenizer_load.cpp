@@ -186,26 +186,17 @@ expected<tokenizer> tokenizer::from_vocab(tokenizer_vocab v) {
   }
   for (int32_t id = 0; id < static_cast<int32_t>(n); ++id) {
     const std::string& text = t.tokens_[id];
-    if (!have_eot && contains(eot_texts, text)) {
-      have_eot = true;
+    // The first token of each kind ends generation and becomes a control token.
+    auto first_of = [&](bool& have, const auto& texts) {
+      if (have || !contains(texts, text)) return;
+      have = true;
       t.eog_.insert(id);
       mark_control(id);
-    }
-    if (!have_pad && contains(fim_pad_texts, text)) {
-      have_pad = true;
-      t.eog_.insert(id);
-      mark_control(id);
-    }
-    if (!have_rep && contains(fim_rep_texts, text)) {
-      have_rep = true;
-      t.eog_.insert(id);
-      mark_control(id);
-    }
-    if (!have_sep && contains(fim_sep_texts, text)) {
-      have_sep = true;
-      t.eog_.insert(id);
-      mark_control(id);
-    }
+    };
+    first_of(have_eot, eot_texts);
+    first_of(have_pad, fim_pad_texts);
+    first_of(have_rep, fim_rep_texts);
+    first_of(have_sep, fim_sep_texts);
     if (contains(fim_other_texts, text)) mark_control(id);
     if (contains(eog_texts, text)) {
       t.eog_.insert(id);
