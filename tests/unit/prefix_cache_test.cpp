@@ -14,6 +14,7 @@
 #include "actors/engine.hpp"
 #include "runtime/device/cpu/cpu_backend.hpp"
 #include "runtime/kv/prefix_cache.hpp"
+#include "runtime/setup/runtime_parts.hpp"
 #include "runtime/step/generator.hpp"
 #include "tests/sampling_presets.hpp"
 #include "tests/unit/test_models.hpp"
@@ -136,15 +137,14 @@ class prefix_cache_engine_test : public ::testing::Test {
     EXPECT_EQ(fut.wait_for(60s), std::future_status::ready);
     return fut.get();
   }
+  /// The scheduler's books once a request's final event has arrived. No waiting is needed: the
+  /// decode worker sends "finished" (with the KV) to the scheduler before it sends the step's
+  /// events on to the client, so the scheduler has it queued before this stats request.
   static actors::scheduler_stats settled(actors::engine& e) {
-    for (int i = 0; i < 3000; ++i) {
-      auto s = e.stats();
-      if (s && s->decoding == 0 && s->prefilling == 0 && s->waiting == 0 && s->kv_used_blocks == 0)
-        return *s;
-      std::this_thread::sleep_for(10ms);
-    }
-    ADD_FAILURE() << "the engine did not settle";
-    return *e.stats();
+    auto s = e.stats();
+    EXPECT_TRUE(s) << (s ? "" : s.err().what());
+    EXPECT_EQ(s->decoding + s->prefilling + s->waiting, 0u);
+    return s ? *s : actors::scheduler_stats{};
   }
   static std::vector<int32_t> prompt(int from, int n) {
     std::vector<int32_t> p;
@@ -164,6 +164,9 @@ TEST_F(prefix_cache_engine_test, repeated_and_extended_prompts_reuse_blocks_and_
   auto s = settled(*cached);
   EXPECT_EQ(s.prefix_cache_hits, 0u);
   EXPECT_EQ(s.prefix_cache_blocks, 3u);
+  // Another prompt in between writes over the pool's free blocks, so a hit below cannot pass by
+  // finding the same KV left behind in a reused block: it must come from the cache's copy.
+  run(*cached, prompt(200, 50), 12);
   // The same prompt again: all 48 whole-block tokens come from the cache.
   EXPECT_EQ(run(*cached, turn1, 12), want1);
   s = settled(*cached);
@@ -220,6 +223,27 @@ TEST_F(prefix_cache_engine_test, a_request_that_needs_the_cached_blocks_evicts_t
   s = settled(*e);
   EXPECT_EQ(s.completed, 2u);
   EXPECT_EQ(s.kv_used_blocks, 0u);
+}
+
+TEST(prefix_cache_config, prefix_cache_share_sizes_the_cache_and_zero_turns_it_off) {
+  tiny_model_spec spec;
+  spec.seed = 29;
+  ASSERT_TRUE(test::load_tiny(spec, "prefix_cache_config"));
+  const std::string path = test::temp_dir() + "/prefix_cache_config.gguf";
+  auto limits_for = [&](const std::string& share) {
+    auto cfg = config::from_string("[model]\npath = \"" + path + "\"\nctx_size = 128\n[compute]\nthreads = 1\n"
+                                   "[kv_cache]\nblock_tokens = 16\npool_tokens = 1024\nprefix_cache_share = " + share + "\n",
+                                   "share.toml");
+    EXPECT_TRUE(cfg) << (cfg ? "" : cfg.err().message);
+    auto parts = build_runtime(*cfg);
+    EXPECT_TRUE(parts) << (parts ? "" : parts.err().what());
+    return parts ? parts->limits().prefix_cache_blocks : 999u;
+  };
+  EXPECT_EQ(limits_for("0"), 0u);     // off
+  EXPECT_EQ(limits_for("0.5"), 32u);  // half of the 64 blocks
+  auto bad = config::from_string("[kv_cache]\nprefix_cache_share = 1.5\n", "bad.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.err().message.find("prefix_cache_share"), std::string::npos) << bad.err().message;
 }
 
 }  // namespace
