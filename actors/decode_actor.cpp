@@ -33,7 +33,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
                                           front_door_actor front_door, scheduler_actor scheduler) {
   self->state.decoder = std::make_unique<batch_decoder>(*ctx->m, *ctx->device, ctx->limits.max_batch);
   self->state.decoder->set_speculation(ctx->limits.draft, ctx->limits.policy);
-  self->state.decoder->keep_finished_kv(ctx->limits.prefix_cache_blocks > 0);
+  self->state.decoder->keep_finished_kv(ctx->limits.prefix_cache_blocks > 0 && !ctx->physical());
   if (ctx->faults && ctx->faults->fail_kv_reserve) self->state.decoder->set_kv_fault(ctx->faults->fail_kv_reserve);
   auto kick = [self] {
     auto& st = self->state;

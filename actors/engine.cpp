@@ -22,6 +22,7 @@ class engine_actor_config : public caf::actor_system_config {
     add_prefill_types(*this);
     add_decode_types(*this);
     add_supervisor_types(*this);
+    add_transfer_types(*this);
     add_errc_category(*this);
     set("scheduler.policy", caf::atom("sharing"));
     set("scheduler.max-threads", 1);
@@ -56,8 +57,12 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   std::unique_ptr<engine> e(new engine());
   e->model_ = std::move(m);
   e->device_ = std::move(device);
+  e->prefill_device_ = std::move(options.prefill_device);
   e->ctx_.m = e->model_.get();
   e->ctx_.device = e->device_.get();
+  e->ctx_.prefill_device = e->prefill_device_ ? e->prefill_device_.get() : e->device_.get();
+  if (e->prefill_device_ && !e->prefill_device_->kv_pool().layout().same_token_shape(e->device_->kv_pool().layout()))
+    return make_error(errc::invalid_argument, "the prefill and decode devices' KV pools have different shapes");
   e->ctx_.limits = limits;
   e->faults_ = std::move(options.faults);
   e->ctx_.faults = e->faults_.get();
@@ -183,9 +188,40 @@ std::string engine::render_metrics() {
     impl_->prefix_hits->advance_to(static_cast<double>(s->prefix_cache_hits));
     impl_->prefix_hit_tokens->advance_to(static_cast<double>(s->prefix_cache_hit_tokens));
     impl_->prefix_blocks->set(static_cast<double>(s->prefix_cache_blocks));
+    if (s->physical) publish_pd_metrics(*s);
   }
   if (impl_) impl_->ignored_errors->advance_to(static_cast<double>(ignored_error_count()));
   return metrics_.render();
+}
+
+void engine::publish_pd_metrics(const scheduler_stats& s) {
+  const auto& l = ctx_.labels;
+  auto counter = [&](const char* name, const char* help, double v) { metrics_.counter(name, help, l).advance_to(v); };
+  counter("flywheel:kv_transfers_total", "Sequences whose KV moved from the prefill to the decode device.",
+          static_cast<double>(s.kv_transfers));
+  counter("flywheel:kv_transfer_bytes_total", "kv_codec stream bytes moved between devices.",
+          static_cast<double>(s.kv_transfer_bytes));
+  counter("flywheel:kv_transfer_f32_bytes_total",
+          "What the moved tokens take as an f32 cache (compression ratio = bytes / this).",
+          static_cast<double>(s.kv_transfer_f32_bytes));
+  counter("flywheel:kv_transfer_seconds_total", "Time spent encoding and decoding KV streams.", s.kv_transfer_seconds);
+  counter("flywheel:kv_transfer_refused_total", "KV streams refused (corrupt or truncated); the prompt was recomputed.",
+          static_cast<double>(s.kv_transfer_refused));
+  counter("flywheel:prefill_failovers_total",
+          "Prefills moved to the decode device (co-located) after the prefill device missed the deadline or failed.",
+          static_cast<double>(s.prefill_failovers));
+  metrics_.gauge("flywheel:kv_transfer_compression_ratio", "Transferred KV bytes / the f32 cache size of the same tokens.", l)
+      .set(s.kv_transfer_f32_bytes ? static_cast<double>(s.kv_transfer_bytes) / s.kv_transfer_f32_bytes : 0.0);
+  for (const auto& [role, depth] : {std::pair{"prefill", s.prefill_queue}, std::pair{"decode", s.decoding}}) {
+    auto dl = l;
+    dl.emplace_back("device", role);
+    metrics_.gauge("flywheel:device_queue_depth", "Requests on each device: prefilling there, or decoding.", dl)
+        .set(static_cast<double>(depth));
+  }
+  auto pl = l;
+  pl.emplace_back("device", "prefill");
+  metrics_.gauge("flywheel:device_kv_usage_perc", "KV-cache usage of each device's pool.", pl)
+      .set(s.prefill_kv_total_blocks ? static_cast<double>(s.prefill_kv_used_blocks) / s.prefill_kv_total_blocks : 0.0);
 }
 
 void engine::shutdown() {

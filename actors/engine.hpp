@@ -38,6 +38,9 @@ struct completed_request {
 struct engine_options {
   /// Tests only: the fault-injection seam (engine_faults.hpp). Null in production.
   std::shared_ptr<const engine_faults> faults;
+  /// A separate prefill device (physical prefill/decode separation): prompts run there and their
+  /// KV moves to `device`, which decodes. Null: `device` does both. Owned by the engine.
+  std::unique_ptr<backend> prefill_device;
 };
 
 class engine {
@@ -66,14 +69,18 @@ class engine {
 
   const model& get_model() const { return *model_; }
   backend& device() { return *device_; }
+  /// The prefill device: device() unless the engine was started with a separate one.
+  backend& prefill_device() { return prefill_device_ ? *prefill_device_ : *device_; }
   const engine_limits& limits() const { return ctx_.limits; }
 
  private:
   engine() = default;
   struct impl;
+  void publish_pd_metrics(const scheduler_stats& s);
 
   std::shared_ptr<const model> model_;
   std::unique_ptr<backend> device_;
+  std::unique_ptr<backend> prefill_device_;
   metrics_registry metrics_;  // outlives impl_ (the actors that record into it)
   std::shared_ptr<const engine_faults> faults_;  // outlives impl_ (the workers ask it)
   engine_context ctx_;

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace fw::actors {
 
@@ -18,6 +20,12 @@ struct engine_faults {
   /// Before a step grows a sequence's KV: true -> that reservation fails (a KV error that
   /// concerns that one sequence).
   std::function<bool(uint64_t request)> fail_kv_reserve;
+  /// On the transfer worker, between encoding a request's KV stream and decoding it: may damage
+  /// the bytes (flip, truncate) as a faulty link would.
+  std::function<void(uint64_t request, std::vector<std::byte>& stream)> damage_kv_stream;
+  /// Before the prefill worker of the prefill device (not the co-located fallback) runs a job;
+  /// may block for as long as the test likes (a slow or hung device).
+  std::function<void(uint64_t request)> stall_prefill;
 };
 
 }  // namespace fw::actors

@@ -10,14 +10,16 @@
 
 namespace fw::actors {
 
-prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<prefill_state>, const engine_context* ctx) {
+prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<prefill_state>, const engine_context* ctx,
+                                            backend* device, bool fallback) {
   return {
       [=](prefill_atom, prefill_job& job) -> caf::result<prefill_done> {
         if (ctx->faults && ctx->faults->crash_prefill && ctx->faults->crash_prefill(job.id))
           throw std::runtime_error("injected fault in the prefill worker");
+        if (!fallback && ctx->faults && ctx->faults->stall_prefill) ctx->faults->stall_prefill(job.id);
         const auto t0 = std::chrono::steady_clock::now();
         forward_result out;
-        auto r = prefill_tokens(*ctx->device, job.kv, job.tokens.data(), job.tokens.size(),
+        auto r = prefill_tokens(*device, job.kv, job.tokens.data(), job.tokens.size(),
                                 static_cast<int32_t>(job.kv.n_tokens), ctx->limits.prefill_chunk, out);
         if (!r) return to_caf_error(r.err());
         prefill_done done;

@@ -1,4 +1,5 @@
-// prefill_actor: runs prompts into KV handles on its device (spawned detached: the forward pass
+// prefill_actor: runs prompts into KV handles on its device (the prefill device, or the decode
+// device as the co-located fallback) (spawned detached: the forward pass
 // blocks its own thread, not CAF's workers). A failed prefill replies a flywheel error (the
 // errc survives the hop); a crash (tests: engine_faults) kills the worker, which the supervisor
 // restarts. Protocol: actors/protocol/prefill_protocol.hpp.
@@ -18,6 +19,9 @@ struct prefill_state {
   static inline const char* name = "fw.prefill";
 };
 
-prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<prefill_state> self, const engine_context* ctx);
+/// A worker on `device`; `fallback`: the co-located worker on the decode device of a physical
+/// pair (the prefill-device faults do not apply to it).
+prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<prefill_state> self, const engine_context* ctx,
+                                            backend* device, bool fallback);
 
 }  // namespace fw::actors

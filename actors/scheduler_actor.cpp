@@ -5,7 +5,9 @@
 #include <chrono>
 
 #include "actors/protocol/errc_error.hpp"
+#include "runtime/base/log.hpp"
 #include "runtime/sched/admission.hpp"
+#include "runtime/sched/route_policy.hpp"
 
 namespace fw::actors {
 namespace {
@@ -40,17 +42,31 @@ class scheduler_logic {
     admit();
   }
 
+  /// Prefix-cache entries go back to the cache's pool (the prefill device's).
   void release_all(std::vector<kv_handle> handles) {
-    for (auto& h : handles) ignore_error("scheduler: releasing a prefix-cache entry", pool().release(h));
+    for (auto& h : handles) ignore_error("scheduler: releasing a prefix-cache entry", cache_pool().release(h));
+  }
+
+  bool ready() const {
+    const auto& s = self_->state;
+    return s.prefill && s.decode && (!ctx_->physical() || (s.fallback && s.transfer));
+  }
+
+  /// Free blocks admission may plan with: the decode pool holds every request's worst case; with
+  /// a separate prefill device its pool must also hold the prompt (conservatively the same).
+  uint32_t admission_blocks() {
+    uint32_t free = pool().free_blocks();
+    if (ctx_->physical()) free = std::min(free, cache_pool().free_blocks());
+    return free;
   }
 
   void admit() {
-    if (!st().prefill || !st().decode) return;
-    auto ids = st().table.admit(pool().free_blocks());
+    if (!ready()) return;
+    auto ids = st().table.admit(admission_blocks());
     if (ids.empty() && st().table.counts().waiting > 0 && st().cache.stats().blocks > 0) {
       // Requests wait while cached prefixes hold blocks: running requests come first.
       release_all(st().cache.evict_all());
-      ids = st().table.admit(pool().free_blocks());
+      ids = st().table.admit(admission_blocks());
     }
     for (uint64_t id : ids) {
       const request_record& r = *st().table.find(id);
@@ -62,35 +78,91 @@ class scheduler_logic {
       }
       st().table.started(id, h->epoch);
       const auto& prompt = st().requests.at(id).prompt;
-      // The last prompt token is the first decode step's input: never served from the cache.
+      // The last prompt token is the first decode step's input: never prefilled.
       const std::span<const int32_t> history(prompt.data(), prompt.size() - 1);
-      uint32_t reused = 0;
-      if (ctx_->limits.prefix_cache_blocks > 0) {
-        const auto m = st().cache.lookup(history, ++st().tick);
-        if (m.tokens > 0 && pool().copy_tokens(pool(), *m.kv, *h, m.tokens)) reused = m.tokens;
+      if (ctx_->physical() && route(id, history) == prefill_route::physical) {
+        auto p = cache_pool().allocate(static_cast<uint32_t>(history.size()));
+        if (p) {
+          const uint32_t reused = reuse_prefix(history, *p);
+          staged_request sr;
+          sr.decode_kv = std::move(*h);
+          sr.prefill_epoch = p->epoch;
+          sr.prompt_tokens = static_cast<uint32_t>(history.size()) - reused;
+          sr.admitted_s = now_s();
+          sr.on_prefill_device = true;
+          st().staged[id] = std::move(sr);
+          send_prefill(st().prefill, prefill_job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(*p)},
+                       true);
+          continue;
+        }
       }
-      prefill_job job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(*h)};
-      auto* self = self_;
-      const auto* ctx = ctx_;
-      prefill_actor target = st().prefill;
-      self_->request(target, caf::infinite, prefill_atom::value, std::move(job))
-          .then([self, ctx](prefill_done& d) { scheduler_logic(self, ctx).prefilled(d); },
-                [self, ctx, id, target](caf::error& err) { scheduler_logic(self, ctx).prefill_failed(id, target, err); });
+      const uint32_t reused = reuse_prefix(history, *h);
+      send_prefill(ctx_->physical() ? st().fallback : st().prefill,
+                   prefill_job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(*h)}, false);
     }
   }
 
-  /// Copies the prompt's whole blocks into a cache entry (the request keeps its own).
-  void remember_prefix(const std::vector<int32_t>& prompt, const kv_handle& kv) {
+  /// The global route of one request (separate devices only).
+  prefill_route route(uint64_t, std::span<const int32_t> history) {
+    route_inputs in;
+    in.separate_devices = true;
+    in.prefill_device_up = static_cast<bool>(st().prefill);
+    in.prompt_blocks = cache_pool().layout().blocks_for_tokens(static_cast<uint32_t>(history.size()));
+    in.prefill_free_blocks = cache_pool().free_blocks();
+    for (const auto& [id, sr] : st().staged)
+      if (sr.on_prefill_device && !sr.failed_over) in.queued_tokens += sr.prompt_tokens;
+    in.prompt_tokens = static_cast<uint32_t>(history.size());
+    in.prefill_tokens_per_s = st().pd.prefill_rate;
+    in.deadline_s = ctx_->limits.prefill_deadline_s;
+    auto d = choose_route(in);
+    if (d.route == prefill_route::physical) {
+      ++st().pd.physical;
+    } else {
+      ++st().pd.co_located;
+      st().pd.last_reason = d.reason;
+    }
+    return d.route;
+  }
+
+  /// Copies the longest cached prefix of history into kv (any pool); returns the tokens reused.
+  uint32_t reuse_prefix(std::span<const int32_t> history, kv_handle& kv) {
+    if (ctx_->limits.prefix_cache_blocks == 0) return 0;
+    const auto m = st().cache.lookup(history, ++st().tick);
+    kv_block_pool& dst = kv.pool_id == pool().pool_id() ? pool() : cache_pool();
+    if (m.tokens > 0 && dst.copy_tokens(cache_pool(), *m.kv, kv, m.tokens)) return m.tokens;
+    return 0;
+  }
+
+  /// remote: the job runs on the prefill device of a physical pair (its reply goes to transfer).
+  void send_prefill(const prefill_actor& target, prefill_job job, bool remote) {
+    auto* self = self_;
+    const auto* ctx = ctx_;
+    const uint64_t id = job.id;
+    self_->request(target, caf::infinite, prefill_atom::value, std::move(job))
+        .then(
+            [self, ctx, remote](prefill_done& d) {
+              scheduler_logic l(self, ctx);
+              remote ? l.prefilled_remote(d) : l.prefilled(d);
+            },
+            [self, ctx, id, target, remote](caf::error& err) {
+              scheduler_logic l(self, ctx);
+              remote ? l.prefill_remote_failed(id, target, err) : l.prefill_failed(id, target, err);
+            });
+  }
+
+  /// Copies the prompt's whole blocks (kv in pool src) into a cache entry (the owner keeps kv).
+  void remember_prefix(const std::vector<int32_t>& prompt, const kv_handle& kv, const kv_block_pool& src) {
     const uint32_t bt = st().cache.block_tokens();
     const uint32_t n = kv.n_tokens / bt * bt;
     if (ctx_->limits.prefix_cache_blocks == 0 || n == 0) return;
     const std::span<const int32_t> history(prompt.data(), std::min<size_t>(prompt.size(), n));
     if (st().cache.find(history).tokens == n) return;  // cached already
     kv_handle copy;
-    if (!pool().copy_tokens(pool(), kv, copy, n)) return;  // no free blocks: nothing cached
+    if (!cache_pool().copy_tokens(src, kv, copy, n)) return;  // no free blocks: nothing cached
     release_all(st().cache.insert(history, std::move(copy), ++st().tick));
   }
 
+  /// A prefill into the decode pool finished (co-located, or the fallback of a physical pair).
   void prefilled(prefill_done& d) {
     if (st().table.prefilled(d.id) == request_table::after_prefill::release) {
       ignore_error("scheduler: releasing a cancelled request's KV", pool().release(d.kv));
@@ -99,10 +171,137 @@ class scheduler_logic {
       return;
     }
     auto& req = st().requests.at(d.id);
-    const request_record& r = *st().table.find(d.id);
-    remember_prefix(req.prompt, d.kv);
-    decode_job job{d.id, req.prompt, req.params, r.budget, std::move(d.kv), d.attention_entropy, d.done_s};
+    remember_prefix(req.prompt, d.kv, pool());
+    start_decode(d.id, std::move(d.kv), d.attention_entropy, d.done_s);
+  }
+
+  void start_decode(uint64_t id, kv_handle kv, float entropy, double prefilled_s) {
+    auto& req = st().requests.at(id);
+    const request_record& r = *st().table.find(id);
+    decode_job job{id, req.prompt, req.params, r.budget, std::move(kv), entropy, prefilled_s};
     self_->send(st().decode, decode_atom::value, std::move(job));
+  }
+
+  /// The prefill device finished a prompt (d.kv in its pool): move the KV to the decode device.
+  void prefilled_remote(prefill_done& d) {
+    auto it = st().staged.find(d.id);
+    if (it == st().staged.end()) {
+      ignore_error("scheduler: releasing an unknown prefill's KV", cache_pool().release(d.kv));
+      return;
+    }
+    staged_request& sr = it->second;
+    sr.on_prefill_device = false;
+    st().pd.prefill_rate = update_rate(st().pd.prefill_rate, sr.prompt_tokens, d.ms / 1000.0);
+    const request_record* r = st().table.find(d.id);
+    if (r && !r->cancelled) remember_prefix(st().requests.at(d.id).prompt, d.kv, cache_pool());
+    if (sr.failed_over || !r || r->cancelled) {
+      // Failed over already (the fallback carries on) or cancelled: this copy is not needed.
+      ignore_error("scheduler: releasing a superseded prefill's KV", cache_pool().release(d.kv));
+      if (!sr.failed_over) drop_staged(d.id);
+      else st().staged.erase(it);
+      admit();
+      return;
+    }
+    sr.attention_entropy = d.attention_entropy;
+    sr.prefilled_s = d.done_s;
+    auto* self = self_;
+    const auto* ctx = ctx_;
+    const uint64_t id = d.id;
+    self_->request(st().transfer, caf::infinite, transfer_atom::value, transfer_job{id, std::move(d.kv), std::move(sr.decode_kv)})
+        .then([self, ctx](transfer_done& t) { scheduler_logic(self, ctx).transferred(t); },
+              [self, ctx, id](caf::error& err) { scheduler_logic(self, ctx).transfer_lost(id, err); });
+  }
+
+  /// A staged request that will not decode (cancelled, expired): its decode reservation goes back.
+  void drop_staged(uint64_t id) {
+    auto it = st().staged.find(id);
+    if (it == st().staged.end()) return;
+    ignore_error("scheduler: releasing a dropped request's decode KV", pool().release(it->second.decode_kv));
+    st().staged.erase(it);
+    if (st().table.prefilled(id) == request_table::after_prefill::release) st().requests.erase(id);
+  }
+
+  void transferred(transfer_done& t) {
+    ignore_error("scheduler: releasing a transferred prefill KV", cache_pool().release(t.from));
+    auto it = st().staged.find(t.id);
+    const float entropy = it != st().staged.end() ? it->second.attention_entropy : -1.0f;
+    const double prefilled_s = it != st().staged.end() ? it->second.prefilled_s : 0.0;
+    if (it != st().staged.end()) st().staged.erase(it);
+    const request_record* r = st().table.find(t.id);
+    if (!t.error.empty()) {
+      ++st().pd.refused;
+      log_warn("request " + std::to_string(t.id) + ": " + t.error + "; its prompt is recomputed on the decode device");
+      if (r && !r->cancelled) {
+        ++st().pd.co_located;
+        const auto& prompt = st().requests.at(t.id).prompt;
+        const std::span<const int32_t> history(prompt.data(), prompt.size() - 1);
+        const uint32_t reused = reuse_prefix(history, t.to);
+        send_prefill(st().fallback, prefill_job{t.id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(t.to)},
+                     false);
+        return;
+      }
+    } else {
+      ++st().pd.transfers;
+      st().pd.bytes += t.bytes;
+      st().pd.f32_bytes += t.f32_bytes;
+      st().pd.transfer_s += t.ms / 1000.0;
+    }
+    if (st().table.prefilled(t.id) == request_table::after_prefill::release) {
+      ignore_error("scheduler: releasing a cancelled request's KV", pool().release(t.to));
+      st().requests.erase(t.id);
+      admit();
+      return;
+    }
+    start_decode(t.id, std::move(t.to), entropy, prefilled_s);
+  }
+
+  /// The transfer worker died with the job: both handles are released by epoch and the request
+  /// goes back to waiting (its KV is recomputed).
+  void transfer_lost(uint64_t id, const caf::error& err) {
+    auto it = st().staged.find(id);
+    if (it != st().staged.end()) {
+      cache_pool().release_epoch(it->second.prefill_epoch);
+      st().staged.erase(it);
+    }
+    if (err == caf::sec::request_receiver_down) st().transfer = transfer_actor{};
+    const auto f = st().table.prefill_failed(id, true, now_s());
+    if (f.epoch) pool().release_epoch(f.epoch);
+    if (!f.requeued && f.known && !f.was_cancelled) fail(id, from_caf_error(err));
+    if (!f.requeued) st().requests.erase(id);
+    admit();
+  }
+
+  /// Moves a staged request's prefill to the decode device (deadline passed or device error).
+  void fail_over(uint64_t id, staged_request& sr, const std::string& why) {
+    sr.failed_over = true;
+    ++st().pd.failovers;
+    log_info("request " + std::to_string(id) + ": " + why + "; prefilling it on the decode device");
+    const auto& prompt = st().requests.at(id).prompt;
+    const std::span<const int32_t> history(prompt.data(), prompt.size() - 1);
+    kv_handle kv = std::move(sr.decode_kv);
+    const uint32_t reused = reuse_prefix(history, kv);
+    send_prefill(st().fallback, prefill_job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(kv)},
+                 false);
+  }
+
+  /// A job on the prefill device failed (an error, or its worker died): the request fails over.
+  void prefill_remote_failed(uint64_t id, const prefill_actor& target, const caf::error& err) {
+    if (err == caf::sec::request_receiver_down && st().prefill == target) st().prefill = prefill_actor{};
+    auto it = st().staged.find(id);
+    if (it == st().staged.end()) return;
+    staged_request& sr = it->second;
+    cache_pool().release_epoch(sr.prefill_epoch);  // the handle died with the job
+    sr.on_prefill_device = false;
+    const request_record* r = st().table.find(id);
+    if (sr.failed_over) {
+      st().staged.erase(it);
+    } else if (!r || r->cancelled) {
+      drop_staged(id);
+    } else {
+      fail_over(id, sr, "the prefill device failed (" + from_caf_error(err).message + ")");
+      st().staged.erase(id);
+    }
+    admit();
   }
 
   void prefill_failed(uint64_t id, const prefill_actor& target, const caf::error& err) {
@@ -110,6 +309,7 @@ class scheduler_logic {
     // is innocent and waits for the replacement the supervisor is starting.
     const bool receiver_died = err == caf::sec::request_receiver_down;
     if (receiver_died && st().prefill == target) st().prefill = prefill_actor{};
+    if (receiver_died && st().fallback == target) st().fallback = prefill_actor{};
     const auto f = st().table.prefill_failed(id, receiver_died, now_s());
     if (!f.known) return;
     if (f.epoch) pool().release_epoch(f.epoch);  // the handle died with the job
@@ -175,6 +375,18 @@ class scheduler_logic {
     admit();
   }
 
+  void fallback_worker_started(prefill_actor a, const std::string& reason) {
+    st().fallback = std::move(a);
+    if (!reason.empty()) ++st().worker_restarts;
+    admit();
+  }
+
+  void transfer_worker_started(transfer_actor a, const std::string& reason) {
+    st().transfer = std::move(a);
+    if (!reason.empty()) ++st().worker_restarts;
+    admit();
+  }
+
   void decode_worker_started(decode_actor a, const std::string& reason) {
     st().decode = std::move(a);
     if (!reason.empty()) {
@@ -190,6 +402,17 @@ class scheduler_logic {
   }
 
   void tick() {
+    const double now = now_s();
+    std::vector<uint64_t> overdue;
+    for (const auto& [id, sr] : st().staged)
+      if (sr.on_prefill_device && !sr.failed_over && prefill_overdue(sr.admitted_s, now, ctx_->limits.prefill_deadline_s))
+        overdue.push_back(id);
+    for (uint64_t id : overdue) {
+      const request_record* r = st().table.find(id);
+      if (r && !r->cancelled)
+        fail_over(id, st().staged.at(id),
+                  "not prefilled within the " + std::to_string(ctx_->limits.prefill_deadline_s) + " s deadline");
+    }
     for (const auto& [id, phase] : st().table.expire(now_s())) {
       self_->send(st().front_door, fail_atom::value,
                   request_failure{id, static_cast<uint8_t>(errc::timed_out),
@@ -223,6 +446,29 @@ class scheduler_logic {
     s.prefix_cache_hit_tokens = pc.hit_tokens;
     s.prefix_cache_query_tokens = pc.query_tokens;
     s.prefix_cache_blocks = pc.blocks;
+    if (ctx_->physical()) {
+      // The cache lives on the prefill pool there.
+      s.kv_used_blocks = pool().used_blocks();
+      s.physical = true;
+      s.prefill_kv_used_blocks = cache_pool().used_blocks() - std::min<uint64_t>(cache_pool().used_blocks(), pc.blocks);
+      s.prefill_kv_total_blocks = cache_pool().total_blocks();
+      for (const auto& [id, sr] : st().staged)
+        if (sr.on_prefill_device && !sr.failed_over) {
+          ++s.prefill_queue;
+          s.prefill_queue_tokens += sr.prompt_tokens;
+        }
+      const auto& pd = st().pd;
+      s.prefill_tokens_per_s = pd.prefill_rate;
+      s.kv_transfers = pd.transfers;
+      s.kv_transfer_bytes = pd.bytes;
+      s.kv_transfer_f32_bytes = pd.f32_bytes;
+      s.kv_transfer_seconds = pd.transfer_s;
+      s.kv_transfer_refused = pd.refused;
+      s.prefill_failovers = pd.failovers;
+      s.routed_co_located = pd.co_located;
+      s.routed_physical = pd.physical;
+      s.last_route_reason = pd.last_reason;
+    }
     return s;
   }
 
@@ -233,7 +479,8 @@ class scheduler_logic {
     self_->send(st().front_door, fail_atom::value, request_failure{id, static_cast<uint8_t>(e.code), e.message});
   }
   scheduler_state& st() { return self_->state; }
-  kv_block_pool& pool() { return ctx_->device->kv_pool(); }
+  kv_block_pool& pool() { return ctx_->device->kv_pool(); }             ///< the decode device's
+  kv_block_pool& cache_pool() { return ctx_->prefill_device->kv_pool(); }  ///< the prefill device's
 
   self_ptr self_;
   const engine_context* ctx_;
@@ -248,8 +495,8 @@ scheduler_actor::behavior_type scheduler(self_ptr self, const engine_context* ct
   lim.total_kv_blocks = ctx->device->kv_pool().total_blocks();
   lim.request_timeout_s = ctx->limits.request_timeout_s;
   self->state.table = request_table(lim);
-  self->state.cache = prefix_cache(ctx->device->kv_pool().layout().block_tokens, ctx->limits.prefix_cache_blocks);
-  self->state.pool = &ctx->device->kv_pool();
+  self->state.cache = prefix_cache(ctx->prefill_device->kv_pool().layout().block_tokens, ctx->limits.prefix_cache_blocks);
+  self->state.pool = &ctx->prefill_device->kv_pool();
   self->state.front_door = std::move(front_door);
   self->delayed_send(self, tick_interval, tick_atom::value);
   return {
@@ -259,6 +506,8 @@ scheduler_actor::behavior_type scheduler(self_ptr self, const engine_context* ct
       [=](fail_atom, sequence_failures& f) { scheduler_logic(self, ctx).decode_failed(f); },
       [=](worker_atom, prefill_actor a, std::string& why) { scheduler_logic(self, ctx).prefill_worker_started(std::move(a), why); },
       [=](worker_atom, decode_actor a, std::string& why) { scheduler_logic(self, ctx).decode_worker_started(std::move(a), why); },
+      [=](fallback_atom, prefill_actor a, std::string& why) { scheduler_logic(self, ctx).fallback_worker_started(std::move(a), why); },
+      [=](worker_atom, transfer_actor a, std::string& why) { scheduler_logic(self, ctx).transfer_worker_started(std::move(a), why); },
       [=](tick_atom) { scheduler_logic(self, ctx).tick(); },
       [=](stats_atom) { return scheduler_logic(self, ctx).stats(); },
   };

@@ -5,7 +5,12 @@
 // epoch and fails (decode) or re-queues (prefill, innocent requests) what it held; no request
 // hangs. With [kv_cache] prefix_cache it keeps each prompt's whole KV blocks after its prefill
 // and copies the longest cached prefix into a new request's blocks, which then prefills only the
-// rest; the cache yields its blocks when admission would otherwise stall. Protocol:
+// rest; the cache yields its blocks when admission would otherwise stall. With separate prefill
+// and decode devices it routes each request (runtime/sched/route_policy): prefill on the prefill
+// device, then the transfer worker moves the KV (kv_codec) into the decode reservation; or
+// co-located, on the decode device's fallback prefill worker, when the prefill device is down,
+// full or too far behind, when a prefill passes its deadline, or when a KV stream is refused
+// (the prompt is recomputed, the request is not lost). The prefix cache lives on the prefill pool. Protocol:
 // actors/protocol/scheduler_protocol.hpp.
 #pragma once
 
@@ -20,6 +25,27 @@
 #include "runtime/sched/request_table.hpp"
 
 namespace fw::actors {
+
+/// A request routed to the prefill device (physical separation), between admission and its
+/// decode job.
+struct staged_request {
+  kv_handle decode_kv;            ///< reserved in the decode pool (worst case) until handed on
+  uint32_t prefill_epoch = 0;     ///< its prefill-pool allocation (release on a lost worker)
+  uint32_t prompt_tokens = 0;     ///< tokens the prefill device computes
+  double admitted_s = 0;
+  bool on_prefill_device = false; ///< its job there has not replied yet
+  bool failed_over = false;       ///< prefilled co-located instead (deadline or a device error)
+  float attention_entropy = -1;   ///< from the prefill, for the decode job
+  double prefilled_s = 0;
+};
+
+struct pd_counters {
+  uint64_t transfers = 0, bytes = 0, f32_bytes = 0, refused = 0, failovers = 0;
+  uint64_t co_located = 0, physical = 0;
+  double transfer_s = 0;
+  double prefill_rate = 0;  ///< tokens/s on the prefill device (moving average)
+  std::string last_reason;
+};
 
 struct scheduler_state {
   // CAF constructs a state from the actor pointer when it can; with C++20 aggregate
@@ -37,13 +63,18 @@ struct scheduler_state {
   request_table table{scheduler_limits{}};
   std::unordered_map<uint64_t, client_request> requests;  ///< what each known request asked for
   front_door_actor front_door;
-  prefill_actor prefill;
+  prefill_actor prefill;   ///< on the prefill device (the only one when co-located)
+  prefill_actor fallback;  ///< separate devices: prefill on the decode device (co-located route)
+  transfer_actor transfer; ///< separate devices: moves KV between the pools
   decode_actor decode;
+  /// Separate devices: requests routed to the prefill device, from admission to their decode job.
+  std::unordered_map<uint64_t, staged_request> staged;
+  pd_counters pd;
   uint64_t worker_restarts = 0;
   uint64_t rejected = 0;  ///< requests refused before they entered the table
   prefix_cache cache{16, 0};  ///< earlier prompts' KV blocks (owned here: the pool's one owner)
   uint64_t tick = 0;          ///< the cache's recency clock (one per admission)
-  kv_block_pool* pool = nullptr;  ///< the device's pool (the cache's blocks' home)
+  kv_block_pool* pool = nullptr;  ///< the prefill device's pool (the cache's blocks' home)
   static inline const char* name = "fw.scheduler";
 };
 

@@ -4,6 +4,7 @@
 
 #include "actors/decode_actor.hpp"
 #include "actors/prefill_actor.hpp"
+#include "actors/transfer_actor.hpp"
 
 namespace fw::actors {
 namespace {
@@ -12,9 +13,23 @@ using self_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
 
 void start_prefill(self_ptr self, const engine_context* ctx, const std::string& why) {
   auto& st = self->state;
-  st.prefill = self->system().spawn<caf::detached>(prefill_worker, ctx);
+  st.prefill = self->system().spawn<caf::detached>(prefill_worker, ctx, ctx->prefill_device, false);
   self->monitor(st.prefill);
   self->send(st.scheduler, worker_atom::value, st.prefill, why);
+}
+
+void start_fallback(self_ptr self, const engine_context* ctx, const std::string& why) {
+  auto& st = self->state;
+  st.fallback = self->system().spawn<caf::detached>(prefill_worker, ctx, ctx->device, true);
+  self->monitor(st.fallback);
+  self->send(st.scheduler, fallback_atom::value, st.fallback, why);
+}
+
+void start_transfer(self_ptr self, const engine_context* ctx, const std::string& why) {
+  auto& st = self->state;
+  st.transfer = self->system().spawn<caf::detached>(transfer_worker, ctx);
+  self->monitor(st.transfer);
+  self->send(st.scheduler, worker_atom::value, st.transfer, why);
 }
 
 void start_decode(self_ptr self, const engine_context* ctx, const std::string& why) {
@@ -41,11 +56,21 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
     } else if (st.prefill && dm.source == st.prefill.address()) {
       ++st.restarts;
       start_prefill(self, ctx, reason);
+    } else if (st.fallback && dm.source == st.fallback.address()) {
+      ++st.restarts;
+      start_fallback(self, ctx, reason);
+    } else if (st.transfer && dm.source == st.transfer.address()) {
+      ++st.restarts;
+      start_transfer(self, ctx, reason);
     }
   });
   return {
       [=](init_atom) {
         start_prefill(self, ctx, "");
+        if (ctx->physical()) {
+          start_fallback(self, ctx, "");
+          start_transfer(self, ctx, "");
+        }
         start_decode(self, ctx, "");
         return ok_atom::value;
       },
@@ -55,6 +80,8 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
         st.stopping = true;
         if (st.prefill) self->send_exit(st.prefill, caf::exit_reason::user_shutdown);
         if (st.decode) self->send_exit(st.decode, caf::exit_reason::user_shutdown);
+        if (st.fallback) self->send_exit(st.fallback, caf::exit_reason::user_shutdown);
+        if (st.transfer) self->send_exit(st.transfer, caf::exit_reason::user_shutdown);
         self->quit();
       },
   };

@@ -1,4 +1,5 @@
-// supervisor_actor: spawns the worker actors (prefill, decode: detached, monitored) and restarts
+// supervisor_actor: spawns the worker actors (prefill, decode and, for separate prefill and
+// decode devices, the co-located fallback prefill and the KV transfer: detached, monitored) and restarts
 // any that dies, telling the scheduler which one was replaced and why so it can fail and clean
 // up the requests the dead worker held. Protocol: actors/protocol/supervisor_protocol.hpp.
 // Later: telemetry polling and degradation decisions.
@@ -12,6 +13,7 @@
 #include "actors/protocol/prefill_protocol.hpp"
 #include "actors/protocol/scheduler_protocol.hpp"
 #include "actors/protocol/supervisor_protocol.hpp"
+#include "actors/protocol/transfer_protocol.hpp"
 
 namespace fw::actors {
 
@@ -22,6 +24,8 @@ struct supervisor_state {
   front_door_actor front_door;
   scheduler_actor scheduler;
   prefill_actor prefill;
+  prefill_actor fallback;    ///< physical pair only: prefill on the decode device
+  transfer_actor transfer;   ///< physical pair only
   decode_actor decode;
   bool stopping = false;
   uint64_t restarts = 0;

@@ -19,5 +19,7 @@ using step_atom = caf::atom_constant<caf::atom("step")>;          ///< one decod
 using done_atom = caf::atom_constant<caf::atom("done")>;          ///< sequences that finished
 using worker_atom = caf::atom_constant<caf::atom("worker")>;      ///< a worker (re)started
 using tick_atom = caf::atom_constant<caf::atom("tick")>;          ///< a timer
+using transfer_atom = caf::atom_constant<caf::atom("transfer")>;  ///< move KV between devices
+using fallback_atom = caf::atom_constant<caf::atom("fallback")>;  ///< the co-located prefill worker
 
 }  // namespace fw::actors

@@ -23,6 +23,7 @@
 #include "actors/protocol/decode_protocol.hpp"
 #include "actors/protocol/front_door_messages.hpp"
 #include "actors/protocol/prefill_protocol.hpp"
+#include "actors/protocol/transfer_protocol.hpp"
 
 namespace fw::actors {
 
@@ -42,12 +43,29 @@ struct scheduler_stats {
   uint64_t prefix_cache_hit_tokens = 0;    ///< prompt tokens copied instead of recomputed
   uint64_t prefix_cache_query_tokens = 0;  ///< prompt tokens looked up
   uint64_t prefix_cache_blocks = 0;        ///< blocks the cache holds now (pool used = both)
+  // Separate prefill and decode devices (all zero when co-located).
+  bool physical = false;                   ///< a prefill device besides the decode device
+  uint64_t prefill_kv_used_blocks = 0;     ///< the prefill device's pool (cached prefixes not counted)
+  uint64_t prefill_kv_total_blocks = 0;
+  uint64_t prefill_queue = 0;              ///< requests on the prefill device now
+  uint64_t prefill_queue_tokens = 0;       ///< their prompt tokens
+  double prefill_tokens_per_s = 0;         ///< measured on the prefill device (moving average)
+  uint64_t kv_transfers = 0;               ///< sequences moved prefill -> decode device
+  uint64_t kv_transfer_bytes = 0;          ///< kv_codec stream bytes moved
+  uint64_t kv_transfer_f32_bytes = 0;      ///< the same tokens as an f32 cache (ratio = bytes / this)
+  double kv_transfer_seconds = 0;          ///< encode + decode time, all transfers
+  uint64_t kv_transfer_refused = 0;        ///< streams refused (corrupt, truncated): recomputed
+  uint64_t prefill_failovers = 0;          ///< prefills moved to the decode device past the deadline
+  uint64_t routed_co_located = 0;          ///< requests the route policy prefilled co-located
+  uint64_t routed_physical = 0;            ///< ... and on the prefill device
+  std::string last_route_reason;           ///< the route policy's last co-located reason
 };
 
 using scheduler_actor = caf::typed_actor<
     caf::reacts_to<generate_atom, client_request>, caf::reacts_to<cancel_atom, uint64_t>,
     caf::reacts_to<done_atom, finished_ids>, caf::reacts_to<fail_atom, sequence_failures>,
     caf::reacts_to<worker_atom, prefill_actor, std::string>, caf::reacts_to<worker_atom, decode_actor, std::string>,
+    caf::reacts_to<fallback_atom, prefill_actor, std::string>, caf::reacts_to<worker_atom, transfer_actor, std::string>,
     caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<scheduler_stats>>;
 
 template <class Inspector>
@@ -55,7 +73,10 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
   return f(caf::meta::type_name("fw::actors::scheduler_stats"), x.waiting, x.prefilling, x.decoding,
            x.kv_used_blocks, x.kv_total_blocks, x.completed, x.failed, x.worker_restarts, x.requeued,
            x.peak_waiting, x.prefix_cache_queries, x.prefix_cache_hits, x.prefix_cache_hit_tokens,
-           x.prefix_cache_query_tokens, x.prefix_cache_blocks);
+           x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.physical, x.prefill_kv_used_blocks,
+           x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,
+           x.kv_transfer_bytes, x.kv_transfer_f32_bytes, x.kv_transfer_seconds, x.kv_transfer_refused,
+           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason);
 }
 
 inline void add_scheduler_types(caf::actor_system_config& cfg) {

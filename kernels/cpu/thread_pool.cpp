@@ -2,6 +2,9 @@
 
 #include <immintrin.h>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 
 namespace fw::cpu {
@@ -21,9 +24,30 @@ void spin_then_yield(Done done) {
 }
 }
 
-thread_pool::thread_pool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+thread_pool::thread_pool(int n_threads, std::vector<int> cores)
+    : n_threads_(std::max(1, n_threads)), cores_(std::move(cores)) {
   workers_.reserve(n_threads_ - 1);
-  for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+  for (int t = 1; t < n_threads_; ++t)
+    workers_.emplace_back([this, t] {
+      if (!cores_.empty()) pin_this_thread(cores_[static_cast<size_t>(t) % cores_.size()]);
+      worker_loop(t);
+    });
+}
+
+bool thread_pool::pin_this_thread(int core) {
+  if (core < 0 || core >= CPU_SETSIZE) return false;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
+void thread_pool::pin_caller() {
+  // The last pool that pinned this thread; a thread serving one device keeps its pin.
+  thread_local const thread_pool* pinned_for = nullptr;
+  if (cores_.empty() || pinned_for == this) return;
+  pin_this_thread(cores_.front());
+  pinned_for = this;
 }
 
 thread_pool::~thread_pool() {
@@ -47,6 +71,7 @@ void thread_pool::work(int thread) {
 void thread_pool::run(int64_t n_tasks, task_fn fn, void* ctx) {
   if (n_tasks <= 0) return;
   std::lock_guard job_lock(job_mutex_);
+  pin_caller();
   if (n_threads_ == 1 || n_tasks == 1) {
     for (int64_t t = 0; t < n_tasks; ++t) fn(ctx, t, 0);
     return;

@@ -1,7 +1,7 @@
 // thread_pool: a persistent set of worker threads for kernels (no thread creation per op).
 // The calling thread takes part in every job, so a pool of n threads starts n - 1 workers.
 // Workers spin briefly between jobs (decode issues hundreds of small jobs per token) and then
-// sleep on a condition variable. Thread-safety: run() may be called from several threads (backends
+// sleep on a condition variable. Threads may be pinned to given CPUs (a device's cores). Thread-safety: run() may be called from several threads (backends
 // sharing one pool); jobs are serialized. It must not be called re-entrantly from a job.
 #pragma once
 
@@ -19,12 +19,16 @@ class thread_pool {
   /// A job: called as fn(ctx, task, thread) for each task in [0, n_tasks).
   using task_fn = void (*)(void* ctx, int64_t task, int thread);
 
-  explicit thread_pool(int n_threads);
+  /// cores: pin thread i (the caller of run() is thread 0) to cores[i % size]; empty: no pinning.
+  explicit thread_pool(int n_threads, std::vector<int> cores = {});
   ~thread_pool();
   thread_pool(const thread_pool&) = delete;
   thread_pool& operator=(const thread_pool&) = delete;
 
   int size() const { return n_threads_; }
+  const std::vector<int>& cores() const { return cores_; }
+  /// Pins the calling thread to one CPU; false when the OS refuses (no such CPU, no permission).
+  static bool pin_this_thread(int core);
 
   /// Runs fn for every task; tasks are handed out dynamically. Returns when all are done.
   void run(int64_t n_tasks, task_fn fn, void* ctx);
@@ -54,7 +58,10 @@ class thread_pool {
   void worker_loop(int thread);
   void work(int thread);
 
+  void pin_caller();  ///< once per calling thread, when cores are given
+
   int n_threads_;
+  std::vector<int> cores_;
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int64_t> next_task_{0};

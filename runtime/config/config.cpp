@@ -245,6 +245,8 @@ expected<void> assign_text(config& c, const resolved_key& r, std::string_view te
       return run(toml::value<std::string>(std::string(quoted(text) ? text.substr(1, text.size() - 2) : text)));
     case value_kind::integer:
     case value_kind::number:
+    case value_kind::boolean:
+    case value_kind::integer_list:
       break;
   }
   auto t = parse_value(text);
@@ -252,6 +254,8 @@ expected<void> assign_text(config& c, const resolved_key& r, std::string_view te
     const char* want = f.kind == value_kind::integer         ? "an integer"
                        : f.kind == value_kind::number        ? "a number"
                        : f.kind == value_kind::string_list   ? "an array of strings like [\"a\", \"b\"]"
+                       : f.kind == value_kind::boolean       ? "true or false"
+                       : f.kind == value_kind::integer_list  ? "an array of integers like [0, 1]"
                                                              : "a TOML string";
     return fail(r.qualified + ": expected " + want + ", got '" + std::string(text) + "'");
   }

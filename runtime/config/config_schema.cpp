@@ -78,6 +78,47 @@ field<T> number(std::string_view key, M T::*m, double lo, double hi, bool lo_ope
 }
 
 template <class T>
+field<T> boolean(std::string_view key, bool T::*m) {
+  return {key, value_kind::boolean,
+          [=](T& obj, const toml::node& n, const std::string& q) -> check_result {
+            const auto* v = n.as_boolean();
+            if (!v) return q + ": expected true or false, got " + type_name(n);
+            obj.*m = v->get();
+            return {};
+          },
+          [=](const T& obj) { return std::string(obj.*m ? "true" : "false"); }};
+}
+
+/// An array of distinct integers in [lo, hi].
+template <class T>
+field<T> integer_list(std::string_view key, std::vector<int> T::*m, int lo, int hi) {
+  return {key, value_kind::integer_list,
+          [=](T& obj, const toml::node& n, const std::string& q) -> check_result {
+            const auto* a = n.as_array();
+            if (!a) return q + ": expected an array of integers, got " + type_name(n);
+            std::vector<int> out;
+            for (size_t i = 0; i < a->size(); ++i) {
+              const std::string qi = q + "[" + std::to_string(i) + "]";
+              const auto* v = a->get(i)->as_integer();
+              if (!v) return qi + ": expected an integer, got " + type_name(*a->get(i));
+              if (v->get() < lo || v->get() > hi)
+                return qi + " = " + std::to_string(v->get()) + " is out of range; allowed: " +
+                       range_text(std::to_string(lo), std::to_string(hi), {});
+              if (std::find(out.begin(), out.end(), v->get()) != out.end())
+                return qi + " = " + std::to_string(v->get()) + " is listed twice";
+              out.push_back(static_cast<int>(v->get()));
+            }
+            obj.*m = std::move(out);
+            return {};
+          },
+          [=](const T& obj) {
+            std::string s = "[";
+            for (size_t i = 0; i < (obj.*m).size(); ++i) s += (i ? ", " : "") + std::to_string((obj.*m)[i]);
+            return s + "]";
+          }};
+}
+
+template <class T>
 field<T> text(std::string_view key, std::string T::*m, bool allow_empty) {
   return {key, value_kind::string,
           [=](T& obj, const toml::node& n, const std::string& q) -> check_result {
@@ -240,7 +281,8 @@ std::vector<section> build_sections() {
                     "0 = size by pool_tokens"),
             [](kv_cache_section& k) { if (k.pool_mib > 0) k.pool_tokens = 0; }),
        enumerated("type", &kv_cache_section::type, kv_cache_type_names),
-       number("prefix_cache_share", &kv_cache_section::prefix_cache_share, 0, 0.9, false, "0 = off")}));
+       number("prefix_cache_share", &kv_cache_section::prefix_cache_share, 0, 0.9, false, "0 = off"),
+       enumerated("transfer", &kv_cache_section::transfer, kv_transfer_type_names)}));
   s.push_back(make_section<sampling_section>(
       "sampling", &config::sampling,
       {number("temperature", &sampling_section::temperature, 0, 100, false, "0 = greedy"),
@@ -262,6 +304,8 @@ std::vector<section> build_sections() {
       {integer("max_batch", &scheduler_section::max_batch, 1, 1024),
        integer("max_queue", &scheduler_section::max_queue, 1, 1 << 20),
        integer("prefill_chunk", &scheduler_section::prefill_chunk, 1, 1 << 16),
+       boolean("decode_priority", &scheduler_section::decode_priority),
+       number("prefill_deadline_s", &scheduler_section::prefill_deadline_s, 0, 3600, false, "0 = none"),
        number("request_timeout_s", &scheduler_section::request_timeout_s, 0, 7 * 86400, false,
               "0 = none")}));
   s.push_back(make_section<speculative_section>(
@@ -334,6 +378,7 @@ const std::vector<field<device_section>>& device_fields() {
       enumerated("kind", &device_section::kind, device_kind_names),
       integer("id", &device_section::id, 0, 255),
       integer("threads", &device_section::threads, 0, 1024, "0 = compute.threads"),
+      integer_list("cores", &device_section::cores, 0, 4095),
       integer("kv_pool_mib", &device_section::kv_pool_mib, 0, int64_t{1} << 20,
               "0 = as [kv_cache] says"),
       enumerated("role", &device_section::role, device_role_names),

@@ -23,6 +23,8 @@ enum class value_kind {
   string,         ///< the text as is (or a quoted TOML string)
   string_list,    ///< a TOML array of strings, or one bare string
   int_or_string,  ///< a TOML integer, else the text as a string (speculative.k)
+  boolean,        ///< TOML true / false
+  integer_list,   ///< a TOML array of integers ([[devices]] cores)
 };
 
 /// Empty on success; otherwise the problem, starting with the qualified key, without a location.

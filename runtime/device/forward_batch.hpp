@@ -28,6 +28,9 @@ struct forward_batch {
   /// KV of the skipped layers is not written for these rows. Backends that cannot stop early
   /// run every layer.
   uint32_t n_layers = 0;
+  /// Decode-side work (decode steps, verification, a draft on the target's weights): a backend
+  /// with decode priority runs it before waiting prefill chunks.
+  bool urgent = false;
 
   size_t rows() const { return tokens.size(); }
   size_t logit_rows() const;
@@ -38,7 +41,7 @@ struct forward_batch {
   /// row only, or for all rows when all_logits (verification).
   uint32_t add_sequence(kv_handle* handle, const int32_t* tokens, size_t n, int32_t start_pos,
                         bool all_logits);
-  void clear();  ///< removes the rows; want_hidden and n_layers stay
+  void clear();  ///< removes the rows; want_hidden, n_layers and urgent stay
 };
 
 }  // namespace fw

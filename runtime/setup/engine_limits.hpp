@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "runtime/kv/kv_codec.hpp"
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/spec/k_policy.hpp"
 
@@ -20,6 +21,11 @@ struct engine_limits {
   /// Prefix cache: KV blocks of earlier prompts the scheduler keeps for requests that start with
   /// the same tokens (runtime/kv/prefix_cache), at most this many blocks; 0: off.
   uint32_t prefix_cache_blocks = 0;
+  /// Separate prefill and decode devices: a prompt still not prefilled this long after admission
+  /// is prefilled on the decode device instead (co-located failover); infinity: never.
+  double prefill_deadline_s = 3.0;
+  /// Separate devices: the wire format of the KV moved between their pools.
+  kv_wire kv_transfer = kv_wire::f32;
   /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
   /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
   drafter* draft = nullptr;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <thread>
 
 #include "runtime/base/log.hpp"
 #include "runtime/device/cpu/cpu_backend.hpp"
@@ -24,14 +25,32 @@ log_level to_log_level(logging_level l) {
 
 kv_dtype to_kv_dtype(kv_cache_type t) { return t == kv_cache_type::f32 ? kv_dtype::f32 : kv_dtype::f16; }
 
-/// The device every role runs on (check_devices allows exactly one).
-const device_section& the_device(const config& cfg) { return cfg.devices.front(); }
+/// The device that decodes (role decode or both; check_devices allows exactly one).
+const device_section& the_device(const config& cfg) {
+  for (const auto& d : cfg.devices)
+    if (d.role == device_role::decode || d.role == device_role::both) return d;
+  return cfg.devices.front();
+}
 
-cpu_backend_options backend_options(const config& cfg, uint32_t kv_tokens,
+/// The separate prefill device (role prefill), or null when the decode device prefills too.
+const device_section* prefill_only_device(const config& cfg) {
+  for (const auto& d : cfg.devices)
+    if (d.role == device_role::prefill) return &d;
+  return nullptr;
+}
+
+int device_threads(const config& cfg, const device_section& dev) {
+  if (dev.threads > 0) return dev.threads;
+  if (!dev.cores.empty()) return static_cast<int>(dev.cores.size());
+  return cfg.compute.threads;
+}
+
+cpu_backend_options backend_options(const config& cfg, const device_section& dev, uint32_t kv_tokens,
                                     const std::vector<std::shared_ptr<quant_kernel>>& kernels) {
   cpu_backend_options o;
-  const auto& dev = the_device(cfg);
-  o.threads = dev.threads > 0 ? dev.threads : cfg.compute.threads;
+  o.threads = device_threads(cfg, dev);
+  o.cores = dev.cores;
+  o.decode_priority = cfg.scheduler.decode_priority;
   o.kv_tokens = kv_tokens;
   o.kv_block_tokens = cfg.kv_cache.block_tokens;
   o.kv_type = to_kv_dtype(cfg.kv_cache.type);
@@ -49,14 +68,22 @@ expected<void> check_devices(const config& cfg) {
     const std::string where = "devices[" + std::to_string(i) + "]";
     if (d.kind == device_kind::cuda)
       add(where + ": kind = \"cuda\" is not supported: this build has no CUDA backend yet (use kind = \"cpu\")");
-    if (d.role != device_role::both)
-      add(where + ": role = \"" + std::string(enum_name(device_role_names, d.role)) +
-          "\" is not supported yet: prefill/decode separation across devices is not implemented; "
-          "use one device with role = \"both\"");
+    if (d.role == device_role::offload)
+      add(where + ": role = \"offload\" is not supported yet: long-tail decode offload is not implemented; "
+                  "use role = \"prefill\", \"decode\" or \"both\"");
   }
-  if (cfg.devices.size() > 1)
+  size_t prefill = 0, decode = 0, both = 0;
+  for (const auto& d : cfg.devices) {
+    prefill += d.role == device_role::prefill;
+    decode += d.role == device_role::decode;
+    both += d.role == device_role::both;
+  }
+  const bool one = cfg.devices.size() == 1 && both == 1;
+  const bool pair = prefill == 1 && decode == 1 && both == 0;
+  if (problems.empty() && !one && !pair)
     add("devices: " + std::to_string(cfg.devices.size()) +
-        " devices are configured, but this build runs every role on one device; list one [[devices]] entry");
+        " devices with these roles cannot be run; list either one device with role = \"both\" (prefill and decode "
+        "share it) or two, one with role = \"prefill\" and one with role = \"decode\" (physical separation)");
   if (!problems.empty()) return make_error(errc::unsupported, problems);
   return {};
 }
@@ -65,7 +92,9 @@ uint32_t resolve_context(const config& cfg, const model_config& mc) {
   return cfg.model.ctx_size > 0 ? cfg.model.ctx_size : std::min<uint32_t>(mc.n_ctx_train, 4096);
 }
 
-uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc) {
+uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc) { return resolve_kv_tokens(cfg, mc, the_device(cfg)); }
+
+uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc, const device_section& dev) {
   const auto& kv = cfg.kv_cache;
   kv_layout layout;
   layout.n_layer = mc.n_layer;
@@ -73,7 +102,7 @@ uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc) {
   layout.head_dim = mc.head_dim;
   layout.block_tokens = kv.block_tokens;
   layout.dtype = to_kv_dtype(kv.type);
-  const uint32_t device_mib = the_device(cfg).kv_pool_mib;
+  const uint32_t device_mib = dev.kv_pool_mib;
   if (device_mib > 0) return kv_block_pool::blocks_for_bytes(layout, size_t{device_mib} << 20) * kv.block_tokens;
   if (kv.pool_tokens > 0) return kv.pool_tokens;
   return kv_block_pool::blocks_for_bytes(layout, size_t{kv.pool_mib} << 20) * kv.block_tokens;
@@ -101,8 +130,20 @@ engine_limits runtime_parts::limits() const {
                                                               : std::numeric_limits<double>::infinity();
   lim.draft = draft.get();
   lim.policy = policy;
-  if (device)
-    lim.prefix_cache_blocks = static_cast<uint32_t>(cfg.kv_cache.prefix_cache_share * device->kv_pool().total_blocks());
+  lim.prefill_deadline_s = cfg.scheduler.prefill_deadline_s > 0 ? cfg.scheduler.prefill_deadline_s
+                                                                : std::numeric_limits<double>::infinity();
+  switch (cfg.kv_cache.transfer) {
+    case kv_transfer_type::automatic:
+      lim.kv_transfer = cfg.kv_cache.type == kv_cache_type::f32 ? kv_wire::f32 : kv_wire::f16;
+      break;
+    case kv_transfer_type::f32: lim.kv_transfer = kv_wire::f32; break;
+    case kv_transfer_type::f16: lim.kv_transfer = kv_wire::f16; break;
+    case kv_transfer_type::int8: lim.kv_transfer = kv_wire::int8; break;
+  }
+  // The prefix cache lives where prompts are prefilled.
+  backend* cache_home = prefill_device ? prefill_device.get() : device.get();
+  if (cache_home)
+    lim.prefix_cache_blocks = static_cast<uint32_t>(cfg.kv_cache.prefix_cache_share * cache_home->kv_pool().total_blocks());
   return lim;
 }
 
@@ -112,7 +153,7 @@ std::shared_ptr<cpu::thread_pool> runtime_parts::threads() const {
 }
 
 expected<std::unique_ptr<backend>> runtime_parts::make_backend(uint32_t tokens) const {
-  auto o = backend_options(cfg, tokens, kernels);
+  auto o = backend_options(cfg, the_device(cfg), tokens, kernels);
   o.observer = observer;
   return std::unique_ptr<backend>(std::make_unique<cpu_backend>(m->config(), m->weights(), std::move(o)));
 }
@@ -158,7 +199,7 @@ expected<std::unique_ptr<drafter>> runtime_parts::make_draft(const speculative_s
   auto* cpu = dynamic_cast<cpu_backend*>(device.get());
   if (!cpu) return make_error(errc::invalid_argument, "no target backend to draft for");
   // A separate draft model's backend keeps this config's KV settings (no kernel plugins).
-  return make_drafter(spec, m, *cpu, n_ctx, plugins, backend_options(cfg, n_ctx, {}));
+  return make_drafter(spec, m, *cpu, n_ctx, plugins, backend_options(cfg, the_device(cfg), n_ctx, {}));
 }
 
 expected<void> runtime_parts::rebuild_draft() {
@@ -216,6 +257,17 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
   p.device = std::move(*be);
   for (const auto& k : p.device->kernel_paths())
     if (k.fallback) p.warnings.push_back("kernel " + k.weight_type + ": " + k.note);
+  if (const device_section* pre = prefill_only_device(p.cfg)) {
+    // Its own threads and KV pool: physical prefill/decode separation.
+    auto o = backend_options(p.cfg, *pre, resolve_kv_tokens(p.cfg, mc, *pre), p.kernels);
+    o.observer = p.observer;
+    p.prefill_device = std::make_unique<cpu_backend>(mc, p.m->weights(), std::move(o));
+    const unsigned hw = std::thread::hardware_concurrency();
+    const int used = device_threads(p.cfg, *pre) + device_threads(p.cfg, the_device(p.cfg));
+    if (hw > 0 && used > static_cast<int>(hw))
+      p.warnings.push_back("the prefill and decode devices use " + std::to_string(used) + " kernel threads on " +
+                           std::to_string(hw) + " cores: they slow each other down; give each its threads or cores");
+  }
   if (options.build_draft) {
     if (auto ok = p.rebuild_draft(); !ok) return ok.err();
   } else {

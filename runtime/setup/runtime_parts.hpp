@@ -51,7 +51,10 @@ class runtime_parts {
   uint32_t n_ctx = 0;      ///< context window per sequence (cfg.model.ctx_size resolved)
   uint32_t kv_tokens = 0;  ///< the device's KV pool capacity in tokens
   std::vector<std::shared_ptr<quant_kernel>> kernels;  ///< [compute] kernel_plugins, following reloads
-  std::unique_ptr<backend> device;
+  std::unique_ptr<backend> device;          ///< the decode device (and the prefill one unless separate)
+  /// [[devices]] role = "prefill": a separate prefill device (own threads and KV pool); null when
+  /// `device` prefills too. Hand it to the engine (engine_options::prefill_device).
+  std::unique_ptr<backend> prefill_device;
   std::unique_ptr<drafter> draft;  ///< [speculative] draft; null: plain decoding
   k_policy policy;
   std::vector<std::string> warnings;  ///< also logged; tools may show them in a banner
@@ -74,14 +77,16 @@ class runtime_parts {
 };
 
 /// Refuses, with a message naming the [[devices]] entry, what this build cannot run: a CUDA
-/// device (no CUDA backend yet), more than one device or a role other than "both" (prefill/
-/// decode separation across devices is not implemented yet). No model is loaded.
+/// device (no CUDA backend yet), the offload role (not implemented yet), and device sets other
+/// than one "both" device or a "prefill" + "decode" pair. No model is loaded.
 expected<void> check_devices(const config& cfg);
 
 /// Context window: cfg.model.ctx_size, or the model's training context capped at 4096.
 uint32_t resolve_context(const config& cfg, const model_config& mc);
 /// KV pool tokens: the device's kv_pool_mib, else [kv_cache] pool_tokens or pool_mib.
 uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc);
+/// The same for one [[devices]] entry (its own kv_pool_mib).
+uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc, const device_section& dev);
 
 /// The draft `spec` asks for, through the draft registry (built-in kinds, and "plugin:NAME"
 /// through `plugins` when given), over a CPU target backend; a separate draft model gets its

@@ -111,6 +111,7 @@ expected<void> batch_decoder::execute(step_plan& plan, forward_result& out, std:
   });
   batch_.clear();
   batch_.want_hidden = plan.want_hidden;
+  batch_.urgent = true;  // decode goes before waiting prefill chunks (decode priority)
   std::vector<int32_t> toks;
   for (const auto& ps : plan.seqs) {
     toks.assign(1, ps.input);

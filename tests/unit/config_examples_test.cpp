@@ -76,16 +76,27 @@ TEST(config_examples_test, configs_that_ask_for_what_this_build_cannot_do_are_re
   ASSERT_FALSE(r);
   EXPECT_NE(r.err().message.find("devices[0]: kind = \"cuda\" is not supported"), std::string::npos) << r.err().message;
 
+  // A prefill + decode pair runs (physical separation); other role sets and offload are refused.
   auto pd = fw::config::from_string(
       "[[devices]]\nkind = \"cpu\"\nid = 0\nrole = \"prefill\"\n[[devices]]\nkind = \"cpu\"\nid = 1\nrole = \"decode\"\n",
       "pd.toml");
   ASSERT_TRUE(pd);
-  r = fw::check_devices(*pd);
+  EXPECT_TRUE(fw::check_devices(*pd));
+  auto two_both = fw::config::from_string(
+      "[[devices]]\nkind = \"cpu\"\nid = 0\nrole = \"both\"\n[[devices]]\nkind = \"cpu\"\nid = 1\nrole = \"decode\"\n",
+      "pd.toml");
+  ASSERT_TRUE(two_both);
+  r = fw::check_devices(*two_both);
   ASSERT_FALSE(r);
-  EXPECT_NE(r.err().message.find("devices[0]: role = \"prefill\" is not supported yet"), std::string::npos);
-  EXPECT_NE(r.err().message.find("devices[1]: role = \"decode\""), std::string::npos);
-  EXPECT_NE(r.err().message.find("2 devices are configured"), std::string::npos);
+  EXPECT_NE(r.err().message.find("2 devices with these roles cannot be run"), std::string::npos) << r.err().message;
   EXPECT_EQ(r.err().code, fw::errc::unsupported);
+  auto offload = fw::config::from_string(
+      "[[devices]]\nkind = \"cpu\"\nid = 0\nrole = \"both\"\n[[devices]]\nkind = \"cpu\"\nid = 1\nrole = \"offload\"\n",
+      "off.toml");
+  ASSERT_TRUE(offload);
+  r = fw::check_devices(*offload);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.err().message.find("devices[1]: role = \"offload\" is not supported yet"), std::string::npos) << r.err().message;
 }
 
 TEST(config_examples_test, every_config_key_is_read_by_some_code) {
@@ -97,7 +108,7 @@ TEST(config_examples_test, every_config_key_is_read_by_some_code) {
     EXPECT_TRUE(consumed(sources, section, section + "_section", key))
         << qualified << " is parsed but no code outside runtime/config reads it";
   }
-  for (const char* key : {"kind", "id", "threads", "kv_pool_mib", "role", "bandwidth_gbs"})
+  for (const char* key : {"kind", "id", "threads", "cores", "kv_pool_mib", "role", "bandwidth_gbs"})
     EXPECT_TRUE(consumed(sources, "devices", "device_section", key)) << "devices." << key << " is read by nobody";
   for (const char* key : {"name", "path"})
     EXPECT_TRUE(consumed(sources, "plugins.load", "plugin_load", key)) << "plugins.load." << key << " is read by nobody";

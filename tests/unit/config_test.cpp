@@ -136,14 +136,14 @@ TEST(config_test, unknown_key_lists_the_allowed_keys) {
   const auto msg = error_of("[scheduler]\nmax_batch = 4\nmax_batchh = 8\n");
   EXPECT_EQ(msg,
             "bad.toml:3:1: unknown key 'max_batchh' in [scheduler] (did you mean 'max_batch'?); "
-            "allowed: max_batch, max_queue, prefill_chunk, request_timeout_s");
+            "allowed: max_batch, max_queue, prefill_chunk, decode_priority, prefill_deadline_s, request_timeout_s");
   // No suggestion when nothing is close.
   const auto far = error_of("[logging]\ncolour = true\n");
   EXPECT_EQ(far, "bad.toml:2:1: unknown key 'colour' in [logging]; allowed: level");
   // The same inside an array of tables.
   const auto dev = error_of("[[devices]]\nrole = \"both\"\nthread = 2\n");
   EXPECT_TRUE(contains(dev, "bad.toml:3:1: unknown key 'thread' in [[devices]] (did you mean "
-                             "'threads'?); allowed: kind, id, threads, kv_pool_mib, role"));
+                             "'threads'?); allowed: kind, id, threads, cores, kv_pool_mib, role"));
 }
 
 TEST(config_test, wrong_type) {
@@ -328,11 +328,26 @@ TEST(config_test, set_overrides_with_the_same_checks) {
   EXPECT_EQ(c, before);  // failed sets change nothing
 }
 
+TEST(config_test, booleans_and_core_lists_are_checked) {
+  config c;
+  ASSERT_TRUE(c.set("scheduler.decode_priority", "false").has_value());
+  EXPECT_FALSE(c.scheduler.decode_priority);
+  EXPECT_EQ(c.set("scheduler.decode_priority", "2").err().message,
+            "scheduler.decode_priority: expected true or false, got an integer");
+  EXPECT_TRUE(contains(error_of("[[devices]]\nrole = \"both\"\ncores = [0, 0]\n"), "devices[0].cores[1] = 0 is listed twice"));
+  EXPECT_TRUE(contains(error_of("[[devices]]\nrole = \"both\"\ncores = [\"a\"]\n"), "expected an integer, got a string"));
+  auto ok = config::from_string("[[devices]]\nrole = \"both\"\ncores = [1, 0]\n[kv_cache]\ntransfer = \"int8\"\n", "");
+  ASSERT_TRUE(ok.has_value()) << ok.err().message;
+  EXPECT_EQ(ok->devices[0].cores, (std::vector<int>{1, 0}));
+  EXPECT_EQ(ok->kv_cache.transfer, kv_transfer_type::int8);
+  EXPECT_TRUE(contains(error_of("[kv_cache]\ntransfer = \"fp8\"\n"), "allowed: auto, f32, f16, int8"));
+}
+
 TEST(config_test, set_rejects_unknown_and_ambiguous_keys) {
   config c;
   EXPECT_EQ(c.set("scheduler.max_batchh", "3").err().message,
             "unknown key 'max_batchh' in [scheduler] (did you mean 'max_batch'?); allowed: max_batch, "
-            "max_queue, prefill_chunk, request_timeout_s");
+            "max_queue, prefill_chunk, decode_priority, prefill_deadline_s, request_timeout_s");
   EXPECT_TRUE(contains(c.set("schedular.max_batch", "3").err().message,
               "unknown section 'schedular' in key 'schedular.max_batch' (did you mean "
                         "'scheduler'?)"));
@@ -407,7 +422,8 @@ TEST(config_test, to_toml_round_trips) {
                          {"kv_cache.pool_mib", "256"}})
                   .has_value());
   c.plugins.load.push_back({"q8", ""});
-  c.devices = {{device_kind::cpu, 0, 1, 64, device_role::prefill, 0.0}, {device_kind::cpu, 1, 1, 256, device_role::decode, 12.5}};
+  c.devices = {{device_kind::cpu, 0, 1, {0}, 64, device_role::prefill, 0.0},
+               {device_kind::cpu, 1, 1, {1}, 256, device_role::decode, 12.5}};
   ASSERT_TRUE(c.validate().has_value());
   auto back = config::from_string(c.to_toml(), "");
   ASSERT_TRUE(back.has_value()) << back.err().message << "\n" << c.to_toml();

@@ -113,7 +113,10 @@ int cmd_console(int argc, char** argv) {
       return 1;
     }
     be = parts->device.get();
-    auto e = actors::engine::start(parts->m, std::move(parts->device), parts->limits());
+    const auto lim = parts->limits();  // before the devices move into the engine
+    actors::engine_options eo;
+    eo.prefill_device = std::move(parts->prefill_device);
+    auto e = actors::engine::start(parts->m, std::move(parts->device), lim, std::move(eo));
     p.finish(e ? "done" : "failed");
     if (!e) {
       std::fprintf(stderr, "console: %s\n", e.err().what().c_str());

@@ -82,7 +82,11 @@ int cmd_serve(int argc, char** argv) {
     return 1;
   }
   std::fprintf(stderr, "serve: %s\n", parts->device->summary().c_str());
-  auto engine = actors::engine::start(parts->m, std::move(parts->device), parts->limits());
+  if (parts->prefill_device) std::fprintf(stderr, "serve: prefill on its own %s\n", parts->prefill_device->summary().c_str());
+  const auto lim = parts->limits();  // before the devices move into the engine
+  actors::engine_options eo;
+  eo.prefill_device = std::move(parts->prefill_device);
+  auto engine = actors::engine::start(parts->m, std::move(parts->device), lim, std::move(eo));
   if (!engine) {
     std::fprintf(stderr, "serve: %s\n", engine.err().what().c_str());
     return 1;

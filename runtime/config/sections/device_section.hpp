@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "runtime/config/sections/enum_names.hpp"
 
@@ -22,7 +23,8 @@ inline constexpr enum_table<device_role, 4> device_role_names = {{
 struct device_section {
   device_kind kind = device_kind::cpu;
   uint32_t id = 0;             ///< index among devices of its kind; (kind, id) is unique
-  int threads = 0;             ///< cpu: kernel threads; 0: compute.threads
+  int threads = 0;             ///< cpu: kernel threads; 0: compute.threads (or cores' count)
+  std::vector<int> cores;      ///< cpu: pin the kernel threads to these CPUs; empty: no pinning
   uint32_t kv_pool_mib = 0;    ///< KV pool size on this device; 0: as [kv_cache] says
   device_role role = device_role::both;
   double bandwidth_gbs = 0.0;  ///< memory bandwidth in GB/s for the k policy; 0: unknown

@@ -14,6 +14,13 @@ enum class kv_cache_type { f16, f32 };
 inline constexpr enum_table<kv_cache_type, 2> kv_cache_type_names = {{
     {kv_cache_type::f16, "f16"}, {kv_cache_type::f32, "f32"}}};
 
+/// How KV moves between two devices' pools (runtime/kv/kv_codec): auto = the cache's own type
+/// (lossless), or f32 / f16 / int8 (per-token scale; a quarter of f32, adds a small error).
+enum class kv_transfer_type { automatic, f32, f16, int8 };
+inline constexpr enum_table<kv_transfer_type, 4> kv_transfer_type_names = {{
+    {kv_transfer_type::automatic, "auto"}, {kv_transfer_type::f32, "f32"},
+    {kv_transfer_type::f16, "f16"}, {kv_transfer_type::int8, "int8"}}};
+
 struct kv_cache_section {
   uint32_t block_tokens = 16;   ///< tokens per block
   uint32_t pool_tokens = 16384; ///< pool size in tokens (all sequences together); 0: use pool_mib
@@ -22,6 +29,7 @@ struct kv_cache_section {
   /// Prefix cache: at most this share of the pool keeps earlier prompts' KV blocks for requests
   /// that start with the same tokens (a chat's next turn); 0: off.
   double prefix_cache_share = 0.25;
+  kv_transfer_type transfer = kv_transfer_type::automatic;  ///< KV between devices
   bool operator==(const kv_cache_section&) const = default;
 };
 

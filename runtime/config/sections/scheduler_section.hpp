@@ -10,6 +10,12 @@ struct scheduler_section {
   uint32_t max_batch = 16;          ///< sequences decoded together in one step
   uint32_t max_queue = 256;         ///< requests waiting for admission before new ones are refused
   uint32_t prefill_chunk = 512;     ///< prompt tokens per prefill step
+  /// Decode steps go before waiting prefill chunks on a device doing both (logical separation):
+  /// a decode step waits behind at most one chunk. false: first come, first served (co-located).
+  bool decode_priority = true;
+  /// With separate prefill and decode devices: a prompt whose prefill has not finished this long
+  /// after admission is prefilled on the decode device instead (co-located failover); 0: never.
+  double prefill_deadline_s = 3.0;
   double request_timeout_s = 600;   ///< whole-request limit; 0: none
   bool operator==(const scheduler_section&) const = default;
 };

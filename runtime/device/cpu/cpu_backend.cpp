@@ -37,9 +37,10 @@ cpu_backend::cpu_backend(const model_config& config, const llama_weights& weight
                          cpu_backend_options opts)
     : cfg_(config),
       w_(weights),
-      threads_(opts.shared_threads ? opts.shared_threads : std::make_shared<cpu::thread_pool>(resolve_threads(opts.threads))),
+      threads_(opts.shared_threads ? opts.shared_threads : std::make_shared<cpu::thread_pool>(resolve_threads(opts.threads), opts.cores)),
       pool_(kv_block_pool::next_pool_id(), layout_of(config, opts.kv_block_tokens, opts.kv_type),
-            (opts.kv_tokens + opts.kv_block_tokens - 1) / opts.kv_block_tokens) {
+            (opts.kv_tokens + opts.kv_block_tokens - 1) / opts.kv_block_tokens),
+      forward_gate_(opts.decode_priority) {
   const auto level = cpu::best_simd_level();
   for (ggml_type t : weights.matrix_types()) kernels_.emplace(t, cpu::select_dot_kernel(t, level));
   attend_ = cpu::select_attention(level, static_cast<int>(config.head_dim), static_cast<int>(opts.kv_block_tokens));
@@ -293,7 +294,7 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
 }
 
 expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out) {
-  std::lock_guard lock(forward_mutex_);
+  priority_gate::hold lock(forward_gate_, b.urgent);
   out.clear();
   const int64_t m = static_cast<int64_t>(b.rows());
   if (m == 0) return {};

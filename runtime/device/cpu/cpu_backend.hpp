@@ -2,7 +2,7 @@
 // and scratch buffers; reads weights in place from the mapped GGUF file (or packed copies). It
 // implements the Llama operations (llama_ops); the layer sequence itself is run_llama_layers'.
 // Thread-safety: forward() may be called from several threads (a prefill and a decode actor
-// sharing one device); calls are serialized by an internal mutex.
+// sharing one device); calls are serialized by a priority_gate (decode first, when enabled).
 #pragma once
 
 #include <initializer_list>
@@ -13,6 +13,7 @@
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/cpu/thread_pool.hpp"
+#include "runtime/base/priority_gate.hpp"
 #include "runtime/device/backend.hpp"
 #include "runtime/model/llama_weights.hpp"
 #include "runtime/model/arch/llama_ops.hpp"
@@ -39,6 +40,11 @@ struct cpu_backend_options {
   /// Sees every product's input rows and each layer's output (calibration, quality reports);
   /// must outlive the backend. Null: none.
   activation_observer* observer = nullptr;
+  /// Urgent batches (decode) go before waiting ones (prefill chunks): logical prefill/decode
+  /// separation on one device. false: forwards run in arrival order.
+  bool decode_priority = true;
+  /// Pin the kernel threads (the calling thread included) to these CPUs; empty: no pinning.
+  std::vector<int> cores;
 };
 
 class cpu_backend final : public backend, private llama_ops {
@@ -101,7 +107,7 @@ class cpu_backend final : public backend, private llama_ops {
   kv_block_pool pool_;
   std::map<ggml_type, cpu::dot_kernel> kernels_;
   cpu::attention_fn attend_;
-  std::mutex forward_mutex_;
+  priority_gate forward_gate_;
   std::vector<std::shared_ptr<quant_kernel>> plugins_;
   activation_observer* observer_ = nullptr;
   void observe(uint32_t layer, activation_site site, const float* x, int64_t ld, int64_t width) {
@@ -129,7 +135,7 @@ class cpu_backend final : public backend, private llama_ops {
     std::vector<std::vector<const void*>> k_tiles, v_tiles;  ///< per thread
   } attn_;
   std::vector<float> head_entropy_;  ///< [rows][heads] of the last layer, rows with logits only
-  // The forward in progress (set and cleared by forward(), under forward_mutex_).
+  // The forward in progress (set and cleared by forward(), under forward_gate_).
   const forward_batch* batch_ = nullptr;
   forward_result* out_ = nullptr;
   int64_t rows_ = 0;

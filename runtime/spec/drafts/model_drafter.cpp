@@ -88,6 +88,7 @@ expected<draft_proposal> model_drafter::propose(uint64_t seq, std::span<const in
   const size_t nv = model_->config().n_vocab;
   forward_batch batch;
   batch.n_layers = exit_layers_;
+  batch.urgent = true;  // part of a decode step
   for (int i = 0; i < k; ++i) {
     const int32_t feed = hist.back();
     batch.clear();

@@ -1,0 +1,273 @@
+// Prefill/decode separation on real CAF actors and a tiny model: the same concurrent greedy
+// requests give identical tokens co-located (first come, first served), logical (decode priority,
+// small prefill chunks) and physical (a prefill device and a decode device, each with its own
+// thread and KV pool, the KV moved through kv_codec); a corrupted or truncated KV stream is
+// refused and the prompt recomputed on the decode device; a prefill device that stalls past the
+// deadline fails its request over to the decode device, which completes it; the prefix cache
+// works across the pair; both pools end empty in every path.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <mutex>
+
+#include "actors/engine.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "tests/sampling_presets.hpp"
+#include "tests/unit/test_models.hpp"
+
+namespace fw::actors {
+namespace {
+
+using namespace std::chrono_literals;
+
+enum class mode { co_located, logical, physical };
+
+class pd_separation_test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tiny_model_spec spec;
+    spec.weight_type = ggml_type::q8_0;
+    spec.seed = 31;
+    model_ = test::load_tiny(spec, "pd_q8_0");
+  }
+  static void TearDownTestSuite() { model_.reset(); }
+
+  static std::unique_ptr<backend> device(int threads, bool decode_priority, uint32_t kv_tokens = 4096,
+                                         kv_dtype dt = kv_dtype::f32) {
+    cpu_backend_options o;
+    o.threads = threads;
+    o.kv_tokens = kv_tokens;
+    o.kv_block_tokens = 16;
+    o.kv_type = dt;
+    o.decode_priority = decode_priority;
+    return std::make_unique<cpu_backend>(model_->config(), model_->weights(), o);
+  }
+
+  struct setup {
+    mode m = mode::physical;
+    uint32_t cache_blocks = 0;
+    double deadline_s = 3.0;
+    kv_wire wire = kv_wire::f32;
+    std::shared_ptr<const engine_faults> faults;
+  };
+
+  static std::unique_ptr<engine> start(const setup& s) {
+    engine_limits lim;
+    lim.n_ctx = 256;
+    lim.prefill_chunk = s.m == mode::co_located ? 4096 : 16;
+    lim.prefix_cache_blocks = s.cache_blocks;
+    lim.prefill_deadline_s = s.deadline_s;
+    lim.kv_transfer = s.wire;
+    engine_options o;
+    o.faults = s.faults;
+    std::unique_ptr<backend> dec;
+    if (s.m == mode::physical) {
+      dec = device(1, true, 4096);
+      o.prefill_device = device(1, true, 2048);
+    } else {
+      dec = device(2, s.m == mode::logical);
+    }
+    auto e = engine::start(model_, std::move(dec), lim, std::move(o));
+    EXPECT_TRUE(e) << (e ? "" : e.err().what());
+    return e ? std::move(*e) : nullptr;
+  }
+
+  static std::vector<int32_t> prompt_of(size_t i) {
+    std::vector<int32_t> p;
+    for (size_t j = 0; j < 5 + i * 23; ++j) p.push_back(static_cast<int32_t>(3 + (i * 31 + j * 7) % 250));
+    return p;
+  }
+
+  /// Submits every prompt at once; the tokens of each, in order.
+  static std::vector<std::vector<int32_t>> run_all(engine& e, const std::vector<std::vector<int32_t>>& prompts, int n) {
+    std::vector<std::shared_ptr<std::promise<completed_request>>> done;
+    std::vector<std::future<completed_request>> futs;
+    for (const auto& p : prompts) {
+      auto pr = std::make_shared<std::promise<completed_request>>();
+      auto acc = std::make_shared<completed_request>();
+      futs.push_back(pr->get_future());
+      e.submit(p, test::greedy(n), [pr, acc](const stream_event& ev) {
+        if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
+          acc->tokens.insert(acc->tokens.end(), ev.tokens.begin(), ev.tokens.end());
+        } else {
+          acc->final = ev;
+          pr->set_value(*acc);
+        }
+      });
+      done.push_back(pr);
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto& f : futs) {
+      EXPECT_EQ(f.wait_for(120s), std::future_status::ready);
+      auto r = f.get();
+      EXPECT_TRUE(r.ok()) << r.final.error;
+      out.push_back(r.tokens);
+    }
+    return out;
+  }
+
+  /// Both pools hold nothing but cached prefixes once every request has ended (the decode worker
+  /// reports a finished sequence to the scheduler before its final event reaches the client).
+  static void expect_pools_empty(engine& e, uint32_t cache_blocks = 0) {
+    auto s = e.stats();
+    ASSERT_TRUE(s) << s.err().what();
+    EXPECT_EQ(s->waiting + s->prefilling + s->decoding, 0u);
+    EXPECT_EQ(s->kv_used_blocks, 0u);
+    EXPECT_EQ(s->prefill_kv_used_blocks, 0u);
+    EXPECT_LE(s->prefix_cache_blocks, cache_blocks);
+    // The cache lives on the prefill pool (the one pool when co-located).
+    EXPECT_EQ(e.prefill_device().kv_pool().used_blocks(), s->prefix_cache_blocks);
+    if (&e.device() != &e.prefill_device()) EXPECT_EQ(e.device().kv_pool().used_blocks(), 0u);
+  }
+
+  static inline std::shared_ptr<const model> model_;
+};
+
+TEST_F(pd_separation_test, greedy_output_is_identical_co_located_logical_and_physical) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < 8; ++i) prompts.push_back(prompt_of(i));
+  std::vector<std::vector<int32_t>> want;
+  for (mode m : {mode::co_located, mode::logical, mode::physical}) {
+    setup s;
+    s.m = m;
+    auto e = start(s);
+    ASSERT_TRUE(e);
+    auto got = run_all(*e, prompts, 24);
+    if (want.empty()) {
+      want = got;
+      for (const auto& t : want) EXPECT_EQ(t.size(), 24u);
+    } else {
+      EXPECT_EQ(got, want) << "mode " << static_cast<int>(m);
+    }
+    auto st = e->stats();
+    ASSERT_TRUE(st);
+    if (m == mode::physical) {
+      EXPECT_TRUE(st->physical);
+      EXPECT_EQ(st->kv_transfers + st->routed_co_located, prompts.size());
+      EXPECT_GT(st->kv_transfers, 0u);
+      EXPECT_GT(st->kv_transfer_bytes, 0u);
+      EXPECT_EQ(st->kv_transfer_refused, 0u);
+      const std::string metrics = e->render_metrics();
+      EXPECT_NE(metrics.find("flywheel:kv_transfers_total"), std::string::npos);
+      EXPECT_NE(metrics.find("flywheel:device_queue_depth{"), std::string::npos);
+    } else {
+      EXPECT_FALSE(st->physical);
+    }
+    expect_pools_empty(*e);
+  }
+}
+
+TEST_F(pd_separation_test, compressed_transfers_report_their_ratio) {
+  std::vector<std::vector<int32_t>> prompts = {prompt_of(3), prompt_of(5)};
+  setup s;
+  s.wire = kv_wire::int8;
+  auto e = start(s);
+  ASSERT_TRUE(e);
+  auto got = run_all(*e, prompts, 8);
+  auto st = e->stats();
+  ASSERT_TRUE(st);
+  ASSERT_EQ(st->kv_transfers, 2u);
+  const double ratio = static_cast<double>(st->kv_transfer_bytes) / st->kv_transfer_f32_bytes;
+  EXPECT_GT(ratio, 0.25);
+  EXPECT_LT(ratio, 0.35);  // int8 rows plus a scale per row
+  expect_pools_empty(*e);
+}
+
+TEST_F(pd_separation_test, a_corrupted_or_truncated_stream_is_refused_and_the_prompt_recomputed) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < 4; ++i) prompts.push_back(prompt_of(i + 1));
+  setup plain;
+  plain.m = mode::logical;
+  auto ref = start(plain);
+  ASSERT_TRUE(ref);
+  const auto want = run_all(*ref, prompts, 16);
+  ref.reset();
+
+  auto faults = std::make_shared<engine_faults>();
+  std::mutex m;
+  std::vector<uint64_t> damaged;
+  faults->damage_kv_stream = [&](uint64_t id, std::vector<std::byte>& bytes) {
+    std::lock_guard l(m);
+    if (damaged.size() >= 2) return;
+    if (damaged.empty()) bytes[bytes.size() / 2] ^= std::byte{0x10};  // one flipped bit
+    else bytes.resize(bytes.size() - 7);                               // a cut stream
+    damaged.push_back(id);
+  };
+  setup s;
+  s.faults = faults;
+  auto e = start(s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(run_all(*e, prompts, 16), want);
+  auto st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(damaged.size(), 2u);
+  EXPECT_EQ(st->kv_transfer_refused, 2u);
+  EXPECT_EQ(st->failed, 0u);
+  expect_pools_empty(*e);
+}
+
+TEST_F(pd_separation_test, a_prefill_device_stalled_past_the_deadline_fails_over_and_the_request_completes) {
+  const auto p = prompt_of(4);
+  setup plain;
+  plain.m = mode::logical;
+  auto ref = start(plain);
+  ASSERT_TRUE(ref);
+  const auto want = run_all(*ref, {p, prompt_of(2)}, 12);
+  ref.reset();
+
+  // The first job on the prefill device hangs until the test lets it go.
+  auto faults = std::make_shared<engine_faults>();
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  auto first = std::make_shared<std::atomic<bool>>(true);
+  faults->stall_prefill = [first, released](uint64_t) {
+    if (first->exchange(false)) released.wait();
+  };
+  setup s;
+  s.faults = faults;
+  s.deadline_s = 0.2;
+  auto e = start(s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(run_all(*e, {p}, 12).front(), want[0]);  // completed while the prefill device hangs
+  auto st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->prefill_failovers, 1u);
+  EXPECT_EQ(st->prefill_queue, 0u);  // the hung job no longer counts against the device
+  release->set_value();
+  // A later request on the recovered device: its job runs after the hung one replied, so the
+  // superseded KV has been released by the time it completes.
+  EXPECT_EQ(run_all(*e, {prompt_of(2)}, 12).front(), want[1]);
+  st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->kv_transfers, 1u);
+  EXPECT_EQ(st->failed, 0u);
+  expect_pools_empty(*e);
+}
+
+TEST_F(pd_separation_test, the_prefix_cache_serves_the_pair_from_the_prefill_pool) {
+  auto p = prompt_of(6);  // 143 tokens: 8 whole blocks
+  auto longer = p;
+  for (int i = 0; i < 20; ++i) longer.push_back(5 + i);
+  setup plain;
+  plain.m = mode::logical;
+  auto ref = start(plain);
+  ASSERT_TRUE(ref);
+  const auto want = run_all(*ref, {p}, 10);
+  const auto want_longer = run_all(*ref, {longer}, 10);
+  ref.reset();
+  setup s;
+  s.cache_blocks = 32;
+  auto e = start(s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(run_all(*e, {p}, 10), want);
+  EXPECT_EQ(run_all(*e, {longer}, 10), want_longer);
+  auto st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->prefix_cache_hits, 1u);
+  EXPECT_EQ(st->prefix_cache_hit_tokens, 128u);
+  expect_pools_empty(*e, 32);
+}
+
+}  // namespace
+}  // namespace fw::actors
