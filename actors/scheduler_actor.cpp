@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 #include "actors/protocol/errc_error.hpp"
@@ -62,7 +63,9 @@ class scheduler_logic {
 
   void admit() {
     if (!ready()) return;
+    const auto t0 = std::chrono::steady_clock::now();
     auto ids = st().table.admit(admission_blocks());
+    if (!ids.empty()) record_decision(t0);
     if (ids.empty() && st().table.counts().waiting > 0 && st().cache.stats().blocks > 0) {
       // Requests wait while cached prefixes hold blocks: running requests come first.
       release_all(st().cache.evict_all());
@@ -104,6 +107,7 @@ class scheduler_logic {
 
   /// The global route of one request (separate devices only).
   prefill_route route(uint64_t, std::span<const int32_t> history) {
+    const auto t0 = std::chrono::steady_clock::now();
     route_inputs in;
     in.separate_devices = true;
     in.prefill_device_up = static_cast<bool>(st().prefill);
@@ -115,6 +119,7 @@ class scheduler_logic {
     in.prefill_tokens_per_s = st().pd.prefill_rate;
     in.deadline_s = ctx_->limits.prefill_deadline_s;
     auto d = choose_route(in);
+    record_decision(t0);
     if (d.route == prefill_route::physical) {
       ++st().pd.physical;
     } else {
@@ -122,6 +127,15 @@ class scheduler_logic {
       st().pd.last_reason = d.reason;
     }
     return d.route;
+  }
+
+  /// One scheduling decision (an admission pass, a route) took from t0 until now.
+  void record_decision(std::chrono::steady_clock::time_point t0) {
+    const float us = std::chrono::duration<float, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    auto& d = st().decision_us;
+    if (d.size() < scheduler_state::decision_window) d.push_back(us);
+    else d[st().decisions % scheduler_state::decision_window] = us;
+    ++st().decisions;
   }
 
   /// Copies the longest cached prefix of history into kv (any pool); returns the tokens reused.
@@ -446,6 +460,14 @@ class scheduler_logic {
     s.prefix_cache_hit_tokens = pc.hit_tokens;
     s.prefix_cache_query_tokens = pc.query_tokens;
     s.prefix_cache_blocks = pc.blocks;
+    s.decisions = st().decisions;
+    if (!st().decision_us.empty()) {
+      auto d = st().decision_us;
+      const size_t k = std::min(d.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(d.size())));
+      std::nth_element(d.begin(), d.begin() + k, d.end());
+      s.decision_us_p99 = d[k];
+      s.decision_us_max = *std::max_element(d.begin(), d.end());
+    }
     if (ctx_->physical()) {
       // The cache lives on the prefill pool there.
       s.kv_used_blocks = pool().used_blocks();

@@ -17,6 +17,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <unordered_map>
+#include <vector>
 
 #include "actors/engine_context.hpp"
 #include "actors/protocol/front_door_protocol.hpp"
@@ -70,6 +71,10 @@ struct scheduler_state {
   /// Separate devices: requests routed to the prefill device, from admission to their decode job.
   std::unordered_map<uint64_t, staged_request> staged;
   pd_counters pd;
+  /// How long scheduling decisions took (admission passes, routes), the last decision_window.
+  static constexpr size_t decision_window = 8192;
+  std::vector<float> decision_us;
+  uint64_t decisions = 0;
   uint64_t worker_restarts = 0;
   uint64_t rejected = 0;  ///< requests refused before they entered the table
   prefix_cache cache{16, 0};  ///< earlier prompts' KV blocks (owned here: the pool's one owner)

@@ -59,6 +59,9 @@ struct scheduler_stats {
   uint64_t routed_co_located = 0;          ///< requests the route policy prefilled co-located
   uint64_t routed_physical = 0;            ///< ... and on the prefill device
   std::string last_route_reason;           ///< the route policy's last co-located reason
+  uint64_t decisions = 0;                  ///< scheduling decisions (admission passes, routes)
+  double decision_us_p99 = 0;              ///< over the last 8192
+  double decision_us_max = 0;
 };
 
 using scheduler_actor = caf::typed_actor<
@@ -76,7 +79,7 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
            x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.physical, x.prefill_kv_used_blocks,
            x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,
            x.kv_transfer_bytes, x.kv_transfer_f32_bytes, x.kv_transfer_seconds, x.kv_transfer_refused,
-           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason);
+           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.decisions, x.decision_us_p99, x.decision_us_max);
 }
 
 inline void add_scheduler_types(caf::actor_system_config& cfg) {

@@ -244,6 +244,7 @@ expected<kv_stream_info> kv_peek(std::span<const std::byte> bytes) {
   const auto w = get<uint8_t>(h + 6);
   if (w > static_cast<uint8_t>(kv_wire::int8)) return bad("unknown element format " + std::to_string(w));
   in.wire = static_cast<kv_wire>(w);
+  if (get<uint8_t>(h + 7) != 0) return bad("reserved header byte is not 0");
   in.n_layer = get<uint32_t>(h + 8);
   in.n_head_kv = get<uint32_t>(h + 12);
   in.head_dim = get<uint32_t>(h + 16);
@@ -272,6 +273,15 @@ expected<void> kv_decode(std::span<const std::byte> bytes, kv_block_pool& dst, k
   const auto payload = bytes.subspan(kv_stream_header_bytes);
   if (get<uint32_t>(bytes.data() + 32) != crc32c(payload)) return bad("payload checksum mismatch (corrupted data)");
   const uint32_t n = info->n_tokens;
+  if (info->wire == kv_wire::int8) {
+    // A sender can forge checksums: every row scale must be a finite, non-negative number whose
+    // products with int8 values stay finite, before anything is written.
+    const size_t rb = row_bytes(kv_wire::int8, l.head_dim);
+    for (size_t off = 0; off < payload.size(); off += rb) {
+      const float sc = get<float>(payload.data() + off);
+      if (!std::isfinite(sc) || sc < 0 || !std::isfinite(sc * 127.0f)) return bad("an int8 row scale is not a finite non-negative number");
+    }
+  }
   kv_handle grown = to;
   if (!dst.reserve(grown, n))
     return make_error(errc::out_of_memory, "kv stream: the destination pool has too few free blocks for " +

@@ -205,6 +205,25 @@ TEST(kv_codec_test, a_hostile_header_is_refused_before_anything_is_allocated) {
   EXPECT_NE(r.err().message.find("does not match its shape"), std::string::npos) << r.err().message;
 }
 
+TEST(kv_codec_test, a_forged_int8_scale_with_valid_checksums_is_refused) {
+  auto src = make_pool(shape(16));
+  auto dst = make_pool(shape(16));
+  auto h = fill(*src, 5);
+  auto s = kv_encode(*src, h, kv_wire::int8);
+  ASSERT_TRUE(s.has_value());
+  const float nan = std::nanf("");
+  std::memcpy(s->data() + kv_stream_header_bytes + 3 * (4 + 64), &nan, 4);  // the fourth row's scale
+  const uint32_t pc = crc32c(std::span<const std::byte>(*s).subspan(kv_stream_header_bytes));
+  std::memcpy(s->data() + 32, &pc, 4);
+  const uint32_t hc = crc32c(std::span<const std::byte>(s->data(), 36));
+  std::memcpy(s->data() + 36, &hc, 4);
+  kv_handle to;
+  auto r = kv_decode(*s, *dst, to);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.err().message.find("int8 row scale"), std::string::npos) << r.err().message;
+  EXPECT_EQ(dst->used_blocks(), 0u);
+}
+
 TEST(kv_codec_test, decoding_into_an_existing_shorter_handle_grows_it) {
   auto src = make_pool(shape(16));
   auto dst = make_pool(shape(16));

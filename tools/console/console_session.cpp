@@ -270,6 +270,7 @@ console_session::outcome console_session::cmd_stats() {
                             ? 100.0 * (1.0 - double(s->prefix_cache_hit_tokens) / s->prefix_cache_query_tokens)
                             : 0.0,
                         static_cast<unsigned long long>(s->prefix_cache_blocks));
+  if (s->physical) out_ << pd_line(*s);
   if (options_.draft_name.empty()) {
     std::string kinds;
     for (const auto& [kind, name] : draft_kind_names)
@@ -348,17 +349,50 @@ console_session::outcome console_session::cmd_devices() {
     out_ << format_line("  %s:%u  role %s", std::string(enum_name(device_kind_names, d.kind)).c_str(), d.id,
                         std::string(enum_name(device_role_names, d.role)).c_str());
     if (d.kind == device_kind::cpu) out_ << ", threads " << (d.threads ? std::to_string(d.threads) : "from compute.threads");
+    if (!d.cores.empty()) {
+      out_ << ", cores";
+      for (int c : d.cores) out_ << " " << c;
+    }
     out_ << ", KV pool " << (d.kv_pool_mib ? std::to_string(d.kv_pool_mib) + " MiB" : "as [kv_cache]");
     if (d.bandwidth_gbs > 0) out_ << format_line(", %.0f GB/s", d.bandwidth_gbs);
     out_ << "\n";
   }
   auto& dev = engine_.device();
-  auto& pool = dev.kv_pool();
-  out_ << "in use: " << dev.summary();
-  out_ << format_line(", KV pool %u blocks of %u tokens (%u in use); every role runs on this one device\n",
-                      pool.total_blocks(), pool.layout().block_tokens, pool.used_blocks());
+  auto& pre = engine_.prefill_device();
+  auto pool_line = [&](backend& b) {
+    auto& pool = b.kv_pool();
+    return format_line(", KV pool %u blocks of %u tokens (%u in use)", pool.total_blocks(), pool.layout().block_tokens,
+                       pool.used_blocks());
+  };
+  if (&dev == &pre) {
+    out_ << "in use: " << dev.summary() << pool_line(dev) << "; prefill and decode share this one device ("
+         << (cfg_.scheduler.decode_priority ? "decode first: logical separation, prefill in chunks of " +
+                                                   std::to_string(cfg_.scheduler.prefill_chunk) + " tokens"
+                                             : "first come, first served: co-located")
+         << ")\n";
+  } else {
+    out_ << "prefill: " << pre.summary() << pool_line(pre) << "\n";
+    out_ << "decode:  " << dev.summary() << pool_line(dev) << "\n";
+    if (auto s = engine_.stats()) out_ << pd_line(*s);
+  }
   out_.flush();
   return outcome::ok;
+}
+
+std::string console_session::pd_line(const actors::scheduler_stats& s) {
+  std::string out = format_line(
+      "prefill/decode: %llu requests via the prefill device, %llu co-located; %llu KV transfers, %.1f MB (%.2f of "
+      "f32), %.1f ms each; %llu streams refused, %llu deadline failovers; prefill queue %llu (%llu tokens, %.0f "
+      "tokens/s)\n",
+      static_cast<unsigned long long>(s.routed_physical), static_cast<unsigned long long>(s.routed_co_located),
+      static_cast<unsigned long long>(s.kv_transfers), s.kv_transfer_bytes / 1e6,
+      s.kv_transfer_f32_bytes ? double(s.kv_transfer_bytes) / s.kv_transfer_f32_bytes : 0.0,
+      s.kv_transfers ? 1000.0 * s.kv_transfer_seconds / s.kv_transfers : 0.0,
+      static_cast<unsigned long long>(s.kv_transfer_refused), static_cast<unsigned long long>(s.prefill_failovers),
+      static_cast<unsigned long long>(s.prefill_queue), static_cast<unsigned long long>(s.prefill_queue_tokens),
+      s.prefill_tokens_per_s);
+  if (!s.last_route_reason.empty()) out += "  last co-located route: " + s.last_route_reason + "\n";
+  return out;
 }
 
 }  // namespace fw::console

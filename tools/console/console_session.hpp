@@ -72,6 +72,7 @@ class console_session {
   outcome cmd_stats();
   outcome cmd_kernels();
   outcome cmd_devices();
+  static std::string pd_line(const actors::scheduler_stats& s);
   outcome cmd_plugins(command_id id, std::string_view args);
   /// Encodes text, streams the answer to out_ and records the turn's statistics.
   stream_result generate(std::vector<int32_t> prompt);

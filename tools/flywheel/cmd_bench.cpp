@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/flywheel/bench_concurrency.hpp"
+#include "tools/flywheel/bench_mixed.hpp"
 #include "tools/flywheel/bench_server.hpp"
 
 #include "kernels/cpu/cpu_features.hpp"
@@ -353,6 +354,42 @@ static int bench_server_main(const arg_parser& args) {
   return 0;
 }
 
+/// `flywheel bench --workload mixed`: bench_mixed.hpp.
+int bench_mixed_main(const arg_parser& args, runtime_parts& s) {
+  if (args.str("workload") != "mixed") {
+    std::fprintf(stderr, "bench: --workload '%s' is not known; allowed: mixed\n", args.str("workload").c_str());
+    return 2;
+  }
+  mixed_bench_options o;
+  auto dur = args.number("duration");
+  auto rate = args.number("chat-rate");
+  auto lrate = args.number("long-rate");
+  if (!dur || !rate || !lrate || *dur <= 0 || *dur > 3600 || *rate < 0 || *rate > 1000 || *lrate < 0 || *lrate > 100) {
+    std::fprintf(stderr, "bench: --duration in (0, 3600], --chat-rate in [0, 1000], --long-rate in [0, 100]\n");
+    return 2;
+  }
+  o.duration_s = *dur;
+  o.short_rate = *rate;
+  o.long_rate = *lrate;
+  auto r = run_mixed_bench(s, o);
+  if (!r) {
+    std::fprintf(stderr, "bench: %s\n", r.err().what().c_str());
+    return 1;
+  }
+  if (args.on("json")) std::printf("%s\n", r->dump(1).c_str());
+  else print_mixed_bench(*r);
+  if (args.has("out")) {
+    std::FILE* f = std::fopen(args.str("out").c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "bench: cannot write %s\n", args.str("out").c_str());
+      return 1;
+    }
+    std::fprintf(f, "%s\n", r->dump(1).c_str());
+    std::fclose(f);
+  }
+  return 0;
+}
+
 int cmd_bench(int argc, char** argv) {
   arg_parser args("bench");
   model_session::declare_flags(args);
@@ -366,11 +403,15 @@ int cmd_bench(int argc, char** argv) {
       .flag("spec", "serving mode: decode with the configured draft (--draft, [speculative])")
       .option("server", "load a running OpenAI-compatible server instead, e.g. http://127.0.0.1:8080 (no model is loaded)")
       .option("rate", "--server: mean request arrivals per second (Poisson)", "4")
-      .option("duration", "--server: seconds of arrivals", "30")
+      .option("duration", "--server / --workload mixed: seconds of arrivals", "30")
       .option("max-tokens", "--server: max_tokens per request", "64")
       .option("api-key", "--server: sent as Authorization: Bearer KEY")
+      .option("workload", "mixed: prefill/decode separation - Poisson short chats, long prompts and long "
+                          "generations through co-located, logical and physical configurations in one run")
+      .option("chat-rate", "--workload mixed: short chat arrivals per second (Poisson)", "2")
+      .option("long-rate", "--workload mixed: long-prompt arrivals per second", "0.1")
       .option("models", "compare several GGUF files (comma list, e.g. a Q8_0 and a W8A8 file) in one run: ratios vs the first")
-      .option("out", "--server / --models: also write the JSON result to this file")
+      .option("out", "--server / --models / --workload: also write the JSON result to this file")
       .flag("json", "print one JSON object");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   if (args.has("server")) return bench_server_main(args);
@@ -415,6 +456,7 @@ int cmd_bench(int argc, char** argv) {
     std::fprintf(stderr, "bench: %s\n", s.err().what().c_str());
     return 1;
   }
+  if (args.has("workload")) return bench_mixed_main(args, *s);
   if (args.has("concurrency")) {
     auto levels = int_list(args.str("concurrency"), "concurrency", 1);
     if (!levels || levels->empty()) {

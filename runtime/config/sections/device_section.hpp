@@ -1,7 +1,7 @@
 // device_section: one [[devices]] entry, a compute device and its role in prefill/decode
 // separation. Read by runtime/setup, which refuses what this build cannot do (a CUDA device
-// without the CUDA backend, several devices or a role other than "both" before prefill/decode
-// separation exists) with a message naming the entry. Thread-safety: plain value.
+// without the CUDA backend, the offload role, role sets other than one "both" device or a
+// prefill + decode pair) with a message naming the entry. Thread-safety: plain value.
 #pragma once
 
 #include <cstdint>

@@ -134,7 +134,13 @@ cpu::weight_view cpu_backend::pack_fused(std::initializer_list<cpu::weight_view*
 }
 
 std::string cpu_backend::summary() const {
-  return "cpu backend, " + std::to_string(threads()) + " thread" + (threads() == 1 ? "" : "s");
+  std::string s = "cpu backend, " + std::to_string(threads()) + " thread" + (threads() == 1 ? "" : "s");
+  if (!threads_->cores().empty()) {
+    s += " on core";
+    s += threads_->cores().size() == 1 ? "" : "s";
+    for (int c : threads_->cores()) s += " " + std::to_string(c);
+  }
+  return s;
 }
 
 std::vector<kernel_report> cpu_backend::kernel_paths() const {
