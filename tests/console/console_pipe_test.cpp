@@ -174,3 +174,37 @@ TEST(console_pipe_test, plugins_and_speculation) {
 
 }  // namespace
 }  // namespace fw::test
+
+namespace fw::test {
+namespace {
+
+// The console on the physical prefill/decode example: the prompt is prefilled on device 0 and
+// decoded on device 1 after a KV transfer, and the greedy output equals plain `generate` on the
+// default (one-device) config; :devices shows which role runs where, :stats the transfer.
+TEST(console_pipe_test, physical_prefill_decode_separation) {
+  FW_REQUIRE_CONSOLE();
+  const std::string cfg = std::string(FW_SOURCE_DIR) + "/conf/examples/pd_two_cpu_devices.toml";
+  const std::string prompt = "The history of the printing press begins";
+  const std::string script = ":set temperature 0\n:set max_tokens 20\n:gen " + prompt + "\n:devices\n:stats\n:quit\n";
+  const auto r = run_process({flywheel_binary(), "console", "--config", cfg}, script);
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nprefill: cpu backend, 1 thread( on core 0)?, KV pool \\d+ blocks")))
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\ndecode:  cpu backend, 1 thread( on core 1)?, KV pool \\d+ blocks")))
+      << r.out;
+  EXPECT_NE(r.out.find("role prefill, threads 1, cores 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("prefill/decode: 1 requests via the prefill device, 0 co-located; 1 KV transfers"),
+            std::string::npos)
+      << r.out;
+  const auto g = run_process({flywheel_binary(), "generate", "--config", default_config(), "--temperature", "0",
+                              "--max-tokens", "20", "--prompt", prompt, "--json"},
+                             "");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const auto j = nlohmann::json::parse(g.out);
+  EXPECT_EQ(between(r.out, "sampling.max_tokens = 20\n", "configured devices"), j["text"].get<std::string>() + "\n")
+      << "moving the KV between devices must not change greedy output";
+}
+
+}  // namespace
+}  // namespace fw::test

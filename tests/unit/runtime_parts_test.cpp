@@ -129,3 +129,50 @@ TEST_F(runtime_parts_test, a_kernel_plugin_reloaded_while_a_request_generates_se
 
 }  // namespace
 }  // namespace fw
+
+namespace fw {
+namespace {
+
+// [[devices]] prefill + decode: the composition root builds two backends, each with its own
+// threads, cores and KV pool (kv_pool_mib per device), the limits carry the deadline and the
+// transfer format, and an engine started on them moves each prompt's KV between the pools.
+TEST_F(runtime_parts_test, a_prefill_decode_pair_gets_its_own_threads_and_pools) {
+  auto c = config::from_string("[model]\npath = \"" + model_path_ +
+                                   "\"\nctx_size = 256\n[kv_cache]\ntype = \"f32\"\ntransfer = \"int8\"\n"
+                                   "[scheduler]\nprefill_deadline_s = 1.5\n"
+                                   "[[devices]]\nid = 0\nrole = \"prefill\"\nkv_pool_mib = 1\ncores = [0]\n"
+                                   "[[devices]]\nid = 1\nrole = \"decode\"\nthreads = 1\nkv_pool_mib = 2\n",
+                               "pd.toml");
+  ASSERT_TRUE(c) << c.err().message;
+  auto parts = build_runtime(*c);
+  ASSERT_TRUE(parts) << parts.err().what();
+  ASSERT_TRUE(parts->prefill_device);
+  auto* pre = dynamic_cast<cpu_backend*>(parts->prefill_device.get());
+  auto* dec = dynamic_cast<cpu_backend*>(parts->device.get());
+  ASSERT_TRUE(pre && dec);
+  EXPECT_EQ(pre->threads(), 1);  // threads = 0 with cores: one per core
+  EXPECT_EQ(dec->threads(), 1);
+  EXPECT_NE(pre->thread_pool(), dec->thread_pool());
+  EXPECT_NE(pre->summary().find("on core 0"), std::string::npos) << pre->summary();
+  const auto& layout = pre->kv_pool().layout();
+  EXPECT_EQ(pre->kv_pool().total_blocks(), kv_block_pool::blocks_for_bytes(layout, size_t{1} << 20));
+  EXPECT_EQ(dec->kv_pool().total_blocks(), kv_block_pool::blocks_for_bytes(layout, size_t{2} << 20));
+  const auto lim = parts->limits();
+  EXPECT_EQ(lim.prefill_deadline_s, 1.5);
+  EXPECT_EQ(lim.kv_transfer, kv_wire::int8);
+  EXPECT_EQ(lim.prefix_cache_blocks, static_cast<uint32_t>(0.25 * pre->kv_pool().total_blocks()));
+  actors::engine_options eo;
+  eo.prefill_device = std::move(parts->prefill_device);
+  auto e = actors::engine::start(parts->m, std::move(parts->device), lim, std::move(eo));
+  ASSERT_TRUE(e) << e.err().what();
+  auto r = (*e)->run({5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22}, test::greedy(6));
+  EXPECT_TRUE(r.ok()) << r.final.error;
+  EXPECT_EQ(r.tokens.size(), 6u);
+  auto st = (*e)->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->kv_transfers, 1u);
+  EXPECT_LT(st->kv_transfer_bytes, st->kv_transfer_f32_bytes / 3);  // int8 on the wire
+}
+
+}  // namespace
+}  // namespace fw
