@@ -9,17 +9,10 @@ void priority_gate::lock(bool urgent) {
     ++urgent_waiting_;
     cv_.wait(l, [&] { return !held_; });
     --urgent_waiting_;
+    if (normal_waiting_ > 0) ++yielded_;  // granted ahead of waiting normal locks
   } else {
-    bool counted = false;
     ++normal_waiting_;
-    cv_.wait(l, [&] {
-      const bool go = !held_ && urgent_waiting_ == 0;
-      if (!go && urgent_waiting_ > 0 && !counted) {
-        ++yielded_;
-        counted = true;
-      }
-      return go;
-    });
+    cv_.wait(l, [&] { return !held_ && urgent_waiting_ == 0; });
     --normal_waiting_;
   }
   held_ = true;

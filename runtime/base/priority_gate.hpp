@@ -23,7 +23,7 @@ class priority_gate {
   bool prioritizes() const { return prioritize_; }
   /// Threads blocked in lock() now (tests).
   uint32_t waiting() const;
-  /// Times a normal lock waited because an urgent one was waiting or ran first.
+  /// Urgent locks granted while normal ones were waiting (decode steps that went first).
   uint64_t yielded() const;
 
   /// RAII holder.
