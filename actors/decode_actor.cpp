@@ -6,6 +6,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "runtime/sched/offload_policy.hpp"
+
 namespace fw::actors {
 namespace {
 
@@ -27,13 +29,32 @@ void publish_spec_metrics(const engine_context& ctx, const spec_stats& s) {
   }
 }
 
+/// Long-tail sequences the decode device hands to the offload device after this step.
+void offer_offload(decode_actor::stateful_pointer<decode_state> self, const engine_context* ctx, const scheduler_actor& scheduler) {
+  auto& dec = *self->state.decoder;
+  if (!ctx->offload_device || dec.active() == 0) return;
+  const kv_block_pool& pool = ctx->device->kv_pool();
+  const kv_block_pool& off = ctx->offload_device->kv_pool();
+  std::vector<offload_candidate> cands;
+  for (const sequence* s : dec.sequences())
+    cands.push_back({s->id(), static_cast<uint32_t>(s->generated().size()), s->kv().n_tokens, s->remaining()});
+  const double free_share = pool.total_blocks() ? double(pool.free_blocks()) / pool.total_blocks() : 0.0;
+  for (uint64_t id : choose_offload(std::move(cands), free_share, off.free_blocks(), off.layout().block_tokens,
+                                    ctx->limits.offload)) {
+    sequence_box box{std::make_shared<sequence_box::holder>()};
+    box.h->seq = dec.take(id);
+    if (box.h->seq) self->send(scheduler, offload_atom::value, std::move(box));
+  }
+}
+
 }  // namespace
 
 decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_state> self, const engine_context* ctx,
-                                          front_door_actor front_door, scheduler_actor scheduler) {
-  self->state.decoder = std::make_unique<batch_decoder>(*ctx->m, *ctx->device, ctx->limits.max_batch);
-  self->state.decoder->set_speculation(ctx->limits.draft, ctx->limits.policy);
-  self->state.decoder->keep_finished_kv(ctx->limits.prefix_cache_blocks > 0 && !ctx->physical());
+                                          front_door_actor front_door, scheduler_actor scheduler, backend* device,
+                                          bool offload) {
+  self->state.decoder = std::make_unique<batch_decoder>(*ctx->m, *device, ctx->limits.max_batch);
+  if (!offload) self->state.decoder->set_speculation(ctx->limits.draft, ctx->limits.policy);
+  self->state.decoder->keep_finished_kv(!offload && ctx->limits.prefix_cache_blocks > 0 && !ctx->physical());
   if (ctx->faults && ctx->faults->fail_kv_reserve) self->state.decoder->set_kv_fault(ctx->faults->fail_kv_reserve);
   auto kick = [self] {
     auto& st = self->state;
@@ -51,6 +72,10 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         if (job.attention_entropy >= 0) entropy = job.attention_entropy;
         self->state.decoder->add(std::move(seq), entropy);
         if (job.prefilled_s > 0) self->state.joined_prefilled_s.push_back(job.prefilled_s);
+        kick();
+      },
+      [=](adopt_atom, sequence_box& box) {
+        if (box.h && box.h->seq) self->state.decoder->add(std::move(box.h->seq));
         kick();
       },
       [=](cancel_atom, uint64_t id) {
@@ -75,7 +100,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         step_result res = st.decoder->step();
         // Counters and the scheduler first, so that what a client reads after its final event
         // already includes this step.
-        if (ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
+        if (!offload && ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
         if (!res.finished.empty()) {
           finished_ids f{std::move(res.finished), {}, {}};
           for (auto& r : res.returned) {
@@ -94,6 +119,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
           self->send(scheduler, fail_atom::value, std::move(f));
         }
         if (!res.events.empty()) self->send(front_door, step_atom::value, step_batch{std::move(res.events)});
+        if (!offload) offer_offload(self, ctx, scheduler);
         kick();
       },
   };

@@ -3,7 +3,9 @@
 // step that fails for some sequences (their KV cannot grow, a forward pass error) reports them
 // to the scheduler with their errors and goes on with the others. If a step throws (tests:
 // engine_faults), the worker dies; its state's destructor frees the KV of every sequence it held
-// and the supervisor restarts it. Protocol: actors/protocol/decode_protocol.hpp.
+// and the supervisor restarts it. With an offload device, the decode device's worker asks
+// offload_policy after every step and hands long-tail sequences to the scheduler, which moves their
+// KV and gives them to the offload device's worker (the same code). Protocol: actors/protocol/decode_protocol.hpp.
 #pragma once
 
 #include <caf/typed_event_based_actor.hpp>
@@ -30,7 +32,10 @@ struct decode_state {
   static inline const char* name = "fw.decode";
 };
 
+/// A worker on `device`; `offload`: the offload device's worker (plain decoding of sequences
+/// moved there; it never moves them on).
 decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_state> self, const engine_context* ctx,
-                                          front_door_actor front_door, scheduler_actor scheduler);
+                                          front_door_actor front_door, scheduler_actor scheduler, backend* device,
+                                          bool offload);
 
 }  // namespace fw::actors

@@ -58,6 +58,10 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   e->model_ = std::move(m);
   e->device_ = std::move(device);
   e->prefill_device_ = std::move(options.prefill_device);
+  e->offload_device_ = std::move(options.offload_device);
+  e->ctx_.offload_device = e->offload_device_.get();
+  if (e->offload_device_ && !e->offload_device_->kv_pool().layout().same_token_shape(e->device_->kv_pool().layout()))
+    return make_error(errc::invalid_argument, "the offload and decode devices' KV pools have different shapes");
   e->ctx_.m = e->model_.get();
   e->ctx_.device = e->device_.get();
   e->ctx_.prefill_device = e->prefill_device_ ? e->prefill_device_.get() : e->device_.get();
@@ -188,7 +192,7 @@ std::string engine::render_metrics() {
     impl_->prefix_hits->advance_to(static_cast<double>(s->prefix_cache_hits));
     impl_->prefix_hit_tokens->advance_to(static_cast<double>(s->prefix_cache_hit_tokens));
     impl_->prefix_blocks->set(static_cast<double>(s->prefix_cache_blocks));
-    if (s->physical) publish_pd_metrics(*s);
+    if (s->physical || s->offload_device) publish_pd_metrics(*s);
   }
   if (impl_) impl_->ignored_errors->advance_to(static_cast<double>(ignored_error_count()));
   return metrics_.render();
@@ -218,6 +222,12 @@ void engine::publish_pd_metrics(const scheduler_stats& s) {
     metrics_.gauge("flywheel:device_queue_depth", "Requests on each device: prefilling there, or decoding.", dl)
         .set(static_cast<double>(depth));
   }
+  counter("flywheel:offloaded_sequences_total", "Sequences moved to the offload device mid-generation.",
+          static_cast<double>(s.offloaded));
+  auto ol = l;
+  ol.emplace_back("device", "offload");
+  metrics_.gauge("flywheel:device_queue_depth", "Requests on each device: prefilling there, or decoding.", ol)
+      .set(static_cast<double>(s.offload_active));
   auto pl = l;
   pl.emplace_back("device", "prefill");
   metrics_.gauge("flywheel:device_kv_usage_perc", "KV-cache usage of each device's pool.", pl)

@@ -41,6 +41,9 @@ struct engine_options {
   /// A separate prefill device (physical prefill/decode separation): prompts run there and their
   /// KV moves to `device`, which decodes. Null: `device` does both. Owned by the engine.
   std::unique_ptr<backend> prefill_device;
+  /// An offload device: long-tail sequences move there mid-generation (limits.offload) and finish
+  /// there. Null: none. Owned by the engine.
+  std::unique_ptr<backend> offload_device;
 };
 
 class engine {
@@ -71,6 +74,8 @@ class engine {
   backend& device() { return *device_; }
   /// The prefill device: device() unless the engine was started with a separate one.
   backend& prefill_device() { return prefill_device_ ? *prefill_device_ : *device_; }
+  /// The offload device, or null.
+  backend* offload_device() { return offload_device_.get(); }
   const engine_limits& limits() const { return ctx_.limits; }
 
  private:
@@ -81,6 +86,7 @@ class engine {
   std::shared_ptr<const model> model_;
   std::unique_ptr<backend> device_;
   std::unique_ptr<backend> prefill_device_;
+  std::unique_ptr<backend> offload_device_;
   metrics_registry metrics_;  // outlives impl_ (the actors that record into it)
   std::shared_ptr<const engine_faults> faults_;  // outlives impl_ (the workers ask it)
   engine_context ctx_;

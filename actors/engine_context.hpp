@@ -21,6 +21,7 @@ struct engine_context {
   const model* m = nullptr;
   backend* device = nullptr;          ///< the decode device (and the prefill one when co-located)
   backend* prefill_device = nullptr;  ///< the prefill device; == device when co-located
+  backend* offload_device = nullptr;  ///< finishes long-tail sequences; null: none
   engine_limits limits;
   const engine_faults* faults = nullptr;  ///< tests only (engine_faults.hpp); null in production
   metrics_registry* metrics = nullptr;  ///< the engine's registry (the decode actor's spec counters)
@@ -28,6 +29,14 @@ struct engine_context {
 
   /// Prefill and decode on separate devices, the KV moved between their pools.
   bool physical() const { return prefill_device != device; }
+  /// A transfer worker moves KV between pools (a physical pair or an offload device).
+  bool transfers() const { return physical() || offload_device != nullptr; }
+  /// The pool of this id among the engine's devices; null when none has it.
+  kv_block_pool* pool_by_id(uint32_t id) const {
+    for (backend* b : {device, prefill_device, offload_device})
+      if (b && b->kv_pool().pool_id() == id) return &b->kv_pool();
+    return nullptr;
+  }
 };
 
 }  // namespace fw::actors

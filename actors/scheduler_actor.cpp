@@ -50,7 +50,8 @@ class scheduler_logic {
 
   bool ready() const {
     const auto& s = self_->state;
-    return s.prefill && s.decode && (!ctx_->physical() || (s.fallback && s.transfer));
+    return s.prefill && s.decode && (!ctx_->physical() || s.fallback) && (!ctx_->transfers() || s.transfer) &&
+           (!ctx_->offload_device || s.offload);
   }
 
   /// Free blocks admission may plan with: the decode pool holds every request's worst case; with
@@ -341,7 +342,102 @@ class scheduler_logic {
     admit();
   }
 
+  /// The decode worker handed over a long-tail sequence (offload_policy): move its KV to the
+  /// offload device's pool, then give it to that device's worker. When it cannot move (no room,
+  /// no worker, a refused stream) it goes back to the decode worker and carries on there.
+  void offload_sequence(sequence_box& box) {
+    if (!box.h || !box.h->seq) return;
+    sequence& seq = *box.h->seq;
+    const uint64_t id = seq.id();
+    const request_record* r = st().table.find(id);
+    if (!r || r->cancelled) {  // cancelled meanwhile (the decode worker no longer had it)
+      ignore_error("scheduler: releasing a cancelled sequence's KV", pool().release(seq.kv()));
+      st().table.finished({id});
+      return;
+    }
+    std::optional<kv_handle> to;
+    if (st().offload && st().transfer) to = offload_pool().allocate(seq.kv().n_tokens + seq.remaining() + 1);
+    if (!to) {
+      ++st().offload_refused;
+      self_->send(st().decode, adopt_atom::value, std::move(box));
+      return;
+    }
+    transfer_job job{id, seq.kv(), *to};
+    st().transit[id] = scheduler_state::in_transit{std::move(box), to->epoch, false};
+    auto* self = self_;
+    const auto* ctx = ctx_;
+    self_->request(st().transfer, caf::infinite, transfer_atom::value, std::move(job))
+        .then([self, ctx](transfer_done& t) { scheduler_logic(self, ctx).offloaded(t); },
+              [self, ctx, id](caf::error&) { scheduler_logic(self, ctx).offload_lost(id); });
+  }
+
+  void offloaded(transfer_done& t) {
+    auto it = st().transit.find(t.id);
+    if (it == st().transit.end()) return;
+    auto tr = std::move(it->second);
+    st().transit.erase(it);
+    sequence& seq = *tr.box.h->seq;
+    if (tr.cancelled) {
+      ignore_error("scheduler: releasing a cancelled sequence's KV", pool().release(t.from));
+      ignore_error("scheduler: releasing a cancelled sequence's offload KV", offload_pool().release(t.to));
+      st().table.finished({t.id});
+      admit();
+      return;
+    }
+    if (!t.error.empty()) {
+      ++st().offload_refused;
+      log_warn("request " + std::to_string(t.id) + ": " + t.error + "; it keeps decoding on the decode device");
+      ignore_error("scheduler: releasing a refused offload allocation", offload_pool().release(t.to));
+      self_->send(st().decode, adopt_atom::value, std::move(tr.box));
+      return;
+    }
+    ignore_error("scheduler: releasing an offloaded sequence's decode KV", pool().release(t.from));
+    seq.kv() = std::move(t.to);
+    st().table.kv_moved(t.id, seq.kv().epoch);
+    st().offloaded.insert(t.id);
+    ++st().offloaded_total;
+    st().pd.bytes += t.bytes;
+    st().pd.f32_bytes += t.f32_bytes;
+    st().pd.transfer_s += t.ms / 1000.0;
+    self_->send(st().offload, adopt_atom::value, std::move(tr.box));
+    admit();
+  }
+
+  /// The transfer worker died with an offload job: the decode-pool KV is intact; the sequence
+  /// goes back to the decode worker.
+  void offload_lost(uint64_t id) {
+    auto it = st().transit.find(id);
+    if (it == st().transit.end()) return;
+    auto tr = std::move(it->second);
+    st().transit.erase(it);
+    offload_pool().release_epoch(tr.to_epoch);
+    st().transfer = transfer_actor{};
+    ++st().offload_refused;
+    if (tr.cancelled) {
+      ignore_error("scheduler: releasing a cancelled sequence's KV", pool().release(tr.box.h->seq->kv()));
+      st().table.finished({id});
+      return;
+    }
+    self_->send(st().decode, adopt_atom::value, std::move(tr.box));
+  }
+
+  void offload_worker_started(decode_actor a, const std::string& reason) {
+    st().offload = std::move(a);
+    if (!reason.empty()) {
+      ++st().worker_restarts;
+      auto& off = st().offloaded;
+      for (const auto& [id, epoch] : st().table.decode_worker_lost([&](uint64_t i) { return off.count(i) > 0; })) {
+        offload_pool().release_epoch(epoch);
+        off.erase(id);
+        fail(id, make_error(errc::worker_failed,
+                            "the offload decode worker crashed (" + reason + "); it was restarted, resubmit the request"));
+      }
+    }
+    admit();
+  }
+
   void finished(finished_ids& f) {
+    for (uint64_t id : f.ids) st().offloaded.erase(id);
     st().table.finished(f.ids);
     for (uint64_t id : f.ids) st().requests.erase(id);
     // Finished sequences' KV (prompt and answer): whole blocks into the prefix cache, the rest freed.
@@ -360,6 +456,7 @@ class scheduler_logic {
   }
 
   void decode_failed(const sequence_failures& f) {
+    for (uint64_t id : f.ids) st().offloaded.erase(id);
     for (size_t i = 0; i < f.ids.size(); ++i)
       if (st().table.failed(f.ids[i])) fail(f.ids[i], make_error(static_cast<errc>(f.codes[i]), f.messages[i]));
     admit();
@@ -375,7 +472,9 @@ class scheduler_logic {
       case request_table::cancel_outcome::release_later:
         break;  // its KV is released when the prefill replies
       case request_table::cancel_outcome::cancel_in_decode:
-        self_->send(st().decode, cancel_atom::value, id);  // the decode worker frees the KV
+        // The worker holding it frees the KV (a sequence in transit: when its transfer replies).
+        if (auto t = st().transit.find(id); t != st().transit.end()) t->second.cancelled = true;
+        else self_->send(st().offloaded.count(id) ? st().offload : st().decode, cancel_atom::value, id);
         st().requests.erase(id);
         break;
     }
@@ -406,7 +505,9 @@ class scheduler_logic {
     if (!reason.empty()) {
       ++st().worker_restarts;
       // The dead decode worker held these sequences: free their KV and fail them.
-      for (const auto& [id, epoch] : st().table.decode_worker_lost()) {
+      // Sequences on the offload device or moving there are not the dead worker's.
+      auto held = [this](uint64_t i) { return !st().offloaded.count(i) && !st().transit.count(i); };
+      for (const auto& [id, epoch] : st().table.decode_worker_lost(held)) {
         pool().release_epoch(epoch);
         fail(id, make_error(errc::worker_failed,
                             "the decode worker crashed (" + reason + "); it was restarted, resubmit the request"));
@@ -461,6 +562,17 @@ class scheduler_logic {
     s.prefix_cache_query_tokens = pc.query_tokens;
     s.prefix_cache_blocks = pc.blocks;
     s.decisions = st().decisions;
+    if (ctx_->offload_device) {
+      s.offload_device = true;
+      s.offloaded = st().offloaded_total;
+      s.offload_active = st().offloaded.size();
+      s.offload_refused = st().offload_refused;
+      s.offload_kv_used_blocks = offload_pool().used_blocks();
+      s.offload_kv_total_blocks = offload_pool().total_blocks();
+      s.kv_transfer_bytes = st().pd.bytes;
+      s.kv_transfer_f32_bytes = st().pd.f32_bytes;
+      s.kv_transfer_seconds = st().pd.transfer_s;
+    }
     if (!st().decision_us.empty()) {
       auto d = st().decision_us;
       const size_t k = std::min(d.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(d.size())));
@@ -503,6 +615,7 @@ class scheduler_logic {
   scheduler_state& st() { return self_->state; }
   kv_block_pool& pool() { return ctx_->device->kv_pool(); }             ///< the decode device's
   kv_block_pool& cache_pool() { return ctx_->prefill_device->kv_pool(); }  ///< the prefill device's
+  kv_block_pool& offload_pool() { return ctx_->offload_device->kv_pool(); }  ///< with an offload device
 
   self_ptr self_;
   const engine_context* ctx_;
@@ -530,6 +643,8 @@ scheduler_actor::behavior_type scheduler(self_ptr self, const engine_context* ct
       [=](worker_atom, decode_actor a, std::string& why) { scheduler_logic(self, ctx).decode_worker_started(std::move(a), why); },
       [=](fallback_atom, prefill_actor a, std::string& why) { scheduler_logic(self, ctx).fallback_worker_started(std::move(a), why); },
       [=](worker_atom, transfer_actor a, std::string& why) { scheduler_logic(self, ctx).transfer_worker_started(std::move(a), why); },
+      [=](offload_atom, sequence_box& b) { scheduler_logic(self, ctx).offload_sequence(b); },
+      [=](offload_atom, decode_actor a, std::string& why) { scheduler_logic(self, ctx).offload_worker_started(std::move(a), why); },
       [=](tick_atom) { scheduler_logic(self, ctx).tick(); },
       [=](stats_atom) { return scheduler_logic(self, ctx).stats(); },
   };

@@ -17,6 +17,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "actors/engine_context.hpp"
@@ -68,6 +69,16 @@ struct scheduler_state {
   prefill_actor fallback;  ///< separate devices: prefill on the decode device (co-located route)
   transfer_actor transfer; ///< separate devices: moves KV between the pools
   decode_actor decode;
+  decode_actor offload;    ///< with an offload device: its decode worker
+  /// Sequences moving to the offload device: held here while their KV is transferred.
+  struct in_transit {
+    sequence_box box;
+    uint32_t to_epoch = 0;   ///< the offload-pool allocation the transfer writes
+    bool cancelled = false;
+  };
+  std::unordered_map<uint64_t, in_transit> transit;
+  std::unordered_set<uint64_t> offloaded;  ///< decoding on the offload device now
+  uint64_t offloaded_total = 0, offload_refused = 0;
   /// Separate devices: requests routed to the prefill device, from admission to their decode job.
   std::unordered_map<uint64_t, staged_request> staged;
   pd_counters pd;

@@ -34,9 +34,17 @@ void start_transfer(self_ptr self, const engine_context* ctx, const std::string&
 
 void start_decode(self_ptr self, const engine_context* ctx, const std::string& why) {
   auto& st = self->state;
-  st.decode = self->system().spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler);
+  st.decode = self->system().spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler, ctx->device, false);
   self->monitor(st.decode);
   self->send(st.scheduler, worker_atom::value, st.decode, why);
+}
+
+void start_offload(self_ptr self, const engine_context* ctx, const std::string& why) {
+  auto& st = self->state;
+  st.offload =
+      self->system().spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler, ctx->offload_device, true);
+  self->monitor(st.offload);
+  self->send(st.scheduler, offload_atom::value, st.offload, why);
 }
 
 }  // namespace
@@ -59,6 +67,9 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
     } else if (st.fallback && dm.source == st.fallback.address()) {
       ++st.restarts;
       start_fallback(self, ctx, reason);
+    } else if (st.offload && dm.source == st.offload.address()) {
+      ++st.restarts;
+      start_offload(self, ctx, reason);
     } else if (st.transfer && dm.source == st.transfer.address()) {
       ++st.restarts;
       start_transfer(self, ctx, reason);
@@ -67,10 +78,9 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
   return {
       [=](init_atom) {
         start_prefill(self, ctx, "");
-        if (ctx->physical()) {
-          start_fallback(self, ctx, "");
-          start_transfer(self, ctx, "");
-        }
+        if (ctx->physical()) start_fallback(self, ctx, "");
+        if (ctx->transfers()) start_transfer(self, ctx, "");
+        if (ctx->offload_device) start_offload(self, ctx, "");
         start_decode(self, ctx, "");
         return ok_atom::value;
       },
@@ -82,6 +92,7 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
         if (st.decode) self->send_exit(st.decode, caf::exit_reason::user_shutdown);
         if (st.fallback) self->send_exit(st.fallback, caf::exit_reason::user_shutdown);
         if (st.transfer) self->send_exit(st.transfer, caf::exit_reason::user_shutdown);
+        if (st.offload) self->send_exit(st.offload, caf::exit_reason::user_shutdown);
         self->quit();
       },
   };

@@ -27,6 +27,7 @@ struct supervisor_state {
   prefill_actor fallback;    ///< physical pair only: prefill on the decode device
   transfer_actor transfer;   ///< physical pair only
   decode_actor decode;
+  decode_actor offload;      ///< with an offload device: its decode worker
   bool stopping = false;
   uint64_t restarts = 0;
   static inline const char* name = "fw.supervisor";

@@ -14,16 +14,22 @@ transfer_actor::behavior_type transfer_worker(transfer_actor::stateful_pointer<t
         const auto t0 = std::chrono::steady_clock::now();
         transfer_done done;
         done.id = job.id;
-        const kv_block_pool& src = ctx->prefill_device->kv_pool();
-        kv_block_pool& dst = ctx->device->kv_pool();
-        done.f32_bytes = kv_f32_bytes(src.layout(), job.from.n_tokens);
-        auto stream = kv_encode(src, job.from, ctx->limits.kv_transfer);
+        const kv_block_pool* src = ctx->pool_by_id(job.from.pool_id);
+        kv_block_pool* dst = ctx->pool_by_id(job.to.pool_id);
+        if (!src || !dst) {
+          done.error = "kv transfer: a handle names no pool of this engine";
+          done.from = std::move(job.from);
+          done.to = std::move(job.to);
+          return done;
+        }
+        done.f32_bytes = kv_f32_bytes(src->layout(), job.from.n_tokens);
+        auto stream = kv_encode(*src, job.from, ctx->limits.kv_transfer);
         if (!stream) {
           done.error = stream.err().message;
         } else {
           if (ctx->faults && ctx->faults->damage_kv_stream) ctx->faults->damage_kv_stream(job.id, *stream);
           done.bytes = stream->size();
-          if (auto ok = kv_decode(*stream, dst, job.to); !ok) done.error = ok.err().message;
+          if (auto ok = kv_decode(*stream, *dst, job.to); !ok) done.error = ok.err().message;
         }
         done.from = std::move(job.from);
         done.to = std::move(job.to);

@@ -1,5 +1,6 @@
-// transfer_actor: moves a sequence's KV from the prefill device's pool to the decode device's
-// through kv_codec (encode, check, decode), spawned detached (a 2k-token stream is tens of MB).
+// transfer_actor: moves a sequence's KV between two devices' pools (prefill -> decode after a
+// prefill, decode -> offload for a long tail; the handles name their pools) through kv_codec
+// (encode, check, decode), spawned detached (a 2k-token stream is tens of MB).
 // The wire format is engine_limits::kv_transfer. Counts bytes, time and refusals into the
 // engine's metrics. Protocol: actors/protocol/transfer_protocol.hpp.
 #pragma once

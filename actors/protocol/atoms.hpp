@@ -20,6 +20,8 @@ using done_atom = caf::atom_constant<caf::atom("done")>;          ///< sequences
 using worker_atom = caf::atom_constant<caf::atom("worker")>;      ///< a worker (re)started
 using tick_atom = caf::atom_constant<caf::atom("tick")>;          ///< a timer
 using transfer_atom = caf::atom_constant<caf::atom("transfer")>;  ///< move KV between devices
+using offload_atom = caf::atom_constant<caf::atom("offload")>;    ///< a sequence leaves for the offload device
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;        ///< a running sequence joins a decode worker
 using fallback_atom = caf::atom_constant<caf::atom("fallback")>;  ///< the co-located prefill worker
 
 }  // namespace fw::actors

@@ -2,11 +2,14 @@
 //   (decode_atom, decode_job)   a sequence joins the batch; its handle moves to the worker
 //   (cancel_atom, uint64_t id)  a sequence leaves; its KV is freed
 //   (step_atom)                 one decode step (the worker sends it to itself between steps)
+//   (adopt_atom, sequence_box)  a running sequence joins (offload: its KV already in this pool)
 // It sends, once per step that produced anything:
 //   to the front door: (step_atom, step_batch)            tokens/text of every sequence
 //   to the scheduler:  (done_atom, finished_ids)          sequences that finished (KV freed, or
 //                                                         handed over for the prefix cache)
 //                      (fail_atom, sequence_failures)     sequences that failed (KV freed)
+//                      (offload_atom, sequence_box)       a long-tail sequence to move to the
+//                                                         offload device (offload_policy)
 #pragma once
 
 #include <caf/actor_system_config.hpp>
@@ -20,6 +23,10 @@
 
 #include "actors/protocol/atoms.hpp"
 #include "actors/protocol/runtime_inspect.hpp"
+#include "runtime/step/sequence.hpp"
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <memory>
 
 namespace fw::actors {
 
@@ -31,6 +38,15 @@ struct decode_job {
   kv_handle kv;
   float attention_entropy = -1;  ///< from the prefill, for the k policy; < 0: unknown
   double prefilled_s = 0;        ///< steady-clock seconds when its prefill finished; 0: unknown
+};
+
+/// A running sequence moving between decode workers (offload), with its KV handle inside. Local
+/// only: never serialized (CAF_ALLOW_UNSAFE_MESSAGE_TYPE below).
+struct sequence_box {
+  struct holder {
+    std::unique_ptr<sequence> seq;
+  };
+  std::shared_ptr<holder> h;
 };
 
 struct step_batch {
@@ -52,8 +68,14 @@ struct sequence_failures {
   std::vector<std::string> messages;
 };
 
+}  // namespace fw::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fw::actors::sequence_box)
+
+namespace fw::actors {
+
 using decode_actor = caf::typed_actor<caf::reacts_to<decode_atom, decode_job>, caf::reacts_to<cancel_atom, uint64_t>,
-                                      caf::reacts_to<step_atom>>;
+                                      caf::reacts_to<step_atom>, caf::reacts_to<adopt_atom, sequence_box>>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_job& x) {

@@ -59,6 +59,12 @@ struct scheduler_stats {
   uint64_t routed_co_located = 0;          ///< requests the route policy prefilled co-located
   uint64_t routed_physical = 0;            ///< ... and on the prefill device
   std::string last_route_reason;           ///< the route policy's last co-located reason
+  bool offload_device = false;             ///< an offload device finishes long-tail sequences
+  uint64_t offloaded = 0;                  ///< sequences moved there so far
+  uint64_t offload_active = 0;             ///< decoding there now
+  uint64_t offload_refused = 0;            ///< moves abandoned (stream refused, no room): kept decoding
+  uint64_t offload_kv_used_blocks = 0;
+  uint64_t offload_kv_total_blocks = 0;
   uint64_t decisions = 0;                  ///< scheduling decisions (admission passes, routes)
   double decision_us_p99 = 0;              ///< over the last 8192
   double decision_us_max = 0;
@@ -69,6 +75,7 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<done_atom, finished_ids>, caf::reacts_to<fail_atom, sequence_failures>,
     caf::reacts_to<worker_atom, prefill_actor, std::string>, caf::reacts_to<worker_atom, decode_actor, std::string>,
     caf::reacts_to<fallback_atom, prefill_actor, std::string>, caf::reacts_to<worker_atom, transfer_actor, std::string>,
+    caf::reacts_to<offload_atom, sequence_box>, caf::reacts_to<offload_atom, decode_actor, std::string>,
     caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<scheduler_stats>>;
 
 template <class Inspector>
@@ -79,7 +86,8 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
            x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.physical, x.prefill_kv_used_blocks,
            x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,
            x.kv_transfer_bytes, x.kv_transfer_f32_bytes, x.kv_transfer_seconds, x.kv_transfer_refused,
-           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.decisions, x.decision_us_p99, x.decision_us_max);
+           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.offload_device, x.offloaded, x.offload_active, x.offload_refused, x.offload_kv_used_blocks, x.offload_kv_total_blocks,
+           x.decisions, x.decision_us_p99, x.decision_us_max);
 }
 
 inline void add_scheduler_types(caf::actor_system_config& cfg) {

@@ -1,5 +1,5 @@
 // Protocol of the KV transfer worker, which moves a sequence's KV from one device's pool to
-// another's through kv_codec (the byte stream a host copy, a GPU link or a network hop carries):
+// another's (prefill -> decode, decode -> offload) through kv_codec (the byte stream a host copy, a GPU link or a network hop carries):
 //   (transfer_atom, transfer_job) -> transfer_done
 // Both handles travel with the job and come back in the reply (ownership moves with them); a
 // refused stream (corrupted, truncated, wrong shape) is a reply with `error` set and `to`
@@ -21,8 +21,8 @@ namespace fw::actors {
 
 struct transfer_job {
   uint64_t id = 0;
-  kv_handle from;  ///< in the prefill device's pool: tokens to move
-  kv_handle to;    ///< in the decode device's pool: allocated, written by the transfer
+  kv_handle from;  ///< tokens to move, in the pool of from.pool_id (the prefill or decode device's)
+  kv_handle to;    ///< allocated in the destination pool (to.pool_id), written by the transfer
 };
 
 struct transfer_done {

@@ -306,6 +306,9 @@ std::vector<section> build_sections() {
        integer("prefill_chunk", &scheduler_section::prefill_chunk, 1, 1 << 16),
        boolean("decode_priority", &scheduler_section::decode_priority),
        number("prefill_deadline_s", &scheduler_section::prefill_deadline_s, 0, 3600, false, "0 = none"),
+       integer("offload_after_tokens", &scheduler_section::offload_after_tokens, 0, 1 << 20),
+       number("offload_below_free_share", &scheduler_section::offload_below_free_share, 0, 1, false,
+              "1 = whenever a sequence is long enough"),
        number("request_timeout_s", &scheduler_section::request_timeout_s, 0, 7 * 86400, false,
               "0 = none")}));
   s.push_back(make_section<speculative_section>(

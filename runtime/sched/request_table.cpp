@@ -101,9 +101,17 @@ request_table::cancel_outcome request_table::cancel(uint64_t id) {
 }
 
 std::vector<std::pair<uint64_t, uint32_t>> request_table::decode_worker_lost() {
+  return decode_worker_lost([](uint64_t) { return true; });
+}
+
+void request_table::kv_moved(uint64_t id, uint32_t epoch) {
+  if (auto it = records_.find(id); it != records_.end()) it->second.epoch = epoch;
+}
+
+std::vector<std::pair<uint64_t, uint32_t>> request_table::decode_worker_lost(const std::function<bool(uint64_t)>& held) {
   std::vector<std::pair<uint64_t, uint32_t>> lost;
   for (const auto& [id, r] : records_)
-    if (r.phase == request_phase::decoding) lost.emplace_back(id, r.epoch);
+    if (r.phase == request_phase::decoding && held(id)) lost.emplace_back(id, r.epoch);
   for (const auto& [id, epoch] : lost) {
     ++failed_;
     erase(id);

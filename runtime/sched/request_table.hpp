@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -85,6 +86,10 @@ class request_table {
   /// The decode worker died: every decoding request is gone; returns (id, epoch) of each, whose
   /// KV the owner releases by epoch and whose request it fails.
   std::vector<std::pair<uint64_t, uint32_t>> decode_worker_lost();
+  /// The same for one of several decode workers: only the decoding requests `held` says it held.
+  std::vector<std::pair<uint64_t, uint32_t>> decode_worker_lost(const std::function<bool(uint64_t)>& held);
+  /// A decoding request's KV moved to another pool (offload): its allocation is now `epoch`.
+  void kv_moved(uint64_t id, uint32_t epoch);
 
   /// Requests older than the request timeout, removed from admission; each with the phase it
   /// was in (prefilling ones stay until their prefill replies, marked cancelled).

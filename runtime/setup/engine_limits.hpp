@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "runtime/kv/kv_codec.hpp"
+#include "runtime/sched/offload_policy.hpp"
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/spec/k_policy.hpp"
 
@@ -26,6 +27,8 @@ struct engine_limits {
   double prefill_deadline_s = 3.0;
   /// Separate devices: the wire format of the KV moved between their pools.
   kv_wire kv_transfer = kv_wire::f32;
+  /// With an offload device: when the decode device hands long-tail sequences over.
+  offload_limits offload{};
   /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
   /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
   drafter* draft = nullptr;

@@ -32,6 +32,13 @@ const device_section& the_device(const config& cfg) {
   return cfg.devices.front();
 }
 
+/// The offload device (role offload), or null.
+const device_section* offload_only_device(const config& cfg) {
+  for (const auto& d : cfg.devices)
+    if (d.role == device_role::offload) return &d;
+  return nullptr;
+}
+
 /// The separate prefill device (role prefill), or null when the decode device prefills too.
 const device_section* prefill_only_device(const config& cfg) {
   for (const auto& d : cfg.devices)
@@ -68,22 +75,21 @@ expected<void> check_devices(const config& cfg) {
     const std::string where = "devices[" + std::to_string(i) + "]";
     if (d.kind == device_kind::cuda)
       add(where + ": kind = \"cuda\" is not supported: this build has no CUDA backend yet (use kind = \"cpu\")");
-    if (d.role == device_role::offload)
-      add(where + ": role = \"offload\" is not supported yet: long-tail decode offload is not implemented; "
-                  "use role = \"prefill\", \"decode\" or \"both\"");
   }
-  size_t prefill = 0, decode = 0, both = 0;
+  size_t prefill = 0, decode = 0, both = 0, offload = 0;
   for (const auto& d : cfg.devices) {
     prefill += d.role == device_role::prefill;
     decode += d.role == device_role::decode;
     both += d.role == device_role::both;
+    offload += d.role == device_role::offload;
   }
-  const bool one = cfg.devices.size() == 1 && both == 1;
+  const bool one = both == 1 && prefill == 0 && decode == 0;
   const bool pair = prefill == 1 && decode == 1 && both == 0;
-  if (problems.empty() && !one && !pair)
+  if (problems.empty() && (offload > 1 || (!one && !pair)))
     add("devices: " + std::to_string(cfg.devices.size()) +
         " devices with these roles cannot be run; list either one device with role = \"both\" (prefill and decode "
-        "share it) or two, one with role = \"prefill\" and one with role = \"decode\" (physical separation)");
+        "share it) or two, one with role = \"prefill\" and one with role = \"decode\" (physical separation), and "
+        "optionally one with role = \"offload\"");
   if (!problems.empty()) return make_error(errc::unsupported, problems);
   return {};
 }
@@ -140,6 +146,8 @@ engine_limits runtime_parts::limits() const {
     case kv_transfer_type::f16: lim.kv_transfer = kv_wire::f16; break;
     case kv_transfer_type::int8: lim.kv_transfer = kv_wire::int8; break;
   }
+  lim.offload.min_generated = cfg.scheduler.offload_after_tokens;
+  lim.offload.max_free_share = cfg.scheduler.offload_below_free_share;
   // The prefix cache lives where prompts are prefilled.
   backend* cache_home = prefill_device ? prefill_device.get() : device.get();
   if (cache_home)
@@ -262,11 +270,18 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
     auto o = backend_options(p.cfg, *pre, resolve_kv_tokens(p.cfg, mc, *pre), p.kernels);
     o.observer = p.observer;
     p.prefill_device = std::make_unique<cpu_backend>(mc, p.m->weights(), std::move(o));
+  }
+  if (const device_section* off = offload_only_device(p.cfg)) {
+    auto o = backend_options(p.cfg, *off, resolve_kv_tokens(p.cfg, mc, *off), p.kernels);
+    p.offload_device = std::make_unique<cpu_backend>(mc, p.m->weights(), std::move(o));
+  }
+  if (p.cfg.devices.size() > 1) {
     const unsigned hw = std::thread::hardware_concurrency();
-    const int used = device_threads(p.cfg, *pre) + device_threads(p.cfg, the_device(p.cfg));
+    int used = 0;
+    for (const auto& d : p.cfg.devices) used += device_threads(p.cfg, d);
     if (hw > 0 && used > static_cast<int>(hw))
-      p.warnings.push_back("the prefill and decode devices use " + std::to_string(used) + " kernel threads on " +
-                           std::to_string(hw) + " cores: they slow each other down; give each its threads or cores");
+      p.warnings.push_back("the devices use " + std::to_string(used) + " kernel threads on " + std::to_string(hw) +
+                           " cores: they slow each other down; give each its threads or cores");
   }
   if (options.build_draft) {
     if (auto ok = p.rebuild_draft(); !ok) return ok.err();

@@ -55,6 +55,9 @@ class runtime_parts {
   /// [[devices]] role = "prefill": a separate prefill device (own threads and KV pool); null when
   /// `device` prefills too. Hand it to the engine (engine_options::prefill_device).
   std::unique_ptr<backend> prefill_device;
+  /// [[devices]] role = "offload": finishes long-tail sequences ([scheduler] offload_*); null:
+  /// none. Hand it to the engine (engine_options::offload_device).
+  std::unique_ptr<backend> offload_device;
   std::unique_ptr<drafter> draft;  ///< [speculative] draft; null: plain decoding
   k_policy policy;
   std::vector<std::string> warnings;  ///< also logged; tools may show them in a banner
@@ -77,8 +80,8 @@ class runtime_parts {
 };
 
 /// Refuses, with a message naming the [[devices]] entry, what this build cannot run: a CUDA
-/// device (no CUDA backend yet), the offload role (not implemented yet), and device sets other
-/// than one "both" device or a "prefill" + "decode" pair. No model is loaded.
+/// device (no CUDA backend yet) and device sets other than one "both" device or a "prefill" +
+/// "decode" pair, each optionally with one "offload" device. No model is loaded.
 expected<void> check_devices(const config& cfg);
 
 /// Context window: cfg.model.ctx_size, or the model's training context capped at 4096.

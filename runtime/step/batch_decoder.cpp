@@ -51,6 +51,21 @@ bool batch_decoder::remove(uint64_t id) {
   return true;
 }
 
+std::unique_ptr<sequence> batch_decoder::take(uint64_t id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return nullptr;
+  if (it->second.draft) it->second.draft->end(id);
+  auto s = std::move(it->second.seq);
+  seqs_.erase(it);
+  return s;
+}
+
+std::vector<const sequence*> batch_decoder::sequences() const {
+  std::vector<const sequence*> out;
+  for (const auto& [id, sl] : seqs_) out.push_back(sl.seq.get());
+  return out;
+}
+
 step_plan batch_decoder::plan() {
   step_plan p;
   std::vector<slot*> rows;

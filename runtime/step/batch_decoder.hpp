@@ -55,6 +55,10 @@ class batch_decoder {
   void add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy = std::nullopt);
   /// Removes a sequence (cancel, failure) and frees its KV. false when unknown.
   bool remove(uint64_t id);
+  /// Removes a sequence without freeing its KV (it moves to another device); null when unknown.
+  std::unique_ptr<sequence> take(uint64_t id);
+  /// The sequences decoding now.
+  std::vector<const sequence*> sequences() const;
   size_t active() const { return seqs_.size(); }
   bool contains(uint64_t id) const { return seqs_.count(id) > 0; }
 

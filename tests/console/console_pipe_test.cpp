@@ -208,3 +208,30 @@ TEST(console_pipe_test, physical_prefill_decode_separation) {
 
 }  // namespace
 }  // namespace fw::test
+
+namespace fw::test {
+namespace {
+
+// The console on the offload example: a long answer moves to the offload device after 256
+// generated tokens and finishes there with the same text as on the default one-device config.
+TEST(console_pipe_test, a_long_answer_offloaded_mid_generation_is_unchanged) {
+  FW_REQUIRE_CONSOLE();
+  const std::string script =
+      ":set temperature 0\n:set max_tokens 320\n"
+      "Write a long, detailed story about a dragon who learns to paint. Use many paragraphs.\n:stats\n:quit\n";
+  const auto off = run_process(
+      {flywheel_binary(), "console", "--config", std::string(FW_SOURCE_DIR) + "/conf/examples/pd_offload.toml"}, script);
+  ASSERT_FALSE(off.timed_out) << off.out << off.err;
+  EXPECT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_NE(off.out.find("offload: 1 sequences moved mid-generation, 0 decoding there now, 0 moves refused"),
+            std::string::npos)
+      << off.out;
+  const auto one = run_process(console_args(), script);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const std::string a = between(off.out, "sampling.max_tokens = 320\n", "last turn:");
+  EXPECT_GT(a.size(), 800u) << a;
+  EXPECT_EQ(a, between(one.out, "sampling.max_tokens = 320\n", "last turn:"));
+}
+
+}  // namespace
+}  // namespace fw::test

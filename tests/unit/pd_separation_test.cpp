@@ -3,8 +3,9 @@
 // small prefill chunks) and physical (a prefill device and a decode device, each with its own
 // thread and KV pool, the KV moved through kv_codec); a corrupted or truncated KV stream is
 // refused and the prompt recomputed on the decode device; a prefill device that stalls past the
-// deadline fails its request over to the decode device, which completes it; the prefix cache
-// works across the pair; both pools end empty in every path.
+// deadline fails its request over to the decode device, which completes it; sequences offloaded
+// mid-generation to a third device continue with identical tokens (and stay where they are when
+// the move's stream is refused); the prefix cache works across the pair; every pool ends empty.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -21,7 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-enum class mode { co_located, logical, physical };
+enum class mode { co_located, logical, physical, offload };
 
 class pd_separation_test : public ::testing::Test {
  protected:
@@ -66,7 +67,12 @@ class pd_separation_test : public ::testing::Test {
       dec = device(1, true, 4096);
       o.prefill_device = device(1, true, 2048);
     } else {
-      dec = device(2, s.m == mode::logical);
+      dec = device(2, s.m != mode::co_located);
+    }
+    if (s.m == mode::offload) {
+      o.offload_device = device(1, true, 4096);
+      lim.offload.min_generated = 6;  // every sequence of these tests is a long tail
+      lim.offload.max_free_share = 1.0;
     }
     auto e = engine::start(model_, std::move(dec), lim, std::move(o));
     EXPECT_TRUE(e) << (e ? "" : e.err().what());
@@ -119,6 +125,7 @@ class pd_separation_test : public ::testing::Test {
     // The cache lives on the prefill pool (the one pool when co-located).
     EXPECT_EQ(e.prefill_device().kv_pool().used_blocks(), s->prefix_cache_blocks);
     if (&e.device() != &e.prefill_device()) EXPECT_EQ(e.device().kv_pool().used_blocks(), 0u);
+    if (e.offload_device()) EXPECT_EQ(e.offload_device()->kv_pool().used_blocks(), 0u);
   }
 
   static inline std::shared_ptr<const model> model_;
@@ -128,7 +135,7 @@ TEST_F(pd_separation_test, greedy_output_is_identical_co_located_logical_and_phy
   std::vector<std::vector<int32_t>> prompts;
   for (size_t i = 0; i < 8; ++i) prompts.push_back(prompt_of(i));
   std::vector<std::vector<int32_t>> want;
-  for (mode m : {mode::co_located, mode::logical, mode::physical}) {
+  for (mode m : {mode::co_located, mode::logical, mode::physical, mode::offload}) {
     setup s;
     s.m = m;
     auto e = start(s);
@@ -153,6 +160,13 @@ TEST_F(pd_separation_test, greedy_output_is_identical_co_located_logical_and_phy
       EXPECT_NE(metrics.find("flywheel:device_queue_depth{"), std::string::npos);
     } else {
       EXPECT_FALSE(st->physical);
+    }
+    if (m == mode::offload) {
+      // Every sequence moved mid-generation (after 6 tokens, one per step) and finished there.
+      EXPECT_TRUE(st->offload_device);
+      EXPECT_EQ(st->offloaded, prompts.size());
+      EXPECT_EQ(st->offload_active, 0u);
+      EXPECT_NE(e->render_metrics().find("flywheel:offloaded_sequences_total"), std::string::npos);
     }
     expect_pools_empty(*e);
   }
@@ -241,6 +255,33 @@ TEST_F(pd_separation_test, a_prefill_device_stalled_past_the_deadline_fails_over
   st = e->stats();
   ASSERT_TRUE(st);
   EXPECT_EQ(st->kv_transfers, 1u);
+  EXPECT_EQ(st->failed, 0u);
+  expect_pools_empty(*e);
+}
+
+TEST_F(pd_separation_test, a_refused_offload_stream_leaves_the_sequence_decoding_where_it_was) {
+  std::vector<std::vector<int32_t>> prompts = {prompt_of(1), prompt_of(2), prompt_of(3)};
+  setup plain;
+  plain.m = mode::logical;
+  auto ref = start(plain);
+  ASSERT_TRUE(ref);
+  const auto want = run_all(*ref, prompts, 30);
+  ref.reset();
+  auto faults = std::make_shared<engine_faults>();
+  auto damaged = std::make_shared<std::atomic<int>>(0);
+  faults->damage_kv_stream = [damaged](uint64_t, std::vector<std::byte>& bytes) {
+    if (damaged->fetch_add(1) == 0) bytes[bytes.size() - 3] ^= std::byte{0x40};
+  };
+  setup s;
+  s.m = mode::offload;
+  s.faults = faults;
+  auto e = start(s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(run_all(*e, prompts, 30), want);
+  auto st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->offload_refused, 1u);
+  EXPECT_GE(st->offloaded, 2u);  // the refused one may move on a later step
   EXPECT_EQ(st->failed, 0u);
   expect_pools_empty(*e);
 }

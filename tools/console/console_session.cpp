@@ -270,7 +270,7 @@ console_session::outcome console_session::cmd_stats() {
                             ? 100.0 * (1.0 - double(s->prefix_cache_hit_tokens) / s->prefix_cache_query_tokens)
                             : 0.0,
                         static_cast<unsigned long long>(s->prefix_cache_blocks));
-  if (s->physical) out_ << pd_line(*s);
+  if (s->physical || s->offload_device) out_ << pd_line(*s);
   if (options_.draft_name.empty()) {
     std::string kinds;
     for (const auto& [kind, name] : draft_kind_names)
@@ -373,14 +373,27 @@ console_session::outcome console_session::cmd_devices() {
   } else {
     out_ << "prefill: " << pre.summary() << pool_line(pre) << "\n";
     out_ << "decode:  " << dev.summary() << pool_line(dev) << "\n";
-    if (auto s = engine_.stats()) out_ << pd_line(*s);
   }
+  if (backend* off = engine_.offload_device())
+    out_ << "offload: " << off->summary() << pool_line(*off) << "; sequences past "
+         << cfg_.scheduler.offload_after_tokens << " generated tokens finish here\n";
+  if (&dev != &pre || engine_.offload_device())
+    if (auto s = engine_.stats()) out_ << pd_line(*s);
   out_.flush();
   return outcome::ok;
 }
 
 std::string console_session::pd_line(const actors::scheduler_stats& s) {
-  std::string out = format_line(
+  std::string out;
+  if (s.offload_device)
+    out += format_line("offload: %llu sequences moved mid-generation, %llu decoding there now, %llu moves refused; pool "
+                       "%llu/%llu blocks\n",
+                       static_cast<unsigned long long>(s.offloaded), static_cast<unsigned long long>(s.offload_active),
+                       static_cast<unsigned long long>(s.offload_refused),
+                       static_cast<unsigned long long>(s.offload_kv_used_blocks),
+                       static_cast<unsigned long long>(s.offload_kv_total_blocks));
+  if (!s.physical) return out;
+  out += format_line(
       "prefill/decode: %llu requests via the prefill device, %llu co-located; %llu KV transfers, %.1f MB (%.2f of "
       "f32), %.1f ms each; %llu streams refused, %llu deadline failovers; prefill queue %llu (%llu tokens, %.0f "
       "tokens/s)\n",

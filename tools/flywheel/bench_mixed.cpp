@@ -143,6 +143,18 @@ std::vector<variant> variants(const config& base, const mixed_bench_options& o) 
     c.devices = {pre, dec};
     c.scheduler.decode_priority = true;
     v.push_back({"physical", c});
+    // Offload: the same split, but device 0 prefills and decodes (logical) and long generations
+    // finish on device 1.
+    config d = base;
+    device_section both = pre, off = dec;
+    both.role = device_role::both;
+    off.role = device_role::offload;
+    d.devices = {both, off};
+    d.scheduler.decode_priority = true;
+    d.scheduler.prefill_chunk = o.logical_chunk;
+    d.scheduler.offload_after_tokens = static_cast<uint32_t>(std::max(o.short_gen, 1) * 2);
+    d.scheduler.offload_below_free_share = 1.0;
+    v.push_back({"offload", d});
   }
   return v;
 }
@@ -198,6 +210,10 @@ nlohmann::json summarize(const std::string& name, const std::vector<arrival>& a,
     j["prefill_failovers"] = st.prefill_failovers;
     j["routed_co_located"] = st.routed_co_located;
   }
+  if (st.offload_device) {
+    j["offloaded"] = st.offloaded;
+    j["offload_refused"] = st.offload_refused;
+  }
   return j;
 }
 
@@ -252,6 +268,7 @@ expected<nlohmann::json> run_mixed_bench(const runtime_parts& base, const mixed_
                  parts->prefill_device ? (", prefill on " + parts->prefill_device->summary()).c_str() : "");
     actors::engine_options eo;
     eo.prefill_device = std::move(parts->prefill_device);
+    eo.offload_device = std::move(parts->offload_device);
     auto e = actors::engine::start(parts->m, std::move(parts->device), lim, std::move(eo));
     if (!e) return e.err();
     auto r = replay(**e, arrivals);
@@ -314,6 +331,10 @@ void print_mixed_bench(const nlohmann::json& r) {
                   100 * c["kv_transfer_share_of_request_time"].get<double>(),
                   100 * c["kv_transfer_share_long_generations"].get<double>(), c["prefill_failovers"].get<int>(),
                   c["routed_co_located"].get<int>());
+  for (const auto& c : r["configs"])
+    if (c.contains("offloaded"))
+      std::printf("\n%s: %d sequences moved mid-generation, %d moves refused\n", c["config"].get<std::string>().c_str(),
+                  c["offloaded"].get<int>(), c["offload_refused"].get<int>());
   std::printf("\nratios (P99 of the short requests, lower is better):");
   for (const auto& [k, v] : r["ratios"].items()) std::printf("  %s %.2f", k.c_str(), v.get<double>());
   std::printf("\n");

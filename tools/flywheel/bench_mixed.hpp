@@ -2,8 +2,9 @@
 // schedule (Poisson arrivals of short chat requests, some long prompts, a few long generations;
 // fixed seed; the long prompts evenly spaced) replayed through the actor runtime in each configuration - co-located (one device,
 // first come first served, whole-prompt prefill), logical (one device, decode priority, chunked
-// prefill) and physical (a prefill device and a decode device of one core each, KV moved through
-// kv_codec) - all built through the composition root. Reports per configuration P50/P95/P99 TTFT,
+// prefill), physical (a prefill device and a decode device of one core each, KV moved through
+// kv_codec) and offload (device 0 logical, long generations moved mid-way to device 1) - all built
+// through the composition root. Reports per configuration P50/P95/P99 TTFT,
 // TPOT and inter-token latency of the short requests, QPS, goodput at an SLO, the KV transfer
 // share, and the scheduler's decision time; then a 10-turn chat with and without the prefix cache
 // (turn 1 vs turn 10 TTFT). A benchmark, not a test.

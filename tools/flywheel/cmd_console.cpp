@@ -116,6 +116,7 @@ int cmd_console(int argc, char** argv) {
     const auto lim = parts->limits();  // before the devices move into the engine
     actors::engine_options eo;
     eo.prefill_device = std::move(parts->prefill_device);
+    eo.offload_device = std::move(parts->offload_device);
     auto e = actors::engine::start(parts->m, std::move(parts->device), lim, std::move(eo));
     p.finish(e ? "done" : "failed");
     if (!e) {

@@ -86,6 +86,7 @@ int cmd_serve(int argc, char** argv) {
   const auto lim = parts->limits();  // before the devices move into the engine
   actors::engine_options eo;
   eo.prefill_device = std::move(parts->prefill_device);
+  eo.offload_device = std::move(parts->offload_device);
   auto engine = actors::engine::start(parts->m, std::move(parts->device), lim, std::move(eo));
   if (!engine) {
     std::fprintf(stderr, "serve: %s\n", engine.err().what().c_str());

@@ -16,6 +16,10 @@ struct scheduler_section {
   /// With separate prefill and decode devices: a prompt whose prefill has not finished this long
   /// after admission is prefilled on the decode device instead (co-located failover); 0: never.
   double prefill_deadline_s = 3.0;
+  /// With an offload device: a sequence that has generated more than this many tokens moves
+  /// there while the decode device's free KV share is below offload_below_free_share.
+  uint32_t offload_after_tokens = 512;
+  double offload_below_free_share = 0.25;
   double request_timeout_s = 600;   ///< whole-request limit; 0: none
   bool operator==(const scheduler_section&) const = default;
 };
