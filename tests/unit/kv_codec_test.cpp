@@ -71,6 +71,14 @@ double worst(const kv_block_pool& a, const kv_handle& ha, const kv_block_pool& b
   return w;
 }
 
+/// Recomputes both checksums after a deliberate edit (a sender that forges them).
+void reseal(std::vector<std::byte>& s) {
+  const uint32_t pc = crc32c(std::span<const std::byte>(s).subspan(kv_stream_header_bytes));
+  std::memcpy(s.data() + 32, &pc, 4);
+  const uint32_t hc = crc32c(std::span<const std::byte>(s.data(), 36));
+  std::memcpy(s.data() + 36, &hc, 4);
+}
+
 TEST(kv_codec_test, f32_moves_exactly_between_block_sizes) {
   auto src = make_pool(shape(16));
   auto dst = make_pool(shape(4), 256);
@@ -198,8 +206,7 @@ TEST(kv_codec_test, a_hostile_header_is_refused_before_anything_is_allocated) {
   auto b = *s;
   const uint32_t n = 1u << 31;
   std::memcpy(b.data() + 20, &n, 4);
-  const uint32_t c = crc32c(std::span<const std::byte>(b.data(), 36));
-  std::memcpy(b.data() + 36, &c, 4);
+  reseal(b);
   auto r = kv_peek(b);
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.err().message.find("does not match its shape"), std::string::npos) << r.err().message;
@@ -213,10 +220,7 @@ TEST(kv_codec_test, a_forged_int8_scale_with_valid_checksums_is_refused) {
   ASSERT_TRUE(s.has_value());
   const float nan = std::nanf("");
   std::memcpy(s->data() + kv_stream_header_bytes + 3 * (4 + 64), &nan, 4);  // the fourth row's scale
-  const uint32_t pc = crc32c(std::span<const std::byte>(*s).subspan(kv_stream_header_bytes));
-  std::memcpy(s->data() + 32, &pc, 4);
-  const uint32_t hc = crc32c(std::span<const std::byte>(s->data(), 36));
-  std::memcpy(s->data() + 36, &hc, 4);
+  reseal(*s);
   kv_handle to;
   auto r = kv_decode(*s, *dst, to);
   ASSERT_FALSE(r.has_value());

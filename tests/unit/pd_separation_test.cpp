@@ -113,6 +113,15 @@ class pd_separation_test : public ::testing::Test {
     return out;
   }
 
+  /// What a plain one-device engine (logical) generates for the prompts: the reference.
+  static std::vector<std::vector<int32_t>> reference(const std::vector<std::vector<int32_t>>& prompts, int n) {
+    setup plain;
+    plain.m = mode::logical;
+    auto ref = start(plain);
+    EXPECT_TRUE(ref);
+    return ref ? run_all(*ref, prompts, n) : std::vector<std::vector<int32_t>>{};
+  }
+
   /// Both pools hold nothing but cached prefixes once every request has ended (the decode worker
   /// reports a finished sequence to the scheduler before its final event reaches the client).
   static void expect_pools_empty(engine& e, uint32_t cache_blocks = 0) {
@@ -191,12 +200,7 @@ TEST_F(pd_separation_test, compressed_transfers_report_their_ratio) {
 TEST_F(pd_separation_test, a_corrupted_or_truncated_stream_is_refused_and_the_prompt_recomputed) {
   std::vector<std::vector<int32_t>> prompts;
   for (size_t i = 0; i < 4; ++i) prompts.push_back(prompt_of(i + 1));
-  setup plain;
-  plain.m = mode::logical;
-  auto ref = start(plain);
-  ASSERT_TRUE(ref);
-  const auto want = run_all(*ref, prompts, 16);
-  ref.reset();
+  const auto want = reference(prompts, 16);
 
   auto faults = std::make_shared<engine_faults>();
   std::mutex m;
@@ -223,12 +227,7 @@ TEST_F(pd_separation_test, a_corrupted_or_truncated_stream_is_refused_and_the_pr
 
 TEST_F(pd_separation_test, a_prefill_device_stalled_past_the_deadline_fails_over_and_the_request_completes) {
   const auto p = prompt_of(4);
-  setup plain;
-  plain.m = mode::logical;
-  auto ref = start(plain);
-  ASSERT_TRUE(ref);
-  const auto want = run_all(*ref, {p, prompt_of(2)}, 12);
-  ref.reset();
+  const auto want = reference({p, prompt_of(2)}, 12);
 
   // The first job on the prefill device hangs until the test lets it go.
   auto faults = std::make_shared<engine_faults>();
@@ -261,12 +260,7 @@ TEST_F(pd_separation_test, a_prefill_device_stalled_past_the_deadline_fails_over
 
 TEST_F(pd_separation_test, a_refused_offload_stream_leaves_the_sequence_decoding_where_it_was) {
   std::vector<std::vector<int32_t>> prompts = {prompt_of(1), prompt_of(2), prompt_of(3)};
-  setup plain;
-  plain.m = mode::logical;
-  auto ref = start(plain);
-  ASSERT_TRUE(ref);
-  const auto want = run_all(*ref, prompts, 30);
-  ref.reset();
+  const auto want = reference(prompts, 30);
   auto faults = std::make_shared<engine_faults>();
   auto damaged = std::make_shared<std::atomic<int>>(0);
   faults->damage_kv_stream = [damaged](uint64_t, std::vector<std::byte>& bytes) {
@@ -290,13 +284,8 @@ TEST_F(pd_separation_test, the_prefix_cache_serves_the_pair_from_the_prefill_poo
   auto p = prompt_of(6);  // 143 tokens: 8 whole blocks
   auto longer = p;
   for (int i = 0; i < 20; ++i) longer.push_back(5 + i);
-  setup plain;
-  plain.m = mode::logical;
-  auto ref = start(plain);
-  ASSERT_TRUE(ref);
-  const auto want = run_all(*ref, {p}, 10);
-  const auto want_longer = run_all(*ref, {longer}, 10);
-  ref.reset();
+  const auto want = reference({p}, 10);
+  const auto want_longer = reference({longer}, 10);
   setup s;
   s.cache_blocks = 32;
   auto e = start(s);
