@@ -206,6 +206,7 @@ class scheduler_logic {
     }
     staged_request& sr = it->second;
     sr.on_prefill_device = false;
+    st().pd.last_reply_s = now_s();
     st().pd.prefill_rate = update_rate(st().pd.prefill_rate, sr.prompt_tokens, d.ms / 1000.0);
     const request_record* r = st().table.find(d.id);
     if (r && !r->cancelled) remember_prefix(st().requests.at(d.id).prompt, d.kv, cache_pool());
@@ -307,6 +308,7 @@ class scheduler_logic {
     staged_request& sr = it->second;
     cache_pool().release_epoch(sr.prefill_epoch);  // the handle died with the job
     sr.on_prefill_device = false;
+    st().pd.last_reply_s = now_s();
     const request_record* r = st().table.find(id);
     if (sr.failed_over) {
       st().staged.erase(it);
@@ -519,9 +521,21 @@ class scheduler_logic {
   void tick() {
     const double now = now_s();
     std::vector<uint64_t> overdue;
+    // The prefill device runs its jobs in admission order: the oldest pending one is running
+    // (since the last reply, or its admission), the others wait.
+    std::vector<std::pair<double, uint64_t>> pending;
     for (const auto& [id, sr] : st().staged)
-      if (sr.on_prefill_device && !sr.failed_over && prefill_overdue(sr.admitted_s, now, ctx_->limits.prefill_deadline_s))
-        overdue.push_back(id);
+      if (sr.on_prefill_device) pending.emplace_back(sr.admitted_s, id);
+    std::sort(pending.begin(), pending.end());
+    const double deadline = ctx_->limits.prefill_deadline_s;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const staged_request& sr = st().staged.at(pending[i].second);
+      if (sr.failed_over) continue;
+      const bool late = i == 0 ? running_prefill_overdue(std::max(sr.admitted_s, st().pd.last_reply_s), sr.prompt_tokens,
+                                                         st().pd.prefill_rate, now, deadline)
+                               : prefill_overdue(sr.admitted_s, now, deadline);
+      if (late) overdue.push_back(pending[i].second);
+    }
     for (uint64_t id : overdue) {
       const request_record* r = st().table.find(id);
       if (r && !r->cancelled)

@@ -46,6 +46,7 @@ struct pd_counters {
   uint64_t co_located = 0, physical = 0;
   double transfer_s = 0;
   double prefill_rate = 0;  ///< tokens/s on the prefill device (moving average)
+  double last_reply_s = 0;  ///< when the prefill device last finished a job
   std::string last_reason;
 };
 

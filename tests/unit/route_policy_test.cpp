@@ -35,15 +35,17 @@ TEST(route_policy_test, physical_unless_a_reason_says_co_located) {
   auto full = pair();
   full.prefill_free_blocks = 3;
   EXPECT_EQ(choose_route(full).route, prefill_route::co_located);
-  // 2,000 tokens/s: 5,940 queued + 60 = 3 s is at the deadline, one more token is past it.
+  // 2,000 tokens/s: a queue of 6,000 tokens is 3 s of waiting, at the deadline; one more token is
+  // past it. The prompt's own compute does not count (it is needed on either device).
   auto busy = pair();
   busy.prefill_tokens_per_s = 2000;
-  busy.queued_tokens = 5940;
+  busy.queued_tokens = 6000;
+  busy.prompt_tokens = 100000;
   EXPECT_EQ(choose_route(busy).route, prefill_route::physical);
-  busy.queued_tokens = 5941;
+  busy.queued_tokens = 6001;
   const auto d = choose_route(busy);
   EXPECT_EQ(d.route, prefill_route::co_located);
-  EXPECT_NE(d.reason.find("3.00 s for its queue"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("3.00 s for its queue before this prompt"), std::string::npos) << d.reason;
   // Not measured yet, or no deadline: the queue does not decide.
   busy.prefill_tokens_per_s = 0;
   EXPECT_EQ(choose_route(busy).route, prefill_route::physical);
@@ -57,6 +59,12 @@ TEST(route_policy_test, deadline_and_rate) {
   EXPECT_TRUE(prefill_overdue(10.0, 13.01, 3.0));
   EXPECT_FALSE(prefill_overdue(10.0, 1e9, 0.0));
   EXPECT_FALSE(prefill_overdue(10.0, 1e9, INFINITY));
+  // A running 2,048-token prompt at 330 tokens/s may take 2 x 6.2 s before it counts as stalled;
+  // with no rate measured yet, the deadline.
+  EXPECT_FALSE(running_prefill_overdue(10.0, 2048, 330, 22.0, 3.0));
+  EXPECT_TRUE(running_prefill_overdue(10.0, 2048, 330, 22.5, 3.0));
+  EXPECT_TRUE(running_prefill_overdue(10.0, 2048, 0, 13.1, 3.0));
+  EXPECT_FALSE(running_prefill_overdue(10.0, 10, 330, 12.9, 3.0));  // never less than the deadline
   EXPECT_DOUBLE_EQ(update_rate(0, 1000, 0.5), 2000);
   EXPECT_DOUBLE_EQ(update_rate(2000, 1000, 1.0, 0.5), 1500);
   EXPECT_DOUBLE_EQ(update_rate(2000, 0, 1.0), 2000);  // nothing measured
