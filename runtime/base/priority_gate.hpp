@@ -6,7 +6,7 @@
 // Thread-safety: lock/unlock from any thread; not recursive.
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -40,12 +40,10 @@ class priority_gate {
 
  private:
   const bool prioritize_;
-  mutable std::mutex m_;
-  std::condition_variable cv_;
-  bool held_ = false;
-  uint32_t urgent_waiting_ = 0;
-  uint32_t normal_waiting_ = 0;
-  uint64_t yielded_ = 0;
+  std::mutex m_;
+  std::atomic<uint32_t> urgent_waiting_{0};
+  std::atomic<uint32_t> normal_waiting_{0};
+  std::atomic<uint64_t> yielded_{0};
 };
 
 }  // namespace fw
