@@ -68,6 +68,12 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         auto seq = std::make_unique<sequence>(job.id, std::move(job.history), job.params,
                                               static_cast<int32_t>(ctx->m->config().n_vocab), job.budget);
         seq->kv() = std::move(job.kv);
+        if (!job.resumed.empty() && !seq->resume(job.resumed, ctx->m->vocab())) {
+          // It had finished before its worker died (the scheduler never heard): nothing to add.
+          device->kv_pool().release_epoch(seq->kv().epoch);
+          self->send(scheduler, done_atom::value, finished_ids{{job.id}, {}, {}});
+          return;
+        }
         std::optional<float> entropy;
         if (job.attention_entropy >= 0) entropy = job.attention_entropy;
         self->state.decoder->add(std::move(seq), entropy);
@@ -101,6 +107,16 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         // Counters and the scheduler first, so that what a client reads after its final event
         // already includes this step.
         if (!offload && ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
+        if (!res.events.empty()) {
+          // The scheduler hears of every token before the client does.
+          step_tokens t;
+          for (const auto& ev : res.events)
+            if (ev.token >= 0) {
+              t.ids.push_back(ev.id);
+              t.tokens.push_back(ev.token);
+            }
+          if (!t.ids.empty()) self->send(scheduler, progress_atom::value, std::move(t));
+        }
         if (!res.finished.empty()) {
           finished_ids f{std::move(res.finished), {}, {}};
           for (auto& r : res.returned) {

@@ -182,6 +182,16 @@ expected<scheduler_stats> engine::stats() {
   return out;
 }
 
+expected<worker_health> engine::health() {
+  if (stopped_.load()) return make_error(errc::cancelled, "the runtime is shut down");
+  caf::scoped_actor self{impl_->system};
+  expected<worker_health> out = make_error(errc::timed_out, "the supervisor did not answer");
+  self->request(impl_->supervisor, std::chrono::seconds(10), health_atom::value)
+      .receive([&](worker_health& h) { out = h; },
+               [&](caf::error& err) { out = from_caf_error(err); });
+  return out;
+}
+
 std::string engine::render_metrics() {
   if (auto s = stats()) {
     impl_->running->set(static_cast<double>(s->prefilling + s->decoding));

@@ -19,6 +19,7 @@
 #include "actors/engine_faults.hpp"
 #include "actors/protocol/front_door_messages.hpp"
 #include "actors/protocol/scheduler_protocol.hpp"
+#include "actors/protocol/supervisor_protocol.hpp"
 #include "runtime/base/expected.hpp"
 #include "runtime/metrics/metrics_registry.hpp"
 
@@ -61,6 +62,8 @@ class engine {
   completed_request run(std::vector<int32_t> prompt, const sampling_params& params);
   void cancel(uint64_t id);
   expected<scheduler_stats> stats();
+  /// The supervisor's view of each worker: crashes, escalations, running / restarting / down.
+  expected<worker_health> health();
   /// The engine's metrics (flywheel:* names); valid for the engine's lifetime.
   metrics_registry& metrics() { return metrics_; }
   /// The labels every engine series carries (model_name).

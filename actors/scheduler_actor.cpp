@@ -39,8 +39,18 @@ class scheduler_logic {
     const auto n = static_cast<uint32_t>(req.prompt.size());
     const uint32_t blocks = pool().layout().blocks_for_tokens(n + *budget);
     if (auto ok = st().table.submit(req.id, n, *budget, blocks, now_s()); !ok) return reject(req.id, ok.err());
-    st().requests.emplace(req.id, std::move(req));
+    st().requests.emplace(req.id, scheduler_state::held_request{std::move(req), {}, 0});
     admit();
+  }
+
+  /// What a request's prefill writes: its prompt and the tokens it had generated before a worker
+  /// died, all but the last (the first decode step's input).
+  std::vector<int32_t> prefill_history(uint64_t id) {
+    const auto& held = st().requests.at(id);
+    std::vector<int32_t> h = held.req.prompt;
+    h.insert(h.end(), held.generated.begin(), held.generated.end());
+    h.pop_back();
+    return h;
   }
 
   /// Prefix-cache entries go back to the cache's pool (the prefill device's).
@@ -50,8 +60,9 @@ class scheduler_logic {
 
   bool ready() const {
     const auto& s = self_->state;
-    return s.prefill && s.decode && (!ctx_->physical() || s.fallback) && (!ctx_->transfers() || s.transfer) &&
-           (!ctx_->offload_device || s.offload);
+    // With a prefill/decode pair, prompts go co-located while the prefill device's worker or the
+    // transfer worker is being restarted.
+    return s.decode && (ctx_->physical() ? static_cast<bool>(s.fallback) : static_cast<bool>(s.prefill));
   }
 
   /// Free blocks admission may plan with: the decode pool holds every request's worst case; with
@@ -81,9 +92,8 @@ class scheduler_logic {
         continue;
       }
       st().table.started(id, h->epoch);
-      const auto& prompt = st().requests.at(id).prompt;
       // The last prompt token is the first decode step's input: never prefilled.
-      const std::span<const int32_t> history(prompt.data(), prompt.size() - 1);
+      const std::vector<int32_t> history = prefill_history(id);
       if (ctx_->physical() && route(id, history) == prefill_route::physical) {
         auto p = cache_pool().allocate(static_cast<uint32_t>(history.size()));
         if (p) {
@@ -111,7 +121,7 @@ class scheduler_logic {
     const auto t0 = std::chrono::steady_clock::now();
     route_inputs in;
     in.separate_devices = true;
-    in.prefill_device_up = static_cast<bool>(st().prefill);
+    in.prefill_device_up = st().prefill && st().transfer;
     in.prompt_blocks = cache_pool().layout().blocks_for_tokens(static_cast<uint32_t>(history.size()));
     in.prefill_free_blocks = cache_pool().free_blocks();
     for (const auto& [id, sr] : st().staged)
@@ -153,6 +163,12 @@ class scheduler_logic {
     auto* self = self_;
     const auto* ctx = ctx_;
     const uint64_t id = job.id;
+    if (!target) {  // the worker is being restarted: as if the job had reached a dead worker
+      const caf::error down = caf::sec::request_receiver_down;
+      // The job's KV is released by its epoch there, as for a job that died with its worker.
+      remote ? prefill_remote_failed(id, target, down) : prefill_failed(id, target, down);
+      return;
+    }
     self_->request(target, caf::infinite, prefill_atom::value, std::move(job))
         .then(
             [self, ctx, remote](prefill_done& d) {
@@ -185,15 +201,18 @@ class scheduler_logic {
       admit();
       return;
     }
-    auto& req = st().requests.at(d.id);
-    remember_prefix(req.prompt, d.kv, pool());
+    remember_prefix(st().requests.at(d.id).req.prompt, d.kv, pool());
     start_decode(d.id, std::move(d.kv), d.attention_entropy, d.done_s);
   }
 
   void start_decode(uint64_t id, kv_handle kv, float entropy, double prefilled_s) {
-    auto& req = st().requests.at(id);
+    auto& held = st().requests.at(id);
     const request_record& r = *st().table.find(id);
-    decode_job job{id, req.prompt, req.params, r.budget, std::move(kv), entropy, prefilled_s};
+    decode_job job{id, held.req.prompt, held.req.params, r.budget, std::move(kv), entropy, prefilled_s, held.generated};
+    if (!st().decode) {  // its worker is being restarted: the job waits for the replacement
+      st().parked.push_back(std::move(job));
+      return;
+    }
     self_->send(st().decode, decode_atom::value, std::move(job));
   }
 
@@ -209,7 +228,7 @@ class scheduler_logic {
     st().pd.last_reply_s = now_s();
     st().pd.prefill_rate = update_rate(st().pd.prefill_rate, sr.prompt_tokens, d.ms / 1000.0);
     const request_record* r = st().table.find(d.id);
-    if (r && !r->cancelled) remember_prefix(st().requests.at(d.id).prompt, d.kv, cache_pool());
+    if (r && !r->cancelled) remember_prefix(st().requests.at(d.id).req.prompt, d.kv, cache_pool());
     if (sr.failed_over || !r || r->cancelled) {
       // Failed over already (the fallback carries on) or cancelled: this copy is not needed.
       ignore_error("scheduler: releasing a superseded prefill's KV", cache_pool().release(d.kv));
@@ -223,6 +242,7 @@ class scheduler_logic {
     auto* self = self_;
     const auto* ctx = ctx_;
     const uint64_t id = d.id;
+    if (!st().transfer) return transfer_lost(id, caf::sec::request_receiver_down);  // being restarted
     self_->request(st().transfer, caf::infinite, transfer_atom::value, transfer_job{id, std::move(d.kv), std::move(sr.decode_kv)})
         .then([self, ctx](transfer_done& t) { scheduler_logic(self, ctx).transferred(t); },
               [self, ctx, id](caf::error& err) { scheduler_logic(self, ctx).transfer_lost(id, err); });
@@ -249,8 +269,7 @@ class scheduler_logic {
       log_warn("request " + std::to_string(t.id) + ": " + t.error + "; its prompt is recomputed on the decode device");
       if (r && !r->cancelled) {
         ++st().pd.co_located;
-        const auto& prompt = st().requests.at(t.id).prompt;
-        const std::span<const int32_t> history(prompt.data(), prompt.size() - 1);
+        const std::vector<int32_t> history = prefill_history(t.id);
         const uint32_t reused = reuse_prefix(history, t.to);
         send_prefill(st().fallback, prefill_job{t.id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(t.to)},
                      false);
@@ -292,8 +311,7 @@ class scheduler_logic {
     sr.failed_over = true;
     ++st().pd.failovers;
     log_info("request " + std::to_string(id) + ": " + why + "; prefilling it on the decode device");
-    const auto& prompt = st().requests.at(id).prompt;
-    const std::span<const int32_t> history(prompt.data(), prompt.size() - 1);
+    const std::vector<int32_t> history = prefill_history(id);
     kv_handle kv = std::move(sr.decode_kv);
     const uint32_t reused = reuse_prefix(history, kv);
     send_prefill(st().fallback, prefill_job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(kv)},
@@ -324,10 +342,25 @@ class scheduler_logic {
   void prefill_failed(uint64_t id, const prefill_actor& target, const caf::error& err) {
     // A job that reached a prefill worker which had already died for another request: this one
     // is innocent and waits for the replacement the supervisor is starting.
+    // A job whose worker died on it is retried (request_retries times: a prompt that kills the
+    // worker every time must not loop forever).
     const bool receiver_died = err == caf::sec::request_receiver_down;
-    if (receiver_died && st().prefill == target) st().prefill = prefill_actor{};
-    if (receiver_died && st().fallback == target) st().fallback = prefill_actor{};
-    const auto f = st().table.prefill_failed(id, receiver_died, now_s());
+    if (receiver_died && target && st().prefill == target) st().prefill = prefill_actor{};
+    if (receiver_died && target && st().fallback == target) st().fallback = prefill_actor{};
+    bool retry = receiver_died;
+    if (from_caf_error(err).code == errc::worker_failed && target) {  // it died on this job
+      if (st().prefill == target) st().prefill = prefill_actor{};
+      if (st().fallback == target) st().fallback = prefill_actor{};
+    }
+    auto held = st().requests.find(id);
+    if (!retry && held != st().requests.end() && from_caf_error(err).code == errc::worker_failed &&
+        held->second.retries < ctx_->limits.request_retries) {
+      ++held->second.retries;
+      retry = true;
+      log_warn("request " + std::to_string(id) + ": its prefill worker died on it (" + from_caf_error(err).message +
+               "); retry " + std::to_string(held->second.retries) + " of " + std::to_string(ctx_->limits.request_retries));
+    }
+    const auto f = st().table.prefill_failed(id, retry, now_s());
     if (!f.known) return;
     if (f.epoch) pool().release_epoch(f.epoch);  // the handle died with the job
     if (!f.requeued) {
@@ -336,8 +369,8 @@ class scheduler_logic {
       } else {
         error e = from_caf_error(err);
         if (e.code == errc::worker_failed)
-          e.message = "the prefill worker failed while running this request (" + e.message +
-                      "); it is restarted, resubmit the request";
+          e.message = "the prefill worker died while running this request " +
+                      std::to_string(ctx_->limits.request_retries + 1) + " times (" + e.message + ")";
         fail(id, e);
       }
     }
@@ -361,7 +394,7 @@ class scheduler_logic {
     if (st().offload && st().transfer) to = offload_pool().allocate(seq.kv().n_tokens + seq.remaining() + 1);
     if (!to) {
       ++st().offload_refused;
-      self_->send(st().decode, adopt_atom::value, std::move(box));
+      adopt(std::move(box));
       return;
     }
     transfer_job job{id, seq.kv(), *to};
@@ -390,7 +423,13 @@ class scheduler_logic {
       ++st().offload_refused;
       log_warn("request " + std::to_string(t.id) + ": " + t.error + "; it keeps decoding on the decode device");
       ignore_error("scheduler: releasing a refused offload allocation", offload_pool().release(t.to));
-      self_->send(st().decode, adopt_atom::value, std::move(tr.box));
+      adopt(std::move(tr.box));
+      return;
+    }
+    if (!st().offload) {  // its worker died meanwhile: it carries on on the decode device
+      ++st().offload_refused;
+      ignore_error("scheduler: releasing an orphaned offload allocation", offload_pool().release(t.to));
+      adopt(std::move(tr.box));
       return;
     }
     ignore_error("scheduler: releasing an offloaded sequence's decode KV", pool().release(t.from));
@@ -420,21 +459,12 @@ class scheduler_logic {
       st().table.finished({id});
       return;
     }
-    self_->send(st().decode, adopt_atom::value, std::move(tr.box));
+    adopt(std::move(tr.box));
   }
 
   void offload_worker_started(decode_actor a, const std::string& reason) {
     st().offload = std::move(a);
-    if (!reason.empty()) {
-      ++st().worker_restarts;
-      auto& off = st().offloaded;
-      for (const auto& [id, epoch] : st().table.decode_worker_lost([&](uint64_t i) { return off.count(i) > 0; })) {
-        offload_pool().release_epoch(epoch);
-        off.erase(id);
-        fail(id, make_error(errc::worker_failed,
-                            "the offload decode worker crashed (" + reason + "); it was restarted, resubmit the request"));
-      }
-    }
+    if (!reason.empty()) ++st().worker_restarts;
     admit();
   }
 
@@ -476,7 +506,7 @@ class scheduler_logic {
       case request_table::cancel_outcome::cancel_in_decode:
         // The worker holding it frees the KV (a sequence in transit: when its transfer replies).
         if (auto t = st().transit.find(id); t != st().transit.end()) t->second.cancelled = true;
-        else self_->send(st().offloaded.count(id) ? st().offload : st().decode, cancel_atom::value, id);
+        else if (!drop_parked(id)) send_cancel(id);
         st().requests.erase(id);
         break;
     }
@@ -504,18 +534,94 @@ class scheduler_logic {
 
   void decode_worker_started(decode_actor a, const std::string& reason) {
     st().decode = std::move(a);
-    if (!reason.empty()) {
-      ++st().worker_restarts;
-      // The dead decode worker held these sequences: free their KV and fail them.
-      // Sequences on the offload device or moving there are not the dead worker's.
-      auto held = [this](uint64_t i) { return !st().offloaded.count(i) && !st().transit.count(i); };
-      for (const auto& [id, epoch] : st().table.decode_worker_lost(held)) {
-        pool().release_epoch(epoch);
-        fail(id, make_error(errc::worker_failed,
-                            "the decode worker crashed (" + reason + "); it was restarted, resubmit the request"));
+    if (!reason.empty()) ++st().worker_restarts;
+    // Jobs that became ready while it was down.
+    for (auto& job : st().parked) self_->send(st().decode, decode_atom::value, std::move(job));
+    st().parked.clear();
+    for (auto& box : st().parked_boxes) adopt(std::move(box));
+    st().parked_boxes.clear();
+    admit();
+  }
+
+  /// A decode worker produced these tokens (the client gets them after this).
+  void progress(const step_tokens& t) {
+    for (size_t i = 0; i < t.ids.size() && i < t.tokens.size(); ++i)
+      if (auto it = st().requests.find(t.ids[i]); it != st().requests.end()) it->second.generated.push_back(t.tokens[i]);
+  }
+
+  /// A worker died; the supervisor restarts it after a backoff. What it held is not lost: the
+  /// decoding requests go back to the head of the queue and are re-admitted from their history
+  /// (prompt + generated tokens); prefill and transfer jobs fail over or requeue through their
+  /// own error handlers.
+  void worker_lost(worker_kind kind, const std::string& reason) {
+    switch (kind) {
+      case worker_kind::prefill: st().prefill = prefill_actor{}; break;
+      case worker_kind::fallback: st().fallback = prefill_actor{}; break;
+      case worker_kind::transfer: st().transfer = transfer_actor{}; break;
+      case worker_kind::decode: {
+        st().decode = decode_actor{};
+        // Sequences on the offload device or moving there are not the dead worker's.
+        auto held = [this](uint64_t i) { return !st().offloaded.count(i) && !st().transit.count(i) && !is_parked(i); };
+        resume_lost(st().table.requeue_decoding(held, now_s()), pool(), "decode", reason);
+        break;
+      }
+      case worker_kind::offload: {
+        st().offload = decode_actor{};
+        auto& off = st().offloaded;
+        auto lost = st().table.requeue_decoding([&](uint64_t i) { return off.count(i) > 0; }, now_s());
+        for (const auto& l : lost) off.erase(l.first);
+        resume_lost(lost, offload_pool(), "offload decode", reason);
+        break;
       }
     }
     admit();
+  }
+
+  bool is_parked(uint64_t id) const {
+    for (const auto& j : self_->state.parked)
+      if (j.id == id) return true;
+    for (const auto& b : self_->state.parked_boxes)
+      if (b.h && b.h->seq && b.h->seq->id() == id) return true;
+    return false;
+  }
+
+  void resume_lost(const std::vector<std::pair<uint64_t, uint32_t>>& lost, kv_block_pool& from, const char* worker,
+                   const std::string& reason) {
+    if (lost.empty()) return;
+    for (const auto& [id, epoch] : lost) from.release_epoch(epoch);
+    log_warn("the " + std::string(worker) + " worker died (" + reason + "); " + std::to_string(lost.size()) +
+             " request(s) it held are re-admitted from their token history");
+  }
+
+  /// Tells the decode worker holding a decoding request to drop it (it frees the KV).
+  void send_cancel(uint64_t id) {
+    const decode_actor& w = st().offloaded.count(id) ? st().offload : st().decode;
+    if (w) self_->send(w, cancel_atom::value, id);
+  }
+
+  /// A parked decode job or sequence of a request that will not decode: its KV is freed here.
+  bool drop_parked(uint64_t id) {
+    auto& jobs = st().parked;
+    for (auto it = jobs.begin(); it != jobs.end(); ++it)
+      if (it->id == id) {
+        ignore_error("scheduler: releasing a parked job's KV", pool().release(it->kv));
+        jobs.erase(it);
+        return true;
+      }
+    auto& boxes = st().parked_boxes;
+    for (auto it = boxes.begin(); it != boxes.end(); ++it)
+      if (it->h && it->h->seq && it->h->seq->id() == id) {
+        ignore_error("scheduler: releasing a parked sequence's KV", pool().release(it->h->seq->kv()));
+        boxes.erase(it);
+        return true;
+      }
+    return false;
+  }
+
+  /// A running sequence goes (back) to the decode worker, or waits for its replacement.
+  void adopt(sequence_box box) {
+    if (st().decode) self_->send(st().decode, adopt_atom::value, std::move(box));
+    else st().parked_boxes.push_back(std::move(box));
   }
 
   void tick() {
@@ -547,7 +653,7 @@ class scheduler_logic {
                   request_failure{id, static_cast<uint8_t>(errc::timed_out),
                                   "request did not finish within " +
                                       std::to_string(static_cast<int>(ctx_->limits.request_timeout_s)) + " s"});
-      if (phase == request_phase::decoding) self_->send(st().decode, cancel_atom::value, id);
+      if (phase == request_phase::decoding && !drop_parked(id)) send_cancel(id);
       if (phase != request_phase::prefilling) st().requests.erase(id);
     }
     admit();
@@ -564,6 +670,7 @@ class scheduler_logic {
     s.failed = c.failed + st().rejected;
     s.worker_restarts = st().worker_restarts;
     s.requeued = c.requeued;
+    s.resumed = c.resumed;
     s.peak_waiting = c.peak_waiting;
     const auto& pc = st().cache.stats();
     // Cached prefixes are reclaimable (admission evicts them), so they count as free here, as
@@ -659,6 +766,10 @@ scheduler_actor::behavior_type scheduler(self_ptr self, const engine_context* ct
       [=](worker_atom, transfer_actor a, std::string& why) { scheduler_logic(self, ctx).transfer_worker_started(std::move(a), why); },
       [=](offload_atom, sequence_box& b) { scheduler_logic(self, ctx).offload_sequence(b); },
       [=](offload_atom, decode_actor a, std::string& why) { scheduler_logic(self, ctx).offload_worker_started(std::move(a), why); },
+      [=](progress_atom, step_tokens& t) { scheduler_logic(self, ctx).progress(t); },
+      [=](lost_atom, uint8_t kind, std::string& why) {
+        scheduler_logic(self, ctx).worker_lost(static_cast<worker_kind>(kind), why);
+      },
       [=](tick_atom) { scheduler_logic(self, ctx).tick(); },
       [=](stats_atom) { return scheduler_logic(self, ctx).stats(); },
   };

@@ -3,7 +3,11 @@
 // request's KV (worst case, so decode never runs out), sends prefill jobs and decode jobs, and
 // turns the table's decisions into messages. On a worker crash it frees the dead worker's KV by
 // epoch and fails (decode) or re-queues (prefill, innocent requests) what it held; no request
-// hangs. With [kv_cache] prefix_cache it keeps each prompt's whole KV blocks after its prefill
+// hangs, and none is lost to a crash: the decode workers report every token they produce, and a
+// request whose decode worker died is re-admitted from prompt + those tokens (its KV is
+// recomputed; the client sees neither an error nor a repeated token). While a worker is being
+// restarted (the supervisor says lost_atom at once, worker_atom when its replacement runs)
+// decode jobs wait here. With [kv_cache] prefix_cache it keeps each prompt's whole KV blocks after its prefill
 // and copies the longest cached prefix into a new request's blocks, which then prefills only the
 // rest; the cache yields its blocks when admission would otherwise stall. With separate prefill
 // and decode devices it routes each request (runtime/sched/route_policy): prefill on the prefill
@@ -64,7 +68,18 @@ struct scheduler_state {
   scheduler_state& operator=(const scheduler_state&) = delete;
 
   request_table table{scheduler_limits{}};
-  std::unordered_map<uint64_t, client_request> requests;  ///< what each known request asked for
+  /// A request the scheduler knows: what it asked for and how far it got.
+  struct held_request {
+    client_request req;
+    /// Tokens its decode worker has produced (and the client been sent): a request whose worker
+    /// dies is re-admitted from prompt + these and carries on after them.
+    std::vector<int32_t> generated;
+    uint32_t retries = 0;  ///< prefills of it that killed their worker
+  };
+  std::unordered_map<uint64_t, held_request> requests;
+  /// Decode jobs ready while no decode worker runs (it died; its replacement is pending).
+  std::vector<decode_job> parked;
+  std::vector<sequence_box> parked_boxes;  ///< running sequences coming back to the decode device then
   front_door_actor front_door;
   prefill_actor prefill;   ///< on the prefill device (the only one when co-located)
   prefill_actor fallback;  ///< separate devices: prefill on the decode device (co-located route)

@@ -1,11 +1,16 @@
 // supervisor_actor: spawns the worker actors (prefill, decode and, for separate prefill and
-// decode devices, the co-located fallback prefill and the KV transfer: detached, monitored) and restarts
-// any that dies, telling the scheduler which one was replaced and why so it can fail and clean
-// up the requests the dead worker held. Protocol: actors/protocol/supervisor_protocol.hpp.
-// Later: telemetry polling and degradation decisions.
+// decode devices, the co-located fallback prefill and the KV transfer; with an offload device its
+// decode worker: detached, monitored) and restarts any that dies. It tells the scheduler at once
+// (lost_atom: the scheduler re-admits or re-routes what the worker held, so no request is lost)
+// and restarts the worker after the backoff its restart_policy gives (runtime/supervise); a
+// worker that keeps dying escalates: its device is marked down for [supervisor] down_s (a
+// prefill device that is down leaves its prompts to the decode device's fallback worker).
+// Protocol: actors/protocol/supervisor_protocol.hpp.
 #pragma once
 
 #include <caf/typed_event_based_actor.hpp>
+
+#include <array>
 
 #include "actors/engine_context.hpp"
 #include "actors/protocol/decode_protocol.hpp"
@@ -14,6 +19,7 @@
 #include "actors/protocol/scheduler_protocol.hpp"
 #include "actors/protocol/supervisor_protocol.hpp"
 #include "actors/protocol/transfer_protocol.hpp"
+#include "runtime/supervise/restart_policy.hpp"
 
 namespace fw::actors {
 
@@ -28,6 +34,10 @@ struct supervisor_state {
   transfer_actor transfer;   ///< physical pair only
   decode_actor decode;
   decode_actor offload;      ///< with an offload device: its decode worker
+  static constexpr size_t kinds = 5;  ///< one per worker_kind
+  std::array<restart_policy, kinds> policies{};
+  std::array<std::string, kinds> last_reason{};
+  std::array<bool, kinds> down{};     ///< marked down (escalated), restart pending
   bool stopping = false;
   uint64_t restarts = 0;
   static inline const char* name = "fw.supervisor";

@@ -23,5 +23,8 @@ using transfer_atom = caf::atom_constant<caf::atom("transfer")>;  ///< move KV b
 using offload_atom = caf::atom_constant<caf::atom("offload")>;    ///< a sequence leaves for the offload device
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;        ///< a running sequence joins a decode worker
 using fallback_atom = caf::atom_constant<caf::atom("fallback")>;  ///< the co-located prefill worker
+using progress_atom = caf::atom_constant<caf::atom("progress")>;  ///< tokens a decode step produced
+using lost_atom = caf::atom_constant<caf::atom("lost")>;          ///< a worker died (restart pending)
+using health_atom = caf::atom_constant<caf::atom("health")>;      ///< workers' and devices' health
 
 }  // namespace fw::actors

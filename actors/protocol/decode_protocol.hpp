@@ -5,7 +5,11 @@
 //   (adopt_atom, sequence_box)  a running sequence joins (offload: its KV already in this pool)
 // It sends, once per step that produced anything:
 //   to the front door: (step_atom, step_batch)            tokens/text of every sequence
-//   to the scheduler:  (done_atom, finished_ids)          sequences that finished (KV freed, or
+//   to the scheduler:  (progress_atom, step_tokens)      the tokens it produced, before the
+//                                                         front door gets them (so the
+//                                                         scheduler can re-admit a request
+//                                                         from its history if the worker dies)
+//                      (done_atom, finished_ids)          sequences that finished (KV freed, or
 //                                                         handed over for the prefix cache)
 //                      (fail_atom, sequence_failures)     sequences that failed (KV freed)
 //                      (offload_atom, sequence_box)       a long-tail sequence to move to the
@@ -38,6 +42,15 @@ struct decode_job {
   kv_handle kv;
   float attention_entropy = -1;  ///< from the prefill, for the k policy; < 0: unknown
   double prefilled_s = 0;        ///< steady-clock seconds when its prefill finished; 0: unknown
+  /// Re-admitted after a decode worker died: the tokens it had generated (and streamed) then.
+  /// history + resumed minus the last token are in kv; the sequence carries on after them.
+  std::vector<int32_t> resumed;
+};
+
+/// The tokens one decode step produced: ids[i] generated tokens[i] (in order per sequence).
+struct step_tokens {
+  std::vector<uint64_t> ids;
+  std::vector<int32_t> tokens;
 };
 
 /// A running sequence moving between decode workers (offload), with its KV handle inside. Local
@@ -80,7 +93,12 @@ using decode_actor = caf::typed_actor<caf::reacts_to<decode_atom, decode_job>, c
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
   return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv,
-           x.attention_entropy, x.prefilled_s);
+           x.attention_entropy, x.prefilled_s, x.resumed);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_tokens& x) {
+  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens);
 }
 
 template <class Inspector>
@@ -101,6 +119,7 @@ typename Inspector::result_type inspect(Inspector& f, sequence_failures& x) {
 inline void add_decode_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<decode_job>("fw::actors::decode_job");
   cfg.add_message_type<step_batch>("fw::actors::step_batch");
+  cfg.add_message_type<step_tokens>("fw::actors::step_tokens");
   cfg.add_message_type<finished_ids>("fw::actors::finished_ids");
   cfg.add_message_type<sequence_failures>("fw::actors::sequence_failures");
   cfg.add_message_type<decode_actor>("fw::actors::decode_actor");

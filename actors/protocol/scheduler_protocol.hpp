@@ -6,6 +6,10 @@
 //   (fail_atom, sequence_failures)                  from the decode worker
 //   (worker_atom, prefill_actor, std::string why)   from the supervisor: a (new) prefill worker;
 //   (worker_atom, decode_actor, std::string why)    why is empty at start, else how the old died
+//   (progress_atom, step_tokens)                    from a decode worker: tokens it produced
+//   (lost_atom, worker_kind, std::string why)       from the supervisor: a worker died (its
+//                                                   replacement comes as worker_atom later);
+//                                                   what it held is re-admitted or re-routed
 //   (tick_atom)                                     its own timer: request timeouts
 //   (stats_atom) -> scheduler_stats                 for consoles and tests
 // Failures go to the front door as (fail_atom, request_failure).
@@ -37,6 +41,7 @@ struct scheduler_stats {
   uint64_t failed = 0;
   uint64_t worker_restarts = 0;
   uint64_t requeued = 0;      ///< requests sent back to waiting after their prefill worker died
+  uint64_t resumed = 0;       ///< decoding requests re-admitted from their history after their decode worker died
   uint64_t peak_waiting = 0;  ///< the longest the admission queue has been
   uint64_t prefix_cache_queries = 0;       ///< admissions that looked up the prefix cache
   uint64_t prefix_cache_hits = 0;          ///< of those, served at least one block
@@ -76,12 +81,16 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<worker_atom, prefill_actor, std::string>, caf::reacts_to<worker_atom, decode_actor, std::string>,
     caf::reacts_to<fallback_atom, prefill_actor, std::string>, caf::reacts_to<worker_atom, transfer_actor, std::string>,
     caf::reacts_to<offload_atom, sequence_box>, caf::reacts_to<offload_atom, decode_actor, std::string>,
+    caf::reacts_to<progress_atom, step_tokens>, caf::reacts_to<lost_atom, uint8_t, std::string>,
     caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<scheduler_stats>>;
+
+/// Which worker a lost_atom names.
+enum class worker_kind : uint8_t { prefill, fallback, transfer, decode, offload };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
   return f(caf::meta::type_name("fw::actors::scheduler_stats"), x.waiting, x.prefilling, x.decoding,
-           x.kv_used_blocks, x.kv_total_blocks, x.completed, x.failed, x.worker_restarts, x.requeued,
+           x.kv_used_blocks, x.kv_total_blocks, x.completed, x.failed, x.worker_restarts, x.requeued, x.resumed,
            x.peak_waiting, x.prefix_cache_queries, x.prefix_cache_hits, x.prefix_cache_hit_tokens,
            x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.physical, x.prefill_kv_used_blocks,
            x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,

@@ -338,6 +338,14 @@ std::vector<section> build_sections() {
        integer("max_connections", &server_section::max_connections, 1, 1 << 20),
        number("shutdown_timeout_s", &server_section::shutdown_timeout_s, 0, 3600, false),
        integer("retry_after_s", &server_section::retry_after_s, 1, 3600)}));
+  s.push_back(make_section<supervisor_section>(
+      "supervisor", &config::supervisor,
+      {integer("restart_backoff_ms", &supervisor_section::restart_backoff_ms, 0, 600000),
+       integer("restart_backoff_max_ms", &supervisor_section::restart_backoff_max_ms, 0, 3600000),
+       integer("max_restarts", &supervisor_section::max_restarts, 1, 1 << 20),
+       number("restart_window_s", &supervisor_section::restart_window_s, 1, 86400, false),
+       number("down_s", &supervisor_section::down_s, 0, 86400, false),
+       integer("request_retries", &supervisor_section::request_retries, 0, 100)}));
   s.push_back(make_section<alerts_section>(
       "alerts", &config::alerts,
       {number("min_acceptance_rate", &alerts_section::min_acceptance_rate, 0, 1, false),

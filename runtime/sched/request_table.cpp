@@ -44,7 +44,7 @@ request_table::after_prefill request_table::prefilled(uint64_t id) {
   return after_prefill::decode;
 }
 
-request_table::prefill_failure request_table::prefill_failed(uint64_t id, bool worker_died_elsewhere, double now_s) {
+request_table::prefill_failure request_table::prefill_failed(uint64_t id, bool retry, double now_s) {
   prefill_failure out;
   auto it = records_.find(id);
   if (it == records_.end()) return out;
@@ -52,16 +52,15 @@ request_table::prefill_failure request_table::prefill_failed(uint64_t id, bool w
   out.epoch = it->second.epoch;
   out.was_cancelled = it->second.cancelled;
   policy_.remove(id);
-  if (!out.was_cancelled && worker_died_elsewhere) {
-    // Innocent: back to waiting for the replacement worker (its age restarts: it lost its turn).
+  if (!out.was_cancelled && retry) {
+    // Back to the head of the queue for the replacement worker.
     request_record& r = it->second;
-    if (policy_.enqueue(queued_request{id, r.kv_blocks, now_s})) {
-      r.phase = request_phase::waiting;
-      r.epoch = 0;
-      ++requeued_;
-      out.requeued = true;
-      return out;
-    }
+    policy_.requeue(queued_request{id, r.kv_blocks, now_s});
+    r.phase = request_phase::waiting;
+    r.epoch = 0;
+    ++requeued_;
+    out.requeued = true;
+    return out;
   }
   if (!out.was_cancelled) ++failed_;
   records_.erase(it);
@@ -119,6 +118,24 @@ std::vector<std::pair<uint64_t, uint32_t>> request_table::decode_worker_lost(con
   return lost;
 }
 
+std::vector<std::pair<uint64_t, uint32_t>> request_table::requeue_decoding(const std::function<bool(uint64_t)>& held,
+                                                                          double now_s) {
+  std::vector<std::pair<uint64_t, uint32_t>> lost;
+  for (const auto& [id, r] : records_)
+    if (r.phase == request_phase::decoding && held(id)) lost.emplace_back(id, r.epoch);
+  // Lower ids (older requests) end up first in the queue.
+  std::sort(lost.begin(), lost.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [id, epoch] : lost) {
+    request_record& r = records_.at(id);
+    policy_.remove(id);
+    policy_.requeue(queued_request{id, r.kv_blocks, now_s});
+    r.phase = request_phase::waiting;
+    r.epoch = 0;
+    ++resumed_;
+  }
+  return lost;
+}
+
 std::vector<std::pair<uint64_t, request_phase>> request_table::expire(double now_s) {
   std::vector<std::pair<uint64_t, request_phase>> out;
   for (uint64_t id : policy_.expire(now_s)) {
@@ -151,6 +168,7 @@ request_counts request_table::counts() const {
   c.completed = completed_;
   c.failed = failed_;
   c.requeued = requeued_;
+  c.resumed = resumed_;
   c.peak_waiting = peak_waiting_;
   return c;
 }

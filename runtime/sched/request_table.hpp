@@ -1,7 +1,7 @@
 // request_table: the life of every request the scheduler holds, as pure code (no actors, no
 // clock: callers pass the time). States: waiting -> prefilling -> decoding -> gone (done or
-// failed); cancel in any state; a request whose prefill worker died for another request goes
-// back to waiting. Admission order and limits come from scheduler_policy (FIFO, worst-case KV
+// failed); cancel in any state; a request whose prefill or decode worker died goes back to the
+// head of the queue (the owner re-admits a decoding one from its token history). Admission order and limits come from scheduler_policy (FIFO, worst-case KV
 // blocks, queue limit, request timeout). Each method says what its owner must do next (send a
 // job, release a KV allocation by epoch, fail the request), so the scheduler actor only
 // forwards messages. Tested with fabricated events (tests/unit/request_table_test.cpp), like
@@ -35,6 +35,7 @@ struct request_record {
 struct request_counts {
   uint64_t waiting = 0, prefilling = 0, decoding = 0;
   uint64_t completed = 0, failed = 0, requeued = 0;
+  uint64_t resumed = 0;  ///< decoding requests re-admitted after their decode worker died
   uint64_t peak_waiting = 0;  ///< the longest the admission queue has been
 };
 
@@ -58,17 +59,17 @@ class request_table {
   /// Its prefill finished: decode it, or (cancelled meanwhile, or unknown) release the KV.
   after_prefill prefilled(uint64_t id);
 
-  /// Its prefill failed. worker_died_elsewhere: the job reached a prefill worker that had died
-  /// for another request, so this one goes back to waiting (true returned). Otherwise it is gone
-  /// (false; the owner fails it unless it was cancelled). Either way the owner releases the KV
-  /// of `epoch_out` (the allocation the job carried).
+  /// Its prefill failed. retry: the job's worker died (for another request, or on this one
+  /// with retries left), so it goes back to the head of the queue (requeued). Otherwise it is
+  /// gone (the owner fails it unless it was cancelled). Either way the owner releases the KV of
+  /// `epoch` (the allocation the job carried).
   struct prefill_failure {
     bool requeued = false;
     bool was_cancelled = false;
     uint32_t epoch = 0;  ///< to release; 0: none
     bool known = false;
   };
-  prefill_failure prefill_failed(uint64_t id, bool worker_died_elsewhere, double now_s);
+  prefill_failure prefill_failed(uint64_t id, bool retry, double now_s);
 
   /// Decoding requests that finished normally (the decode worker freed their KV).
   void finished(const std::vector<uint64_t>& ids);
@@ -88,6 +89,10 @@ class request_table {
   std::vector<std::pair<uint64_t, uint32_t>> decode_worker_lost();
   /// The same for one of several decode workers: only the decoding requests `held` says it held.
   std::vector<std::pair<uint64_t, uint32_t>> decode_worker_lost(const std::function<bool(uint64_t)>& held);
+  /// The same, but nothing is lost: the decoding requests `held` says it held go back to the
+  /// head of the queue, to be re-admitted from their token history (prompt + tokens already
+  /// streamed; the owner keeps those). Returns (id, epoch) of each, whose KV the owner releases.
+  std::vector<std::pair<uint64_t, uint32_t>> requeue_decoding(const std::function<bool(uint64_t)>& held, double now_s);
   /// A decoding request's KV moved to another pool (offload): its allocation is now `epoch`.
   void kv_moved(uint64_t id, uint32_t epoch);
 
@@ -105,7 +110,7 @@ class request_table {
 
   scheduler_policy policy_;
   std::unordered_map<uint64_t, request_record> records_;
-  uint64_t completed_ = 0, failed_ = 0, requeued_ = 0, peak_waiting_ = 0;
+  uint64_t completed_ = 0, failed_ = 0, requeued_ = 0, resumed_ = 0, peak_waiting_ = 0;
 };
 
 }  // namespace fw

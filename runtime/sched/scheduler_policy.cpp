@@ -15,6 +15,11 @@ expected<void> scheduler_policy::enqueue(const queued_request& r) {
   return {};
 }
 
+void scheduler_policy::requeue(const queued_request& r) {
+  running_.erase(r.id);
+  waiting_.push_front(r);
+}
+
 std::vector<uint64_t> scheduler_policy::admit(uint32_t free_blocks) {
   std::vector<uint64_t> out;
   while (!waiting_.empty() && running_.size() < limits_.max_running &&

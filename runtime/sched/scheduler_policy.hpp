@@ -37,6 +37,10 @@ class scheduler_policy {
   /// never fit the pool.
   expected<void> enqueue(const queued_request& r);
 
+  /// Puts a request that was admitted before (its worker died) back at the head of the queue,
+  /// whatever the queue limit: it is re-admitted first.
+  void requeue(const queued_request& r);
+
   /// Requests to start now, in FIFO order, given the pool's free blocks. They become running.
   std::vector<uint64_t> admit(uint32_t free_blocks);
 

@@ -10,6 +10,7 @@
 #include "runtime/sched/offload_policy.hpp"
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/spec/k_policy.hpp"
+#include "runtime/supervise/restart_policy.hpp"
 
 namespace fw {
 
@@ -29,6 +30,10 @@ struct engine_limits {
   kv_wire kv_transfer = kv_wire::f32;
   /// With an offload device: when the decode device hands long-tail sequences over.
   offload_limits offload{};
+  /// [supervisor]: how dead workers are restarted, and how often a prompt whose prefill worker
+  /// died on it is retried before its request fails.
+  restart_limits restart{};
+  uint32_t request_retries = 2;
   /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
   /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
   drafter* draft = nullptr;

@@ -146,6 +146,12 @@ engine_limits runtime_parts::limits() const {
     case kv_transfer_type::f16: lim.kv_transfer = kv_wire::f16; break;
     case kv_transfer_type::int8: lim.kv_transfer = kv_wire::int8; break;
   }
+  lim.restart.backoff_s = cfg.supervisor.restart_backoff_ms / 1000.0;
+  lim.restart.backoff_max_s = cfg.supervisor.restart_backoff_max_ms / 1000.0;
+  lim.restart.max_restarts = cfg.supervisor.max_restarts;
+  lim.restart.window_s = cfg.supervisor.restart_window_s;
+  lim.restart.down_s = cfg.supervisor.down_s;
+  lim.request_retries = cfg.supervisor.request_retries;
   lim.offload.min_generated = cfg.scheduler.offload_after_tokens;
   lim.offload.max_free_share = cfg.scheduler.offload_below_free_share;
   // The prefix cache lives where prompts are prefilled.

@@ -21,6 +21,14 @@ token_outcome sequence::advance(std::span<const float> logits, const tokenizer& 
   return push(sampler_.sample(logits, history_), vocab);
 }
 
+bool sequence::resume(std::span<const int32_t> tokens, const tokenizer& vocab) {
+  for (int32_t tok : tokens) {
+    if (finished_) return false;
+    (void)push(tok, vocab);  // the text was streamed before the interruption
+  }
+  return !finished_;
+}
+
 token_outcome sequence::push(int32_t tok, const tokenizer& vocab) {
   token_outcome out;
   auto finish = [&](const char* reason) {

@@ -62,6 +62,14 @@ class sequence {
   std::vector<token_outcome> advance_speculative(std::span<const float> rows, const draft_proposal& proposal,
                                                  const tokenizer& vocab, int* accepted);
 
+  /// Continues a sequence that was interrupted (its decode worker died) after it had generated
+  /// `tokens`, which its client has already been sent: they join the history and the budget,
+  /// and the stop-string and UTF-8 state are rebuilt as if they had been sampled, with no text
+  /// emitted. Greedy continuations are identical to an uninterrupted run; a seeded sampler
+  /// starts over from its seed. False (and nothing changed after the token that ended it) when
+  /// the tokens would have finished the sequence: it was done already.
+  bool resume(std::span<const int32_t> tokens, const tokenizer& vocab);
+
   /// Tokens this sequence may still generate.
   uint32_t remaining() const { return budget_ > generated_.size() ? budget_ - static_cast<uint32_t>(generated_.size()) : 0; }
 

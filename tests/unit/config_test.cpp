@@ -129,7 +129,7 @@ TEST(config_test, unknown_section_lists_the_sections) {
   const auto msg = error_of("[model]\nctx_size = 512\n\n[schedular]\nmax_batch = 3\n");
   EXPECT_EQ(msg,
             "bad.toml:4:2: unknown section [schedular] (did you mean 'scheduler'?); allowed: model, "
-            "compute, kv_cache, sampling, scheduler, speculative, plugins, server, alerts, logging, devices");
+            "compute, kv_cache, sampling, scheduler, speculative, plugins, server, supervisor, alerts, logging, devices");
 }
 
 TEST(config_test, unknown_key_lists_the_allowed_keys) {

@@ -27,6 +27,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
       // Policies: pure code over base only.
       {"runtime/spec", {"runtime/base"}},
       {"runtime/sched", {"runtime/base"}},
+      {"runtime/supervise", {"runtime/base"}},
       {"runtime/metrics", {"runtime/base"}},
       {"runtime/config", {"runtime/base", "runtime/config/sections"}},
       {"runtime/gguf", {"runtime/base", "kernels/format"}},
@@ -45,7 +46,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
       {"runtime/plugin/kinds", {"runtime/plugin"}},
       {"runtime/quant", {"runtime/base", "runtime/model", "runtime/gguf", "runtime/device", "kernels/format", "kernels/cpu"}},
       {"runtime/setup", {"runtime/config", "runtime/device/cpu", "runtime/step", "runtime/plugin/kinds",
-                         "runtime/spec/drafts", "runtime/metrics"}},
+                         "runtime/spec/drafts", "runtime/metrics", "runtime/supervise"}},
       {"actors", {"actors/protocol", "runtime/setup", "runtime/metrics"}},
       {"actors/protocol", {"runtime/setup"}},
       {"plugins/q8_0_kernel", {"kernels/cpu", "include/flywheel", "plugins"}},

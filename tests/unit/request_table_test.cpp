@@ -171,6 +171,25 @@ TEST(request_table_test, losing_the_decode_worker_fails_exactly_the_decoding_req
   EXPECT_EQ(t.counts().failed, 2u);
 }
 
+TEST(request_table_test, a_lost_decode_worker_requeues_its_requests_at_the_head_of_the_queue) {
+  request_table t(limits(2));  // two running at most
+  for (uint64_t id : {1, 2, 3, 4}) ASSERT_TRUE(t.submit(id, 1, 1, 1, 0));
+  EXPECT_EQ(t.admit(10), (std::vector<uint64_t>{1, 2}));
+  t.started(1, 41), t.started(2, 42);
+  t.prefilled(1), t.prefilled(2);
+  auto lost = t.requeue_decoding([](uint64_t id) { return id != 2; }, 1.0);  // 2 lives elsewhere
+  EXPECT_EQ(lost, (std::vector<std::pair<uint64_t, uint32_t>>{{1, 41}}));
+  EXPECT_EQ(t.find(1)->phase, request_phase::waiting);
+  EXPECT_EQ(t.find(1)->epoch, 0u);
+  EXPECT_EQ(t.find(2)->phase, request_phase::decoding);
+  // 1 is re-admitted before 3 and 4, which were waiting before it was lost.
+  EXPECT_EQ(t.admit(10), std::vector<uint64_t>{1});
+  const auto c = t.counts();
+  EXPECT_EQ(c.resumed, 1u);
+  EXPECT_EQ(c.failed, 0u);
+  EXPECT_EQ(c.waiting, 2u);
+}
+
 TEST(request_table_test, expiry_reports_each_request_with_its_phase) {
   request_table t(limits(4, 8, 10, 5.0));
   ASSERT_TRUE(t.submit(1, 1, 1, 1, 0.0));
