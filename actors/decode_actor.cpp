@@ -84,6 +84,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         if (box.h && box.h->seq) self->state.decoder->add(std::move(box.h->seq));
         kick();
       },
+      [=](degrade_atom, int32_t cap) { self->state.decoder->set_k_cap(cap); },
       [=](cancel_atom, uint64_t id) {
         if (self->state.decoder->remove(id)) self->send(scheduler, done_atom::value, finished_ids{{id}, {}, {}});
       },

@@ -204,8 +204,47 @@ std::string engine::render_metrics() {
     impl_->prefix_blocks->set(static_cast<double>(s->prefix_cache_blocks));
     if (s->physical || s->offload_device) publish_pd_metrics(*s);
   }
+  if (auto h = health()) publish_health_metrics(*h);
   if (impl_) impl_->ignored_errors->advance_to(static_cast<double>(ignored_error_count()));
   return metrics_.render();
+}
+
+void engine::publish_health_metrics(const worker_health& h) {
+  const auto& l = ctx_.labels;
+  double state = 0;
+  for (double i = 0; const char* name : {"healthy", "link-degraded", "co-located", "cpu-fallback"}) {
+    if (h.degradation == name) state = i;
+    ++i;
+  }
+  metrics_.gauge("flywheel:degradation_state",
+                 "Degradation state: 0 healthy, 1 link-degraded, 2 co-located, 3 cpu-fallback.", l).set(state);
+  metrics_.counter("flywheel:degradation_transitions_total", "Degradation state changes the supervisor applied.", l)
+      .advance_to(static_cast<double>(h.transitions_total));
+  for (const auto& r : h.readings) {
+    auto dl = l;
+    dl.emplace_back("device", r.device);
+    if (r.metric == "temperature_c")
+      metrics_.gauge("flywheel:device_temperature_celsius", "Latest device temperature from telemetry.", dl).set(r.value);
+    else if (r.metric == "link_gbps")
+      metrics_.gauge("flywheel:link_bandwidth_bytes_per_second", "Latest link bandwidth from telemetry.", dl)
+          .set(r.value * 1e9);
+  }
+  for (size_t i = 0; i < h.names.size(); ++i) {
+    auto wl = l;
+    wl.emplace_back("worker", h.names[i]);
+    metrics_.counter("flywheel:worker_crashes_total", "Worker deaths the supervisor saw, per worker.", wl)
+        .advance_to(static_cast<double>(h.crashes[i]));
+  }
+}
+
+expected<void> engine::drill(std::vector<telemetry_sample> samples, double speed) {
+  if (stopped_.load()) return make_error(errc::cancelled, "the runtime is shut down");
+  if (samples.empty()) return make_error(errc::invalid_argument, "a drill needs at least one sample");
+  caf::scoped_actor self{impl_->system};
+  expected<void> out = make_error(errc::timed_out, "the supervisor did not answer");
+  self->request(impl_->supervisor, std::chrono::seconds(10), drill_atom::value, telemetry_drill{std::move(samples), speed})
+      .receive([&](ok_atom) { out = {}; }, [&](caf::error& err) { out = from_caf_error(err); });
+  return out;
 }
 
 void engine::publish_pd_metrics(const scheduler_stats& s) {

@@ -64,6 +64,9 @@ class engine {
   expected<scheduler_stats> stats();
   /// The supervisor's view of each worker: crashes, escalations, running / restarting / down.
   expected<worker_health> health();
+  /// Replays a telemetry trace (time-ordered samples, runtime/supervise/telemetry_trace) into the
+  /// supervisor's degradation policy at `speed` times its own pace; returns once it is scheduled.
+  expected<void> drill(std::vector<telemetry_sample> samples, double speed = 1.0);
   /// The engine's metrics (flywheel:* names); valid for the engine's lifetime.
   metrics_registry& metrics() { return metrics_; }
   /// The labels every engine series carries (model_name).
@@ -85,6 +88,7 @@ class engine {
   engine() = default;
   struct impl;
   void publish_pd_metrics(const scheduler_stats& s);
+  void publish_health_metrics(const worker_health& h);
 
   std::shared_ptr<const model> model_;
   std::unique_ptr<backend> device_;

@@ -130,6 +130,11 @@ class scheduler_logic {
     in.prefill_tokens_per_s = st().pd.prefill_rate;
     in.deadline_s = ctx_->limits.prefill_deadline_s;
     auto d = choose_route(in);
+    if (d.route == prefill_route::physical && st().degradation >= static_cast<uint8_t>(degradation_state::co_located)) {
+      d.route = prefill_route::co_located;
+      d.reason = std::string("degraded (") + to_string(static_cast<degradation_state>(st().degradation)) +
+                 "): " + st().degradation_reason;
+    }
     record_decision(t0);
     if (d.route == prefill_route::physical) {
       ++st().pd.physical;
@@ -243,7 +248,7 @@ class scheduler_logic {
     const auto* ctx = ctx_;
     const uint64_t id = d.id;
     if (!st().transfer) return transfer_lost(id, caf::sec::request_receiver_down);  // being restarted
-    self_->request(st().transfer, caf::infinite, transfer_atom::value, transfer_job{id, std::move(d.kv), std::move(sr.decode_kv)})
+    self_->request(st().transfer, caf::infinite, transfer_atom::value, transfer_job{id, std::move(d.kv), std::move(sr.decode_kv), transfer_wire()})
         .then([self, ctx](transfer_done& t) { scheduler_logic(self, ctx).transferred(t); },
               [self, ctx, id](caf::error& err) { scheduler_logic(self, ctx).transfer_lost(id, err); });
   }
@@ -593,6 +598,29 @@ class scheduler_logic {
              " request(s) it held are re-admitted from their token history");
   }
 
+  /// The KV wire of prefill -> decode transfers: [supervisor] degraded_kv_transfer over a
+  /// degraded link when one is set, else as configured (255).
+  uint8_t transfer_wire() const {
+    const bool degraded = self_->state.degradation >= static_cast<uint8_t>(degradation_state::link_degraded);
+    return degraded && ctx_->limits.degraded_kv_transfer ? static_cast<uint8_t>(*ctx_->limits.degraded_kv_transfer)
+                                                         : uint8_t{255};
+  }
+
+  /// The supervisor's degradation decision: new routes and transfers follow it; on a lost device
+  /// the prompts still on the prefill device move to the decode device now.
+  void degrade(uint8_t state, const std::string& why) {
+    st().degradation = state;
+    st().degradation_reason = why;
+    if (state < static_cast<uint8_t>(degradation_state::cpu_fallback)) return;
+    std::vector<uint64_t> ids;
+    for (const auto& [id, sr] : st().staged)
+      if (sr.on_prefill_device && !sr.failed_over) ids.push_back(id);
+    for (uint64_t id : ids) {
+      const request_record* r = st().table.find(id);
+      if (r && !r->cancelled) fail_over(id, st().staged.at(id), "degraded (cpu-fallback): " + why);
+    }
+  }
+
   /// Tells the decode worker holding a decoding request to drop it (it frees the KV).
   void send_cancel(uint64_t id) {
     const decode_actor& w = st().offloaded.count(id) ? st().offload : st().decode;
@@ -683,6 +711,7 @@ class scheduler_logic {
     s.prefix_cache_query_tokens = pc.query_tokens;
     s.prefix_cache_blocks = pc.blocks;
     s.decisions = st().decisions;
+    s.degradation = st().degradation;
     if (ctx_->offload_device) {
       s.offload_device = true;
       s.offloaded = st().offloaded_total;
@@ -723,6 +752,7 @@ class scheduler_logic {
       s.routed_co_located = pd.co_located;
       s.routed_physical = pd.physical;
       s.last_route_reason = pd.last_reason;
+      s.degradation = st().degradation;
     }
     return s;
   }
@@ -770,6 +800,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, const engine_context* ct
       [=](lost_atom, uint8_t kind, std::string& why) {
         scheduler_logic(self, ctx).worker_lost(static_cast<worker_kind>(kind), why);
       },
+      [=](degrade_atom, uint8_t state, std::string& why) { scheduler_logic(self, ctx).degrade(state, why); },
       [=](tick_atom) { scheduler_logic(self, ctx).tick(); },
       [=](stats_atom) { return scheduler_logic(self, ctx).stats(); },
   };

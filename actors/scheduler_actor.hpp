@@ -29,6 +29,7 @@
 #include "actors/protocol/scheduler_protocol.hpp"
 #include "runtime/kv/prefix_cache.hpp"
 #include "runtime/sched/request_table.hpp"
+#include "runtime/supervise/degradation_policy.hpp"
 
 namespace fw::actors {
 
@@ -98,6 +99,8 @@ struct scheduler_state {
   /// Separate devices: requests routed to the prefill device, from admission to their decode job.
   std::unordered_map<uint64_t, staged_request> staged;
   pd_counters pd;
+  uint8_t degradation = 0;  ///< runtime/supervise degradation_state, set by the supervisor
+  std::string degradation_reason;
   /// How long scheduling decisions took (admission passes, routes), the last decision_window.
   static constexpr size_t decision_window = 8192;
   std::vector<float> decision_us;

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include <chrono>
+#include <cstdio>
 
 #include "actors/decode_actor.hpp"
 #include "actors/prefill_actor.hpp"
@@ -47,6 +48,8 @@ void start(self_ptr self, const engine_context* ctx, worker_kind k, const std::s
       st.decode = sys.spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler, ctx->device, false);
       self->monitor(st.decode);
       self->send(st.scheduler, worker_atom::value, st.decode, why);
+      if (st.degradation.state() != degradation_state::healthy)  // a replacement keeps the cap
+        self->send(st.decode, degrade_atom::value, static_cast<int32_t>(st.degradation.limits().k_cap));
       break;
     case worker_kind::offload:
       st.offload = sys.spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler, ctx->offload_device, true);
@@ -69,6 +72,23 @@ bool which(supervisor_state& st, const caf::actor_addr& src, worker_kind& out) {
          is(st.transfer, worker_kind::transfer);
 }
 
+/// One moment of telemetry: the policy decides, and a change is applied and logged.
+void observe(self_ptr self, std::vector<telemetry_sample>& samples) {
+  auto& st = self->state;
+  if (!st.degradation.observe(samples)) return;
+  const auto& t = st.degradation.transitions().back();
+  log_warn(std::string("supervisor: ") + to_string(t.from) + " -> " + to_string(t.to) + ": " + t.reason);
+  self->send(st.scheduler, degrade_atom::value, static_cast<uint8_t>(t.to), t.reason);
+  const int32_t cap = t.to == degradation_state::healthy ? -1 : st.degradation.limits().k_cap;
+  if (st.decode) self->send(st.decode, degrade_atom::value, cap);
+}
+
+std::string describe(const degradation_transition& t, double t0) {
+  char when[32];
+  std::snprintf(when, sizeof when, "t=%.1fs", t.t_s - t0);
+  return std::string(when) + " " + to_string(t.from) + " -> " + to_string(t.to) + ": " + t.reason;
+}
+
 }  // namespace
 
 supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* ctx, front_door_actor front_door,
@@ -76,6 +96,15 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
   self->state.front_door = std::move(front_door);
   self->state.scheduler = std::move(scheduler);
   for (auto& p : self->state.policies) p = restart_policy(ctx->limits.restart);
+  self->state.degradation = degradation_policy(ctx->limits.degradation);
+  self->state.started_s = now_s();
+  self->state.telemetry = "no telemetry polled ([supervisor] telemetry_poll_ms = 0); drills only";
+  if (ctx->limits.telemetry_poll_s > 0) {
+    self->state.thermal = std::make_unique<thermal_source>();
+    self->state.telemetry = self->state.thermal->describe();
+    if (self->state.thermal->available()) self->send(self, tick_atom::value);
+    else log_info("supervisor: " + self->state.telemetry);
+  }
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
     if (st.stopping) return;
@@ -114,6 +143,33 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
         start(self, ctx, static_cast<worker_kind>(kind), st.last_reason[kind]);
       },
       [=](stats_atom) { return self->state.restarts; },
+      [=](tick_atom) {
+        auto& st = self->state;
+        if (st.stopping || !st.thermal) return;
+        auto samples = st.thermal->sample(now_s() - st.started_s);  // seconds since start
+        if (!samples.empty()) observe(self, samples);
+        self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::duration<double>(ctx->limits.telemetry_poll_s)),
+                           tick_atom::value);
+      },
+      [=](telemetry_atom, telemetry_moment& m) {
+        if (!self->state.stopping) observe(self, m.samples);
+      },
+      [=](drill_atom, telemetry_drill& d) {
+        // Each group of samples with one time is a moment, played at its offset / speed.
+        const double speed = d.speed > 0 ? d.speed : 1.0;
+        size_t i = 0;
+        while (i < d.samples.size()) {
+          telemetry_moment m;
+          const double t = d.samples[i].t_s;
+          while (i < d.samples.size() && d.samples[i].t_s == t) m.samples.push_back(d.samples[i++]);
+          const auto delay = std::chrono::duration_cast<std::chrono::microseconds>(
+              std::chrono::duration<double>((t - d.samples.front().t_s) / speed));
+          if (delay.count() <= 0) self->send(self, telemetry_atom::value, std::move(m));
+          else self->delayed_send(self, delay, telemetry_atom::value, std::move(m));
+        }
+        return ok_atom::value;
+      },
       [=](health_atom) {
         auto& st = self->state;
         worker_health h;
@@ -129,6 +185,14 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
           h.states.emplace_back(running[i] ? "running" : st.down[i] ? "down" : "restarting");
           h.last_reason.push_back(st.last_reason[i]);
         }
+        const auto& dp = st.degradation;
+        h.degradation = to_string(dp.state());
+        h.degradation_reason = dp.last_reason();
+        h.transitions_total = dp.transitions().size();
+        const auto& tr = dp.transitions();
+        for (size_t i = tr.size() > 16 ? tr.size() - 16 : 0; i < tr.size(); ++i) h.transitions.push_back(describe(tr[i], 0));
+        for (const auto& [key, v] : dp.readings()) h.readings.push_back(telemetry_sample{0, key.first, key.second, v});
+        h.telemetry = st.telemetry;
         return h;
       },
       [=](shutdown_atom) {

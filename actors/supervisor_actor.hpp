@@ -4,13 +4,17 @@
 // (lost_atom: the scheduler re-admits or re-routes what the worker held, so no request is lost)
 // and restarts the worker after the backoff its restart_policy gives (runtime/supervise); a
 // worker that keeps dying escalates: its device is marked down for [supervisor] down_s (a
-// prefill device that is down leaves its prompts to the decode device's fallback worker).
+// prefill device that is down leaves its prompts to the decode device's fallback worker). It also
+// feeds device telemetry (CPU thermal zones, polled; or a replayed drill trace) to the
+// degradation policy and applies each decision: the scheduler switches the KV wire to int8,
+// routes co-located, or fails prefill-device jobs over; the decode worker caps speculation's k.
 // Protocol: actors/protocol/supervisor_protocol.hpp.
 #pragma once
 
 #include <caf/typed_event_based_actor.hpp>
 
 #include <array>
+#include <memory>
 
 #include "actors/engine_context.hpp"
 #include "actors/protocol/decode_protocol.hpp"
@@ -19,7 +23,9 @@
 #include "actors/protocol/scheduler_protocol.hpp"
 #include "actors/protocol/supervisor_protocol.hpp"
 #include "actors/protocol/transfer_protocol.hpp"
+#include "runtime/supervise/degradation_policy.hpp"
 #include "runtime/supervise/restart_policy.hpp"
+#include "runtime/supervise/thermal_source.hpp"
 
 namespace fw::actors {
 
@@ -38,6 +44,10 @@ struct supervisor_state {
   std::array<restart_policy, kinds> policies{};
   std::array<std::string, kinds> last_reason{};
   std::array<bool, kinds> down{};     ///< marked down (escalated), restart pending
+  degradation_policy degradation;
+  std::unique_ptr<thermal_source> thermal;  ///< polled every limits.telemetry_poll_s when available
+  std::string telemetry;                    ///< what thermal found (or that there is nothing)
+  double started_s = 0;
   bool stopping = false;
   uint64_t restarts = 0;
   static inline const char* name = "fw.supervisor";

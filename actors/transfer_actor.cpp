@@ -23,7 +23,8 @@ transfer_actor::behavior_type transfer_worker(transfer_actor::stateful_pointer<t
           return done;
         }
         done.f32_bytes = kv_f32_bytes(src->layout(), job.from.n_tokens);
-        auto stream = kv_encode(*src, job.from, ctx->limits.kv_transfer);
+        const kv_wire wire = job.wire <= static_cast<uint8_t>(kv_wire::int8) ? static_cast<kv_wire>(job.wire) : ctx->limits.kv_transfer;
+        auto stream = kv_encode(*src, job.from, wire);
         if (!stream) {
           done.error = stream.err().message;
         } else {

@@ -25,6 +25,9 @@ using adopt_atom = caf::atom_constant<caf::atom("adopt")>;        ///< a running
 using fallback_atom = caf::atom_constant<caf::atom("fallback")>;  ///< the co-located prefill worker
 using progress_atom = caf::atom_constant<caf::atom("progress")>;  ///< tokens a decode step produced
 using lost_atom = caf::atom_constant<caf::atom("lost")>;          ///< a worker died (restart pending)
+using degrade_atom = caf::atom_constant<caf::atom("degrade")>;    ///< a degradation state to apply
+using drill_atom = caf::atom_constant<caf::atom("drill")>;        ///< replay a telemetry trace
+using telemetry_atom = caf::atom_constant<caf::atom("telemetry")>;  ///< samples of one moment
 using health_atom = caf::atom_constant<caf::atom("health")>;      ///< workers' and devices' health
 
 }  // namespace fw::actors

@@ -3,6 +3,7 @@
 //   (cancel_atom, uint64_t id)  a sequence leaves; its KV is freed
 //   (step_atom)                 one decode step (the worker sends it to itself between steps)
 //   (adopt_atom, sequence_box)  a running sequence joins (offload: its KV already in this pool)
+//   (degrade_atom, int32_t cap) caps speculation's k (the supervisor, on a degraded link); < 0: none
 // It sends, once per step that produced anything:
 //   to the front door: (step_atom, step_batch)            tokens/text of every sequence
 //   to the scheduler:  (progress_atom, step_tokens)      the tokens it produced, before the
@@ -88,7 +89,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(fw::actors::sequence_box)
 namespace fw::actors {
 
 using decode_actor = caf::typed_actor<caf::reacts_to<decode_atom, decode_job>, caf::reacts_to<cancel_atom, uint64_t>,
-                                      caf::reacts_to<step_atom>, caf::reacts_to<adopt_atom, sequence_box>>;
+                                      caf::reacts_to<step_atom>, caf::reacts_to<adopt_atom, sequence_box>,
+                                      caf::reacts_to<degrade_atom, int32_t>>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_job& x) {

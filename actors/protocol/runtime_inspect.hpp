@@ -7,6 +7,7 @@
 #include "runtime/step/step_result.hpp"
 #include "runtime/kv/kv_handle.hpp"
 #include "runtime/sample/sampling_params.hpp"
+#include "runtime/supervise/telemetry_sample.hpp"
 
 namespace fw {
 
@@ -20,6 +21,11 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   return f(caf::meta::type_name("fw::sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
            x.repeat_penalty, x.repeat_last_n, x.presence_penalty, x.frequency_penalty, x.seed,
            x.max_tokens, x.stop, x.ignore_eos, x.max_draft_k, x.logprobs);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, telemetry_sample& x) {
+  return f(caf::meta::type_name("fw::telemetry_sample"), x.t_s, x.device, x.metric, x.value);
 }
 
 template <class Inspector>

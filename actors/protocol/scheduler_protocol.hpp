@@ -10,6 +10,9 @@
 //   (lost_atom, worker_kind, std::string why)       from the supervisor: a worker died (its
 //                                                   replacement comes as worker_atom later);
 //                                                   what it held is re-admitted or re-routed
+//   (degrade_atom, uint8_t state, std::string why)  from the supervisor: a degradation_state to
+//                                                   apply (int8 KV wire, co-located routes,
+//                                                   prefill-device jobs failed over now)
 //   (tick_atom)                                     its own timer: request timeouts
 //   (stats_atom) -> scheduler_stats                 for consoles and tests
 // Failures go to the front door as (fail_atom, request_failure).
@@ -64,6 +67,7 @@ struct scheduler_stats {
   uint64_t routed_co_located = 0;          ///< requests the route policy prefilled co-located
   uint64_t routed_physical = 0;            ///< ... and on the prefill device
   std::string last_route_reason;           ///< the route policy's last co-located reason
+  uint8_t degradation = 0;                 ///< the degradation_state the scheduler applies
   bool offload_device = false;             ///< an offload device finishes long-tail sequences
   uint64_t offloaded = 0;                  ///< sequences moved there so far
   uint64_t offload_active = 0;             ///< decoding there now
@@ -82,6 +86,7 @@ using scheduler_actor = caf::typed_actor<
     caf::reacts_to<fallback_atom, prefill_actor, std::string>, caf::reacts_to<worker_atom, transfer_actor, std::string>,
     caf::reacts_to<offload_atom, sequence_box>, caf::reacts_to<offload_atom, decode_actor, std::string>,
     caf::reacts_to<progress_atom, step_tokens>, caf::reacts_to<lost_atom, uint8_t, std::string>,
+    caf::reacts_to<degrade_atom, uint8_t, std::string>,
     caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<scheduler_stats>>;
 
 /// Which worker a lost_atom names.
@@ -95,7 +100,7 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
            x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.physical, x.prefill_kv_used_blocks,
            x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,
            x.kv_transfer_bytes, x.kv_transfer_f32_bytes, x.kv_transfer_seconds, x.kv_transfer_refused,
-           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.offload_device, x.offloaded, x.offload_active, x.offload_refused, x.offload_kv_used_blocks, x.offload_kv_total_blocks,
+           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.degradation, x.offload_device, x.offloaded, x.offload_active, x.offload_refused, x.offload_kv_used_blocks, x.offload_kv_total_blocks,
            x.decisions, x.decision_us_p99, x.decision_us_max);
 }
 

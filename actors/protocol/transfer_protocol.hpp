@@ -23,6 +23,7 @@ struct transfer_job {
   uint64_t id = 0;
   kv_handle from;  ///< tokens to move, in the pool of from.pool_id (the prefill or decode device's)
   kv_handle to;    ///< allocated in the destination pool (to.pool_id), written by the transfer
+  uint8_t wire = 255;  ///< kv_wire of the stream; 255: [kv_cache] transfer (a degraded link: int8)
 };
 
 struct transfer_done {
@@ -39,7 +40,7 @@ using transfer_actor = caf::typed_actor<caf::replies_to<transfer_atom, transfer_
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, transfer_job& x) {
-  return f(caf::meta::type_name("fw::actors::transfer_job"), x.id, x.from, x.to);
+  return f(caf::meta::type_name("fw::actors::transfer_job"), x.id, x.from, x.to, x.wire);
 }
 
 template <class Inspector>

@@ -117,6 +117,13 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
                         " is smaller than one block (block_tokens = " +
                         std::to_string(kv.block_tokens) + ")");
 
+  const auto& sv = c.supervisor;
+  if (sv.restart_backoff_max_ms < sv.restart_backoff_ms)
+    add("supervisor", "supervisor.restart_backoff_max_ms = " + std::to_string(sv.restart_backoff_max_ms) +
+                          " is below restart_backoff_ms = " + std::to_string(sv.restart_backoff_ms));
+  if (sv.temp_co_located_c < sv.temp_degraded_c)
+    add("supervisor", "supervisor.temp_co_located_c must be at least temp_degraded_c (the hotter threshold is the worse state)");
+
   if (c.speculative.draft == draft_kind::model && c.speculative.draft_model.empty())
     add("speculative", "speculative.draft = \"model\" needs speculative.draft_model (a GGUF file)");
   for (const auto& k : c.compute.kernel_plugins) {

@@ -345,7 +345,16 @@ std::vector<section> build_sections() {
        integer("max_restarts", &supervisor_section::max_restarts, 1, 1 << 20),
        number("restart_window_s", &supervisor_section::restart_window_s, 1, 86400, false),
        number("down_s", &supervisor_section::down_s, 0, 86400, false),
-       integer("request_retries", &supervisor_section::request_retries, 0, 100)}));
+       integer("request_retries", &supervisor_section::request_retries, 0, 100),
+       integer("telemetry_poll_ms", &supervisor_section::telemetry_poll_ms, 0, 3600000, "0 = off"),
+       number("temp_degraded_c", &supervisor_section::temp_degraded_c, 0, 200, false),
+       number("temp_co_located_c", &supervisor_section::temp_co_located_c, 0, 200, false),
+       number("link_nominal_gbps", &supervisor_section::link_nominal_gbps, 0, 100000, false, "0 = highest seen"),
+       number("link_min_share", &supervisor_section::link_min_share, 0, 1, false),
+       integer("sustain_samples", &supervisor_section::sustain_samples, 1, 100000),
+       integer("recover_samples", &supervisor_section::recover_samples, 1, 100000),
+       integer("degraded_k_cap", &supervisor_section::degraded_k_cap, 0, 64),
+       enumerated("degraded_kv_transfer", &supervisor_section::degraded_kv_transfer, kv_transfer_type_names)}));
   s.push_back(make_section<alerts_section>(
       "alerts", &config::alerts,
       {number("min_acceptance_rate", &alerts_section::min_acceptance_rate, 0, 1, false),

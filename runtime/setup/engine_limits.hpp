@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "runtime/kv/kv_codec.hpp"
 #include "runtime/sched/offload_policy.hpp"
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/spec/k_policy.hpp"
+#include "runtime/supervise/degradation_policy.hpp"
 #include "runtime/supervise/restart_policy.hpp"
 
 namespace fw {
@@ -34,6 +36,11 @@ struct engine_limits {
   /// died on it is retried before its request fails.
   restart_limits restart{};
   uint32_t request_retries = 2;
+  /// [supervisor]: telemetry thresholds and how often CPU sensors are polled (0: never).
+  degradation_limits degradation{};
+  double telemetry_poll_s = 1.0;
+  /// The KV wire while link-degraded; unset: kv_transfer (no change).
+  std::optional<kv_wire> degraded_kv_transfer;
   /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
   /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
   drafter* draft = nullptr;

@@ -152,6 +152,21 @@ engine_limits runtime_parts::limits() const {
   lim.restart.window_s = cfg.supervisor.restart_window_s;
   lim.restart.down_s = cfg.supervisor.down_s;
   lim.request_retries = cfg.supervisor.request_retries;
+  lim.telemetry_poll_s = cfg.supervisor.telemetry_poll_ms / 1000.0;
+  lim.degradation.temp_degraded_c = cfg.supervisor.temp_degraded_c;
+  lim.degradation.temp_co_located_c = cfg.supervisor.temp_co_located_c;
+  lim.degradation.link_nominal_gbps = cfg.supervisor.link_nominal_gbps;
+  lim.degradation.link_min_share = cfg.supervisor.link_min_share;
+  lim.degradation.link_co_located_share = std::min(cfg.supervisor.link_min_share, lim.degradation.link_co_located_share);
+  lim.degradation.sustain_samples = cfg.supervisor.sustain_samples;
+  lim.degradation.recover_samples = cfg.supervisor.recover_samples;
+  lim.degradation.k_cap = static_cast<int>(cfg.supervisor.degraded_k_cap);
+  switch (cfg.supervisor.degraded_kv_transfer) {
+    case kv_transfer_type::automatic: break;
+    case kv_transfer_type::f32: lim.degraded_kv_transfer = kv_wire::f32; break;
+    case kv_transfer_type::f16: lim.degraded_kv_transfer = kv_wire::f16; break;
+    case kv_transfer_type::int8: lim.degraded_kv_transfer = kv_wire::int8; break;
+  }
   lim.offload.min_generated = cfg.scheduler.offload_after_tokens;
   lim.offload.max_free_share = cfg.scheduler.offload_below_free_share;
   // The prefix cache lives where prompts are prefilled.

@@ -92,6 +92,7 @@ step_plan batch_decoder::plan() {
       int k = scored ? policy_.k_for_scored(s.remaining()) : policy_.k_for(sl->k, s.remaining());
       if (gated && gate_.trial() && !scored) k = std::min(k, 1);  // judged by its cheapest proposal
       if (s.params().max_draft_k > 0) k = std::min(k, s.params().max_draft_k);  // the request's cap
+      if (k_cap_ >= 0) k = std::min(k, k_cap_);  // the supervisor's (a degraded device or link)
       if (k <= 0) {
         if (!scored) policy_.observe(sl->k, 0, 0);
       } else if (auto prop = sl->draft->propose(s.id(), s.history(), k); !prop) {

@@ -92,6 +92,10 @@ class batch_decoder {
   /// target and draft (the generator keeps it across requests).
   const spec_gate& gate() const { return gate_; }
   void set_gate(const spec_gate& g) { gate_ = g; }
+  /// Caps every sequence's draft length from now on (the supervisor lowers it on a degraded
+  /// device or link); < 0: no cap.
+  void set_k_cap(int cap) { k_cap_ = cap; }
+  int k_cap() const { return k_cap_; }
 
   /// Test seam (the actor runtime's engine_faults): before a step grows a sequence's KV, `fail`
   /// is asked with its id; true makes that reservation fail as a KV error would.
@@ -112,6 +116,7 @@ class batch_decoder {
   drafter* draft_ = nullptr;
   k_policy policy_;
   spec_gate gate_;  ///< with an adaptive policy: drafting off while plain decoding is faster
+  int k_cap_ = -1;
   spec_stats spec_;
   forward_batch batch_;
   forward_result result_;  ///< the step's logits (and hidden states for drafts that read them)

@@ -11,8 +11,11 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "actors/engine.hpp"
+#include "runtime/supervise/telemetry_trace.hpp"
 #include "runtime/device/cpu/cpu_backend.hpp"
 #include "tests/sampling_presets.hpp"
 #include "tests/unit/test_models.hpp"
@@ -50,6 +53,7 @@ class pd_separation_test : public ::testing::Test {
     uint32_t cache_blocks = 0;
     double deadline_s = 3.0;
     kv_wire wire = kv_wire::f32;
+    std::optional<kv_wire> degraded_wire;  ///< the KV wire while link-degraded; unset: wire
     std::shared_ptr<const engine_faults> faults;
   };
 
@@ -60,6 +64,7 @@ class pd_separation_test : public ::testing::Test {
     lim.prefix_cache_blocks = s.cache_blocks;
     lim.prefill_deadline_s = s.deadline_s;
     lim.kv_transfer = s.wire;
+    lim.degraded_kv_transfer = s.degraded_wire;
     engine_options o;
     o.faults = s.faults;
     std::unique_ptr<backend> dec;
@@ -297,6 +302,159 @@ TEST_F(pd_separation_test, the_prefix_cache_serves_the_pair_from_the_prefill_poo
   EXPECT_EQ(st->prefix_cache_hits, 1u);
   EXPECT_EQ(st->prefix_cache_hit_tokens, 128u);
   expect_pools_empty(*e, 32);
+}
+
+}  // namespace
+}  // namespace fw::actors
+
+namespace fw::actors {
+namespace {
+
+/// Polls the supervisor until the degradation state is `want` (bounded: 30 s).
+bool wait_state(engine& e, const std::string& want) {
+  for (int i = 0; i < 3000; ++i) {
+    auto h = e.health();
+    if (h && h->degradation == want) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+std::vector<telemetry_sample> trace(const std::string& csv) {
+  auto t = parse_telemetry_trace(csv, "drill.csv");
+  EXPECT_TRUE(t) << (t ? "" : t.err().what());
+  return t ? *t : std::vector<telemetry_sample>{};
+}
+
+std::string ramp(int from, int to, const std::vector<double>& temp, const std::vector<double>& gbps) {
+  std::string csv;
+  for (int t = from; t < to; ++t)
+    csv += std::to_string(t) + ",prefill,temperature_c," + std::to_string(temp[t]) + "\n" + std::to_string(t) +
+           ",prefill,link_gbps," + std::to_string(gbps[t]) + "\n";
+  return csv;
+}
+
+TEST_F(pd_separation_test, a_heat_ramp_drill_degrades_the_link_co_locates_and_recovers_while_requests_complete) {
+  // SPEC.md's incident: the prefill device heats to 82 C and its link falls from 200 to 140 GB/s.
+  // link-degraded: k capped, the KV still lossless; co-located: prompts prefill on the decode device; cooled:
+  // back one step at a time. Requests run through each phase (and while the drill plays) and
+  // give exactly the tokens of a healthy run; none is lost.
+  const std::vector<double> temp = {60, 70, 78, 80, 82, 82, 82, 82, 70, 70, 70, 70, 70, 70};
+  const std::vector<double> gbps = {200, 195, 180, 170, 160, 150, 140, 140, 200, 200, 200, 200, 200, 200};
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < 6; ++i) prompts.push_back(prompt_of(i));
+  const auto want = reference(prompts, 16);
+  setup s;
+  auto e = start(s);
+  ASSERT_TRUE(e);
+
+  ASSERT_TRUE(e->drill(trace(ramp(0, 4, temp, gbps)), 100));
+  ASSERT_TRUE(wait_state(*e, "link-degraded"));
+  EXPECT_EQ(run_all(*e, prompts, 16), want);
+  auto st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->routed_physical, prompts.size()) << "link-degraded still prefills on the prefill device";
+  EXPECT_EQ(st->kv_transfer_bytes, st->kv_transfer_f32_bytes + 40 * prompts.size()) << "lossless f32 streams";
+
+  // The rest of the heat plays while requests run.
+  std::future<std::vector<std::vector<int32_t>>> during =
+      std::async(std::launch::async, [&] { return run_all(*e, prompts, 16); });
+  ASSERT_TRUE(e->drill(trace(ramp(4, 8, temp, gbps)), 100));
+  EXPECT_EQ(during.get(), want);
+  ASSERT_TRUE(wait_state(*e, "co-located"));
+  const uint64_t co_before = e->stats()->routed_co_located;
+  EXPECT_EQ(run_all(*e, prompts, 16), want);
+  st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->routed_co_located, co_before + prompts.size()) << "co-located: every prompt on the decode device";
+  EXPECT_NE(st->last_route_reason.find("degraded (co-located)"), std::string::npos) << st->last_route_reason;
+
+  ASSERT_TRUE(e->drill(trace(ramp(8, 14, temp, gbps)), 100));
+  ASSERT_TRUE(wait_state(*e, "healthy"));
+  st = e->stats();
+  ASSERT_TRUE(st);
+  const uint64_t physical_before = st->routed_physical;
+  const uint64_t bytes_before = st->kv_transfer_bytes, f32_before = st->kv_transfer_f32_bytes;
+  EXPECT_EQ(run_all(*e, prompts, 16), want);
+  st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->routed_physical, physical_before + prompts.size()) << "recovered: the prefill device again";
+  // Healthy again: f32 streams, each the f32 size plus its 40-byte header.
+  EXPECT_EQ(st->kv_transfer_bytes - bytes_before, st->kv_transfer_f32_bytes - f32_before + 40 * prompts.size());
+  EXPECT_EQ(st->failed, 0u);
+  auto h = e->health();
+  ASSERT_TRUE(h);
+  ASSERT_EQ(h->transitions.size(), 4u);
+  EXPECT_NE(h->transitions[0].find("healthy -> link-degraded: prefill at 80 C"), std::string::npos) << h->transitions[0];
+  EXPECT_NE(h->transitions[1].find("link-degraded -> co-located: sustained"), std::string::npos) << h->transitions[1];
+  EXPECT_NE(h->transitions[2].find("co-located -> link-degraded: recovered"), std::string::npos) << h->transitions[2];
+  EXPECT_NE(h->transitions[3].find("link-degraded -> healthy"), std::string::npos) << h->transitions[3];
+  const std::string metrics = e->render_metrics();
+  EXPECT_NE(metrics.find("flywheel:degradation_state{"), std::string::npos);
+  const size_t at = metrics.find("flywheel:degradation_transitions_total{");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(metrics.find("} 4\n", at), std::string::npos) << metrics.substr(at, 120);
+  EXPECT_NE(metrics.find("flywheel:link_bandwidth_bytes_per_second{"), std::string::npos);
+  expect_pools_empty(*e);
+}
+
+TEST_F(pd_separation_test, a_degraded_link_moves_kv_compressed_where_configured) {
+  // [supervisor] degraded_kv_transfer = "int8": over a degraded link the streams shrink to about
+  // a quarter (exactness traded for bytes, so tokens are not compared); healthy again: f32.
+  std::vector<std::vector<int32_t>> prompts = {prompt_of(3), prompt_of(4)};
+  setup s;
+  s.degraded_wire = kv_wire::int8;
+  auto e = start(s);
+  ASSERT_TRUE(e);
+  ASSERT_TRUE(e->drill(trace("0,prefill,temperature_c,85\n"), 1));
+  ASSERT_TRUE(wait_state(*e, "link-degraded"));
+  (void)run_all(*e, prompts, 8);
+  auto st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->kv_transfers, prompts.size());
+  EXPECT_LT(st->kv_transfer_bytes * 3, st->kv_transfer_f32_bytes) << "int8 rows plus a scale per row";
+  EXPECT_EQ(st->failed, 0u);
+  expect_pools_empty(*e);
+}
+
+TEST_F(pd_separation_test, a_prefill_device_lost_mid_stream_moves_its_prompts_to_the_decode_device) {
+  // The prefill device hangs on its first job (a deadline far away); a drill reports it lost:
+  // cpu-fallback fails every prompt still there over to the decode device at once, and they
+  // complete with the tokens of a healthy run.
+  std::vector<std::vector<int32_t>> prompts = {prompt_of(1), prompt_of(2), prompt_of(3), prompt_of(4)};
+  const auto want = reference(prompts, 12);
+  auto faults = std::make_shared<engine_faults>();
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  auto first = std::make_shared<std::atomic<bool>>(true);
+  faults->stall_prefill = [first, released](uint64_t) {
+    if (first->exchange(false)) released.wait();
+  };
+  setup s;
+  s.faults = faults;
+  s.deadline_s = 600;
+  auto e = start(s);
+  ASSERT_TRUE(e);
+  std::future<std::vector<std::vector<int32_t>>> running =
+      std::async(std::launch::async, [&] { return run_all(*e, prompts, 12); });
+  for (int i = 0; i < 3000; ++i) {  // all four staged on the prefill device
+    auto st = e->stats();
+    if (st && st->prefill_queue == prompts.size()) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(e->stats()->prefill_queue, prompts.size());
+  ASSERT_TRUE(e->drill(trace("0,prefill,lost,1\n"), 1));
+  EXPECT_EQ(running.get(), want);
+  ASSERT_TRUE(wait_state(*e, "cpu-fallback"));
+  auto st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->prefill_failovers, prompts.size());
+  EXPECT_EQ(st->failed, 0u);
+  release->set_value();
+  // The superseded jobs still run on the prefill device once it is released; their KV goes back
+  // when they reply (a bounded wait for that state).
+  for (int i = 0; i < 3000 && e->prefill_device().kv_pool().used_blocks() > 0; ++i) std::this_thread::sleep_for(10ms);
+  expect_pools_empty(*e);
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
 // supervisor_section: [supervisor], how the supervisor restarts workers that die and re-admits
-// the requests they held (runtime/supervise/restart_policy). Read by runtime/setup into the
+// the requests they held (runtime/supervise/restart_policy), and how it polls device telemetry
+// and degrades (runtime/supervise/degradation_policy). Read by runtime/setup into the
 // engine's limits. Thread-safety: plain value.
 #pragma once
 
 #include <cstdint>
+
+#include "runtime/config/sections/kv_cache_section.hpp"
 
 namespace fw {
 
@@ -16,6 +19,17 @@ struct supervisor_section {
   /// A prompt whose prefill worker died while running it is retried this many times before the
   /// request fails (a prompt that crashes the worker every time must not loop forever).
   uint32_t request_retries = 2;
+  uint32_t telemetry_poll_ms = 1000;  ///< CPU thermal zones / hwmon; 0: not polled
+  double temp_degraded_c = 80;        ///< a device this hot: link-degraded
+  double temp_co_located_c = 90;      ///< this hot: co-located at once
+  double link_nominal_gbps = 0;       ///< 0: the highest bandwidth each link reported
+  double link_min_share = 0.75;       ///< a link below this share of nominal: link-degraded
+  uint32_t sustain_samples = 5;       ///< degraded samples in a row before co-located
+  uint32_t recover_samples = 3;       ///< healthy samples in a row per step back
+  uint32_t degraded_k_cap = 2;        ///< speculation's k while degraded
+  /// The KV wire while link-degraded: auto = [kv_cache] transfer (lossless stays lossless);
+  /// f16 / int8 trade exactness for fewer bytes over a weak link.
+  kv_transfer_type degraded_kv_transfer = kv_transfer_type::automatic;
   bool operator==(const supervisor_section&) const = default;
 };
 
