@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -135,6 +136,37 @@ TEST(console_pipe_test, bad_config_is_reported_before_loading) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("console: "), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("loading model"), std::string::npos) << r.err;
+}
+
+TEST(console_pipe_test, a_drill_replays_the_heat_ramp_and_health_shows_every_transition) {
+  // The shipped heat-ramp drill on the prefill/decode pair, at 20x, then a greedy answer that
+  // must equal the undisturbed one; a missing trace file and a bad one are refused by name.
+  FW_REQUIRE_CONSOLE();
+  const std::string cfg = std::string(FW_SOURCE_DIR) + "/conf/examples/pd_two_cpu_devices.toml";
+  const std::string drill = std::string(FW_SOURCE_DIR) + "/conf/drills/heat_ramp.csv";
+  const std::string bad = ::testing::TempDir() + "/fw_bad_drill.csv";
+  { std::ofstream(bad) << "0,prefill,temperature_c,60\n1,prefill,heat,3\n"; }
+  const std::string prompt = "The history of the printing press begins";
+  const std::string script = ":set temperature 0\n:set max_tokens 16\n:drill " + drill + " 20\n:gen " + prompt +
+                             "\n:health\n:drill /nonexistent/trace.csv\n:drill " + bad + "\n:quit\n";
+  const auto r = run_process({flywheel_binary(), "console", "--config", cfg}, script);
+  ASSERT_FALSE(r.timed_out) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 1) << "the refused traces fail the script\n" << r.err;
+  EXPECT_NE(r.out.find("drill: 28 samples over 13.0 s, played at 20x"), std::string::npos) << r.out;
+  for (const char* t : {"t=3.0s healthy -> link-degraded: prefill at 80 C", "t=7.0s link-degraded -> co-located: sustained",
+                        "t=10.0s co-located -> link-degraded: recovered", "t=13.0s link-degraded -> healthy: recovered"})
+    EXPECT_NE(r.out.find(t), std::string::npos) << t << "\n" << r.out;
+  EXPECT_NE(r.out.find("workers: prefill running, fallback running, transfer running, decode running"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("cannot read telemetry trace /nonexistent/trace.csv"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fw_bad_drill.csv:2: unknown metric 'heat'"), std::string::npos) << r.err;
+  const auto g = run_process({flywheel_binary(), "generate", "--config", default_config(), "--temperature", "0",
+                              "--max-tokens", "16", "--prompt", prompt, "--json"},
+                             "");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const auto j = nlohmann::json::parse(g.out);
+  EXPECT_NE(r.out.find(j["text"].get<std::string>()), std::string::npos) << "the drill must not change greedy output\n"
+                                                                           << r.out;
 }
 
 }  // namespace

@@ -45,6 +45,8 @@ const std::vector<console_command>& commands() {
       {command_id::kernels, ":kernels", "", "the kernel path of each weight type, with fallback warnings"},
       {command_id::config, ":config", "", "the effective configuration as TOML (with :set changes)"},
       {command_id::devices, ":devices", "", "the configured devices and the backend in use"},
+      {command_id::health, ":health", "", "workers (crashes, restarts), degradation state and transitions, telemetry"},
+      {command_id::drill, ":drill", "FILE [SPEED]", "replay a telemetry trace (CSV time_s,device,metric,value) into the supervisor"},
       {command_id::plugins, ":plugins", "", "list loaded plugins"},
       {command_id::load, ":load", "PATH", "load a plugin shared library"},
       {command_id::unload, ":unload", "NAME", "unload a plugin"},

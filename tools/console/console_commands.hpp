@@ -12,7 +12,7 @@
 namespace fw::console {
 
 enum class command_id {
-  help, reset, gen, set, get, stats, metrics, kernels, config, devices,
+  help, reset, gen, set, get, stats, metrics, kernels, config, devices, health, drill,
   plugins, load, unload, reload, quit,
 };
 

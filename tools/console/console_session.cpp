@@ -1,6 +1,8 @@
 #include "tools/console/console_session.hpp"
 
 #include "tools/console/format_line.hpp"
+#include "tools/console/health_report.hpp"
+#include "runtime/supervise/telemetry_trace.hpp"
 #include "runtime/text/chat_encoding.hpp"
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <cstdlib>
 
 
 namespace fw::console {
@@ -107,6 +111,8 @@ console_session::outcome console_session::run_command(std::string_view name, std
       break;
     }
     case command_id::devices: return cmd_devices();
+    case command_id::health: return cmd_health();
+    case command_id::drill: return cmd_drill(args);
     case command_id::plugins:
     case command_id::load:
     case command_id::unload:
@@ -340,6 +346,37 @@ console_session::outcome console_session::cmd_kernels() {
   }
   out_.flush();
   return outcome::ok;
+}
+
+console_session::outcome console_session::cmd_health() {
+  auto h = engine_.health();
+  if (!h) return fail(h.err().message);
+  out_ << format_health(*h);
+  out_.flush();
+  return outcome::ok;
+}
+
+console_session::outcome console_session::cmd_drill(std::string_view args) {
+  // FILE [SPEED]: the trace plays at SPEED times its own pace; the console waits for its end.
+  std::string file(args), speed_text;
+  if (auto sp = args.find_last_of(' '); sp != std::string_view::npos) {
+    speed_text = std::string(args.substr(sp + 1));
+    char* end = nullptr;
+    const double v = std::strtod(speed_text.c_str(), &end);
+    if (end && *end == '\0' && v > 0) file = std::string(args.substr(0, sp));
+    else speed_text.clear();
+  }
+  if (file.empty()) return fail("usage: :drill FILE [SPEED] (a CSV of time_s,device,metric,value lines)");
+  const double speed = speed_text.empty() ? 1.0 : std::strtod(speed_text.c_str(), nullptr);
+  auto trace = read_telemetry_trace(file);
+  if (!trace) return fail(trace.err().message);
+  const double span = trace->back().t_s - trace->front().t_s;
+  const size_t n = trace->size();
+  if (auto ok = engine_.drill(std::move(*trace), speed); !ok) return fail(ok.err().message);
+  out_ << format_line("drill: %zu samples over %.1f s, played at %gx (%.1f s)\n", n, span, speed, span / speed);
+  out_.flush();
+  std::this_thread::sleep_for(std::chrono::duration<double>(span / speed + 0.1));
+  return cmd_health();
 }
 
 console_session::outcome console_session::cmd_devices() {

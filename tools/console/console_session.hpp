@@ -72,6 +72,8 @@ class console_session {
   outcome cmd_stats();
   outcome cmd_kernels();
   outcome cmd_devices();
+  outcome cmd_health();
+  outcome cmd_drill(std::string_view args);
   static std::string pd_line(const actors::scheduler_stats& s);
   outcome cmd_plugins(command_id id, std::string_view args);
   /// Encodes text, streams the answer to out_ and records the turn's statistics.
