@@ -37,7 +37,8 @@ void offer_offload(decode_actor::stateful_pointer<decode_state> self, const engi
   const kv_block_pool& off = ctx->offload_device->kv_pool();
   std::vector<offload_candidate> cands;
   for (const sequence* s : dec.sequences())
-    cands.push_back({s->id(), static_cast<uint32_t>(s->generated().size()), s->kv().n_tokens, s->remaining()});
+    if (!self->state.pinned.count(s->id()))
+      cands.push_back({s->id(), static_cast<uint32_t>(s->generated().size()), s->kv().n_tokens, s->remaining()});
   const double free_share = pool.total_blocks() ? double(pool.free_blocks()) / pool.total_blocks() : 0.0;
   for (uint64_t id : choose_offload(std::move(cands), free_share, off.free_blocks(), off.layout().block_tokens,
                                     ctx->limits.offload)) {
@@ -78,6 +79,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         if (job.attention_entropy >= 0) entropy = job.attention_entropy;
         self->state.decoder->add(std::move(seq), entropy);
         if (job.prefilled_s > 0) self->state.joined_prefilled_s.push_back(job.prefilled_s);
+        if (!job.may_offload) self->state.pinned.insert(job.id);
         kick();
       },
       [=](adopt_atom, sequence_box& box) {
@@ -86,6 +88,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
       },
       [=](degrade_atom, int32_t cap) { self->state.decoder->set_k_cap(cap); },
       [=](cancel_atom, uint64_t id) {
+        self->state.pinned.erase(id);
         if (self->state.decoder->remove(id)) self->send(scheduler, done_atom::value, finished_ids{{id}, {}, {}});
       },
       [=](step_atom) {
@@ -111,6 +114,10 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         if (!res.events.empty()) {
           // The scheduler hears of every token before the client does.
           step_tokens t;
+          for (const auto& v : res.verdicts) {
+            t.draft_ids.push_back(v.id);
+            t.draft_failed.push_back(v.failed ? 1 : 0);
+          }
           for (const auto& ev : res.events)
             if (ev.token >= 0) {
               t.ids.push_back(ev.id);
@@ -118,6 +125,8 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
             }
           if (!t.ids.empty()) self->send(scheduler, progress_atom::value, std::move(t));
         }
+        for (uint64_t id : res.finished) st.pinned.erase(id);
+        for (const auto& x : res.failed) st.pinned.erase(x.id);
         if (!res.finished.empty()) {
           finished_ids f{std::move(res.finished), {}, {}};
           for (auto& r : res.returned) {

@@ -10,6 +10,8 @@
 
 #include <caf/typed_event_based_actor.hpp>
 
+#include <unordered_set>
+
 #include <memory>
 #include <vector>
 
@@ -29,6 +31,7 @@ struct decode_state {
   bool stepping = false;
   /// Prefill-finish times of sequences that joined since the last step (their first step is next).
   std::vector<double> joined_prefilled_s;
+  std::unordered_set<uint64_t> pinned;  ///< sequences that may not be offloaded
   static inline const char* name = "fw.decode";
 };
 

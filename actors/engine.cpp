@@ -203,6 +203,7 @@ std::string engine::render_metrics() {
     impl_->prefix_hit_tokens->advance_to(static_cast<double>(s->prefix_cache_hit_tokens));
     impl_->prefix_blocks->set(static_cast<double>(s->prefix_cache_blocks));
     if (s->physical || s->offload_device) publish_pd_metrics(*s);
+    if (s->rollout_stage > 0) publish_rollout_metrics(*s);
   }
   if (auto h = health()) publish_health_metrics(*h);
   if (impl_) impl_->ignored_errors->advance_to(static_cast<double>(ignored_error_count()));
@@ -281,6 +282,27 @@ void engine::publish_pd_metrics(const scheduler_stats& s) {
   pl.emplace_back("device", "prefill");
   metrics_.gauge("flywheel:device_kv_usage_perc", "KV-cache usage of each device's pool.", pl)
       .set(s.prefill_kv_total_blocks ? static_cast<double>(s.prefill_kv_used_blocks) / s.prefill_kv_total_blocks : 0.0);
+}
+
+void engine::publish_rollout_metrics(const scheduler_stats& s) {
+  const auto& l = ctx_.labels;
+  metrics_.gauge("flywheel:rollout_stage", "The [rollout] stage rolling out: 1 quantization .. 4 physical PD and offload.", l)
+      .set(s.rollout_stage);
+  metrics_.gauge("flywheel:rollout_share", "Share of new requests the rolling-out stage serves.", l).set(s.rollout_share);
+  metrics_.counter("flywheel:rollout_decisions_total", "Rollout advances and circuit-breaker trips.", l)
+      .advance_to(static_cast<double>(s.rollout_decisions));
+  for (size_t i = 0; i < s.rollout_requests.size(); ++i) {
+    auto sl = l;
+    sl.emplace_back("stage", std::to_string(i + 1));
+    metrics_.gauge("flywheel:rollout_stage_p99_seconds_per_token", "P99 latency per token of each stage's window.", sl)
+        .set(s.rollout_p99_ms[i] / 1000);
+    metrics_.gauge("flywheel:rollout_stage_error_rate", "Error rate of each stage's window.", sl)
+        .set(s.rollout_error_rate[i]);
+    metrics_.gauge("flywheel:rollout_stage_draft_failure_rate", "Draft proposals that errored, of each stage's window.", sl)
+        .set(s.rollout_draft_failure[i]);
+    metrics_.gauge("flywheel:rollout_stage_requests", "Outcomes in each stage's window.", sl)
+        .set(static_cast<double>(s.rollout_requests[i]));
+  }
 }
 
 void engine::shutdown() {

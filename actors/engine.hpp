@@ -88,6 +88,7 @@ class engine {
   engine() = default;
   struct impl;
   void publish_pd_metrics(const scheduler_stats& s);
+  void publish_rollout_metrics(const scheduler_stats& s);
   void publish_health_metrics(const worker_health& h);
 
   std::shared_ptr<const model> model_;

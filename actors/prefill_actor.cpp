@@ -25,9 +25,10 @@ prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<pref
         if (!fallback && ctx->faults && ctx->faults->stall_prefill) ctx->faults->stall_prefill(job.id);
         const auto t0 = std::chrono::steady_clock::now();
         forward_result out;
+        uint32_t chunk = fallback ? std::min(ctx->limits.prefill_chunk, fallback_chunk) : ctx->limits.prefill_chunk;
+        if (job.chunk > 0) chunk = job.chunk;  // a rollout stage without logical PD: one forward
         auto r = prefill_tokens(*device, job.kv, job.tokens.data(), job.tokens.size(),
-                                static_cast<int32_t>(job.kv.n_tokens),
-                                fallback ? std::min(ctx->limits.prefill_chunk, fallback_chunk) : ctx->limits.prefill_chunk, out);
+                                static_cast<int32_t>(job.kv.n_tokens), chunk, out);
         if (!r) return to_caf_error(r.err());
         prefill_done done;
         done.id = job.id;

@@ -27,6 +27,7 @@ class scheduler_logic {
   scheduler_logic(self_ptr self, const engine_context* ctx) : self_(self), ctx_(ctx) {}
 
   void fail(uint64_t id, const error& e) {
+    if (auto it = st().requests.find(id); it != st().requests.end() && e.code != errc::cancelled) record_outcome(it->second, true);
     st().requests.erase(id);
     self_->send(st().front_door, fail_atom::value, request_failure{id, static_cast<uint8_t>(e.code), e.message});
   }
@@ -39,7 +40,12 @@ class scheduler_logic {
     const auto n = static_cast<uint32_t>(req.prompt.size());
     const uint32_t blocks = pool().layout().blocks_for_tokens(n + *budget);
     if (auto ok = st().table.submit(req.id, n, *budget, blocks, now_s()); !ok) return reject(req.id, ok.err());
-    st().requests.emplace(req.id, scheduler_state::held_request{std::move(req), {}, 0});
+    uint32_t stage = 4;
+    if (st().rollout) {
+      stage = st().rollout->assign(req.id);
+      if (stage < 2) req.params.max_draft_k = 0;  // stage 1: quantization only, no speculation
+    }
+    st().requests.emplace(req.id, scheduler_state::held_request{std::move(req), {}, 0, stage, now_s()});
     admit();
   }
 
@@ -94,7 +100,12 @@ class scheduler_logic {
       st().table.started(id, h->epoch);
       // The last prompt token is the first decode step's input: never prefilled.
       const std::vector<int32_t> history = prefill_history(id);
-      if (ctx_->physical() && route(id, history) == prefill_route::physical) {
+      const bool stage4 = st().requests.at(id).stage >= 4;  // physical PD is rollout stage 4
+      if (!stage4 && ctx_->physical()) {
+        ++st().pd.co_located;
+        st().pd.last_reason = "rollout: stage " + std::to_string(st().requests.at(id).stage) + " has no physical PD";
+      }
+      if (stage4 && ctx_->physical() && route(id, history) == prefill_route::physical) {
         auto p = cache_pool().allocate(static_cast<uint32_t>(history.size()));
         if (p) {
           const uint32_t reused = reuse_prefix(history, *p);
@@ -168,6 +179,8 @@ class scheduler_logic {
     auto* self = self_;
     const auto* ctx = ctx_;
     const uint64_t id = job.id;
+    // Below rollout stage 3 (logical PD) a prompt runs as one forward, as without separation.
+    if (auto it = st().requests.find(id); it != st().requests.end() && it->second.stage < 3) job.chunk = 1u << 16;
     if (!target) {  // the worker is being restarted: as if the job had reached a dead worker
       const caf::error down = caf::sec::request_receiver_down;
       // The job's KV is released by its epoch there, as for a job that died with its worker.
@@ -213,7 +226,8 @@ class scheduler_logic {
   void start_decode(uint64_t id, kv_handle kv, float entropy, double prefilled_s) {
     auto& held = st().requests.at(id);
     const request_record& r = *st().table.find(id);
-    decode_job job{id, held.req.prompt, held.req.params, r.budget, std::move(kv), entropy, prefilled_s, held.generated};
+    decode_job job{id,          held.req.prompt, held.req.params, r.budget,           std::move(kv),
+                   entropy,     prefilled_s,     held.generated,  held.stage >= 4};
     if (!st().decode) {  // its worker is being restarted: the job waits for the replacement
       st().parked.push_back(std::move(job));
       return;
@@ -476,7 +490,10 @@ class scheduler_logic {
   void finished(finished_ids& f) {
     for (uint64_t id : f.ids) st().offloaded.erase(id);
     st().table.finished(f.ids);
-    for (uint64_t id : f.ids) st().requests.erase(id);
+    for (uint64_t id : f.ids) {
+      if (auto it = st().requests.find(id); it != st().requests.end()) record_outcome(it->second, false);
+      st().requests.erase(id);
+    }
     // Finished sequences' KV (prompt and answer): whole blocks into the prefix cache, the rest freed.
     const uint32_t bt = st().cache.block_tokens();
     for (size_t i = 0; i < f.kvs.size(); ++i) {
@@ -552,6 +569,11 @@ class scheduler_logic {
   void progress(const step_tokens& t) {
     for (size_t i = 0; i < t.ids.size() && i < t.tokens.size(); ++i)
       if (auto it = st().requests.find(t.ids[i]); it != st().requests.end()) it->second.generated.push_back(t.tokens[i]);
+    for (size_t i = 0; i < t.draft_ids.size() && i < t.draft_failed.size(); ++i)
+      if (auto it = st().requests.find(t.draft_ids[i]); it != st().requests.end()) {
+        ++it->second.proposals;
+        it->second.draft_failures += t.draft_failed[i];
+      }
   }
 
   /// A worker died; the supervisor restarts it after a backoff. What it held is not lost: the
@@ -618,6 +640,22 @@ class scheduler_logic {
     for (uint64_t id : ids) {
       const request_record* r = st().table.find(id);
       if (r && !r->cancelled) fail_over(id, st().staged.at(id), "degraded (cpu-fallback): " + why);
+    }
+  }
+
+  /// A request ended (served with its stage's levers): the breaker may move the rollout on.
+  void record_outcome(const scheduler_state::held_request& h, bool error) {
+    if (!st().rollout) return;
+    rollout_outcome o;
+    o.error = error;
+    o.proposals = h.proposals;
+    o.draft_failures = h.draft_failures;
+    o.per_token_s = (now_s() - h.submitted_s) / static_cast<double>(std::max<size_t>(1, h.generated.size()));
+    auto& b = *st().rollout;
+    if (b.record(h.stage, o, now_s())) {
+      const auto& d = b.decisions().back();
+      log_warn("rollout: stage " + std::to_string(d.from) + " -> " + std::to_string(d.to) + " (" +
+               rollout_stage_name(d.to) + "): " + d.reason);
     }
   }
 
@@ -712,6 +750,22 @@ class scheduler_logic {
     s.prefix_cache_blocks = pc.blocks;
     s.decisions = st().decisions;
     s.degradation = st().degradation;
+    if (st().rollout) {
+      const auto& b = *st().rollout;
+      s.rollout_stage = b.stage();
+      s.rollout_share = b.limits().shares[b.stage() - 1];
+      s.rollout_decisions = b.decisions().size();
+      for (const auto& d : b.decisions())
+        s.rollout_log.push_back(std::to_string(d.from) + " -> " + std::to_string(d.to) + ": " + d.reason);
+      if (s.rollout_log.size() > 16) s.rollout_log.erase(s.rollout_log.begin(), s.rollout_log.end() - 16);
+      for (uint32_t stage = 1; stage <= 4; ++stage) {
+        const auto ss = b.stats(stage);
+        s.rollout_requests.push_back(ss.requests);
+        s.rollout_p99_ms.push_back(ss.p99_per_token_s * 1000);
+        s.rollout_error_rate.push_back(ss.error_rate);
+        s.rollout_draft_failure.push_back(ss.draft_failure);
+      }
+    }
     if (ctx_->offload_device) {
       s.offload_device = true;
       s.offloaded = st().offloaded_total;
@@ -784,6 +838,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, const engine_context* ct
   self->state.cache = prefix_cache(ctx->prefill_device->kv_pool().layout().block_tokens, ctx->limits.prefix_cache_blocks);
   self->state.pool = &ctx->prefill_device->kv_pool();
   self->state.front_door = std::move(front_door);
+  if (ctx->limits.rollout) self->state.rollout.emplace(*ctx->limits.rollout);
   self->delayed_send(self, tick_interval, tick_atom::value);
   return {
       [=](generate_atom, client_request& req) { scheduler_logic(self, ctx).submit(req); },

@@ -20,6 +20,7 @@
 
 #include <caf/typed_event_based_actor.hpp>
 
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -76,6 +77,9 @@ struct scheduler_state {
     /// dies is re-admitted from prompt + these and carries on after them.
     std::vector<int32_t> generated;
     uint32_t retries = 0;  ///< prefills of it that killed their worker
+    uint32_t stage = 4;    ///< its rollout stage: the levers it is served with
+    double submitted_s = 0;
+    uint32_t proposals = 0, draft_failures = 0;  ///< draft proposals asked for it, and that errored
   };
   std::unordered_map<uint64_t, held_request> requests;
   /// Decode jobs ready while no decode worker runs (it died; its replacement is pending).
@@ -100,6 +104,7 @@ struct scheduler_state {
   std::unordered_map<uint64_t, staged_request> staged;
   pd_counters pd;
   uint8_t degradation = 0;  ///< runtime/supervise degradation_state, set by the supervisor
+  std::optional<rollout_breaker> rollout;  ///< [rollout] enabled
   std::string degradation_reason;
   /// How long scheduling decisions took (admission passes, routes), the last decision_window.
   static constexpr size_t decision_window = 8192;

@@ -46,12 +46,16 @@ struct decode_job {
   /// Re-admitted after a decode worker died: the tokens it had generated (and streamed) then.
   /// history + resumed minus the last token are in kv; the sequence carries on after them.
   std::vector<int32_t> resumed;
+  bool may_offload = true;  ///< false: it stays on this device (a rollout stage below 4)
 };
 
 /// The tokens one decode step produced: ids[i] generated tokens[i] (in order per sequence).
 struct step_tokens {
   std::vector<uint64_t> ids;
   std::vector<int32_t> tokens;
+  /// Sequences the draft was asked for this step, and whether it errored (the rollout breaker).
+  std::vector<uint64_t> draft_ids;
+  std::vector<uint8_t> draft_failed;
 };
 
 /// A running sequence moving between decode workers (offload), with its KV handle inside. Local
@@ -95,12 +99,12 @@ using decode_actor = caf::typed_actor<caf::reacts_to<decode_atom, decode_job>, c
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
   return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv,
-           x.attention_entropy, x.prefilled_s, x.resumed);
+           x.attention_entropy, x.prefilled_s, x.resumed, x.may_offload);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_tokens& x) {
-  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens);
+  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens, x.draft_ids, x.draft_failed);
 }
 
 template <class Inspector>

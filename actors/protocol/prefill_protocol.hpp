@@ -22,6 +22,7 @@ struct prefill_job {
   uint64_t id = 0;
   std::vector<int32_t> tokens;  ///< tokens to write, starting at position kv.n_tokens
   kv_handle kv;
+  uint32_t chunk = 0;  ///< prompt rows per forward; 0: [scheduler] prefill_chunk
 };
 
 struct prefill_done {
@@ -36,7 +37,7 @@ using prefill_actor = caf::typed_actor<caf::replies_to<prefill_atom, prefill_job
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
-  return f(caf::meta::type_name("fw::actors::prefill_job"), x.id, x.tokens, x.kv);
+  return f(caf::meta::type_name("fw::actors::prefill_job"), x.id, x.tokens, x.kv, x.chunk);
 }
 
 template <class Inspector>

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "actors/protocol/atoms.hpp"
 #include "actors/protocol/decode_protocol.hpp"
@@ -68,6 +69,14 @@ struct scheduler_stats {
   uint64_t routed_physical = 0;            ///< ... and on the prefill device
   std::string last_route_reason;           ///< the route policy's last co-located reason
   uint8_t degradation = 0;                 ///< the degradation_state the scheduler applies
+  uint32_t rollout_stage = 0;              ///< [rollout]: the stage rolling out (1..4); 0: off
+  double rollout_share = 0;                ///< of the traffic it serves
+  uint64_t rollout_decisions = 0;          ///< advances and breaker trips
+  std::vector<std::string> rollout_log;    ///< the last 16: "2 -> 1: breaker: ..."
+  std::vector<uint64_t> rollout_requests;  ///< per stage 1..4: outcomes in its window
+  std::vector<double> rollout_p99_ms;      ///< per stage: P99 latency per token
+  std::vector<double> rollout_error_rate;  ///< per stage
+  std::vector<double> rollout_draft_failure;  ///< per stage: draft proposals that errored
   bool offload_device = false;             ///< an offload device finishes long-tail sequences
   uint64_t offloaded = 0;                  ///< sequences moved there so far
   uint64_t offload_active = 0;             ///< decoding there now
@@ -100,7 +109,8 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
            x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.physical, x.prefill_kv_used_blocks,
            x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,
            x.kv_transfer_bytes, x.kv_transfer_f32_bytes, x.kv_transfer_seconds, x.kv_transfer_refused,
-           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.degradation, x.offload_device, x.offloaded, x.offload_active, x.offload_refused, x.offload_kv_used_blocks, x.offload_kv_total_blocks,
+           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.degradation, x.rollout_stage, x.rollout_share,
+           x.rollout_decisions, x.rollout_log, x.rollout_requests, x.rollout_p99_ms, x.rollout_error_rate, x.rollout_draft_failure, x.offload_device, x.offloaded, x.offload_active, x.offload_refused, x.offload_kv_used_blocks, x.offload_kv_total_blocks,
            x.decisions, x.decision_us_p99, x.decision_us_max);
 }
 

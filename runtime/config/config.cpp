@@ -124,6 +124,19 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
   if (sv.temp_co_located_c < sv.temp_degraded_c)
     add("supervisor", "supervisor.temp_co_located_c must be at least temp_degraded_c (the hotter threshold is the worse state)");
 
+  const auto& ro = c.rollout;
+  if (ro.shares_pct.size() != 3) {
+    add("rollout", "rollout.shares_pct needs 3 values (percent of traffic on stage 2, 3 and 4 while each rolls out; "
+                   "stage 1, quantization, is the model file and serves every request), got " +
+                       std::to_string(ro.shares_pct.size()));
+  } else {
+    for (size_t i = 1; i < 3; ++i)
+      if (ro.shares_pct[i] < ro.shares_pct[i - 1])
+        add("rollout", "rollout.shares_pct must not decrease from one stage to the next");
+    if (ro.shares_pct[2] != 100)
+      add("rollout", "rollout.shares_pct: stage 4 is the whole rollout, its share must be 100");
+  }
+
   if (c.speculative.draft == draft_kind::model && c.speculative.draft_model.empty())
     add("speculative", "speculative.draft = \"model\" needs speculative.draft_model (a GGUF file)");
   for (const auto& k : c.compute.kernel_plugins) {

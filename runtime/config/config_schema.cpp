@@ -355,6 +355,17 @@ std::vector<section> build_sections() {
        integer("recover_samples", &supervisor_section::recover_samples, 1, 100000),
        integer("degraded_k_cap", &supervisor_section::degraded_k_cap, 0, 64),
        enumerated("degraded_kv_transfer", &supervisor_section::degraded_kv_transfer, kv_transfer_type_names)}));
+  s.push_back(make_section<rollout_section>(
+      "rollout", &config::rollout,
+      {boolean("enabled", &rollout_section::enabled),
+       integer_list("shares_pct", &rollout_section::shares_pct, 0, 100),
+       integer("start_stage", &rollout_section::start_stage, 1, 4),
+       number("p99_ratio", &rollout_section::p99_ratio, 1, 100, false),
+       number("max_error_rate", &rollout_section::max_error_rate, 0, 1, false),
+       number("max_draft_failure", &rollout_section::max_draft_failure, 0, 1, false),
+       integer("min_requests", &rollout_section::min_requests, 1, 1 << 20),
+       integer("advance_after", &rollout_section::advance_after, 1, 1 << 20),
+       number("cooldown_s", &rollout_section::cooldown_s, 0, 86400, false)}));
   s.push_back(make_section<alerts_section>(
       "alerts", &config::alerts,
       {number("min_acceptance_rate", &alerts_section::min_acceptance_rate, 0, 1, false),

@@ -13,6 +13,7 @@
 #include "runtime/spec/k_policy.hpp"
 #include "runtime/supervise/degradation_policy.hpp"
 #include "runtime/supervise/restart_policy.hpp"
+#include "runtime/supervise/rollout_breaker.hpp"
 
 namespace fw {
 
@@ -41,6 +42,8 @@ struct engine_limits {
   double telemetry_poll_s = 1.0;
   /// The KV wire while link-degraded; unset: kv_transfer (no change).
   std::optional<kv_wire> degraded_kv_transfer;
+  /// [rollout] enabled: requests are served by stage (rollout_breaker); unset: all levers for all.
+  std::optional<rollout_limits> rollout;
   /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
   /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
   drafter* draft = nullptr;

@@ -167,6 +167,19 @@ engine_limits runtime_parts::limits() const {
     case kv_transfer_type::f16: lim.degraded_kv_transfer = kv_wire::f16; break;
     case kv_transfer_type::int8: lim.degraded_kv_transfer = kv_wire::int8; break;
   }
+  if (cfg.rollout.enabled) {
+    rollout_limits r;
+    r.shares[0] = 1.0;  // stage 1 is the model file: every request
+    for (size_t i = 0; i < 3 && i < cfg.rollout.shares_pct.size(); ++i) r.shares[i + 1] = cfg.rollout.shares_pct[i] / 100.0;
+    r.start_stage = cfg.rollout.start_stage;
+    r.p99_ratio = cfg.rollout.p99_ratio;
+    r.max_error_rate = cfg.rollout.max_error_rate;
+    r.max_draft_failure = cfg.rollout.max_draft_failure;
+    r.min_requests = cfg.rollout.min_requests;
+    r.advance_after = cfg.rollout.advance_after;
+    r.cooldown_s = cfg.rollout.cooldown_s;
+    lim.rollout = r;
+  }
   lim.offload.min_generated = cfg.scheduler.offload_after_tokens;
   lim.offload.max_free_share = cfg.scheduler.offload_below_free_share;
   // The prefix cache lives where prompts are prefilled.

@@ -33,6 +33,7 @@ void batch_decoder::add(std::unique_ptr<sequence> s, std::optional<float> attent
     sl.k = policy_.start(static_cast<int>(s->prompt_size()), attention_entropy);
   } else if (draft_ && wants_drafts) {
     ++spec_.draft_failures;  // the sequence decodes plainly
+    begin_failed_.push_back(id);  // reported with the next step
   }
   sl.seq = std::move(s);
   seqs_[id] = std::move(sl);
@@ -97,6 +98,7 @@ step_plan batch_decoder::plan() {
         if (!scored) policy_.observe(sl->k, 0, 0);
       } else if (auto prop = sl->draft->propose(s.id(), s.history(), k); !prop) {
         ++spec_.draft_failures;  // this sequence steps plainly
+        p.draft_failed.push_back(s.id());
       } else {
         if (scored && policy_.config().adaptive && !prop->confidence.empty()) {
           prop->truncate(static_cast<size_t>(policy_.best_prefix(prop->confidence)));
@@ -144,6 +146,9 @@ expected<void> batch_decoder::execute(step_plan& plan, forward_result& out, std:
 step_result batch_decoder::apply(const step_plan& plan, const forward_result& out, std::vector<sequence_failure> failed) {
   step_result res;
   res.failed = std::move(failed);
+  for (uint64_t id : plan.draft_failed) res.verdicts.push_back({id, 0, 0, true});
+  for (uint64_t id : begin_failed_) res.verdicts.push_back({id, 0, 0, true});
+  begin_failed_.clear();
   const size_t nv = model_.config().n_vocab;
   const size_t e = model_.config().n_embd;
   size_t row = 0;
@@ -171,7 +176,7 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
       }
       sl.draft->accept(s.id(), s.history());
       policy_.observe(sl.k, static_cast<int>(prop.tokens.size()), accepted);
-      res.accepted.emplace_back(s.id(), accepted);
+      res.verdicts.push_back({s.id(), static_cast<uint32_t>(prop.tokens.size()), static_cast<uint32_t>(accepted)});
       ++spec_.steps;
       spec_.draft_tokens += prop.tokens.size();
       spec_.accepted_tokens += accepted;

@@ -118,6 +118,7 @@ class batch_decoder {
   spec_gate gate_;  ///< with an adaptive policy: drafting off while plain decoding is faster
   int k_cap_ = -1;
   spec_stats spec_;
+  std::vector<uint64_t> begin_failed_;  ///< sequences whose draft refused to begin, not yet reported
   forward_batch batch_;
   forward_result result_;  ///< the step's logits (and hidden states for drafts that read them)
 };

@@ -30,6 +30,7 @@ struct step_plan {
   bool drafting = false;     ///< drafts were asked (false: no draft, or the gate held them off)
   bool want_hidden = false;  ///< a draft reads the target's hidden states
   double draft_ms = 0;       ///< time spent proposing
+  std::vector<uint64_t> draft_failed;  ///< sequences whose draft errored (they step plainly)
 
   [[nodiscard]] bool any_draft() const {
     for (const auto& s : seqs)

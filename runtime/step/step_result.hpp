@@ -48,8 +48,15 @@ struct step_result {
   std::vector<sequence_failure> failed;  ///< sequences that left the batch with an error
   std::vector<uint64_t> finished;        ///< sequences that ended normally (left the batch)
   std::vector<finished_kv> returned;     ///< their KV, when keep_finished_kv is on (else freed)
-  /// Per speculative sequence of the step: (id, draft tokens accepted).
-  std::vector<std::pair<uint64_t, int>> accepted;
+  /// Per sequence the draft was asked for this step: tokens proposed and accepted, or failed
+  /// (the draft errored; the sequence stepped plainly).
+  struct verdict {
+    uint64_t id = 0;
+    uint32_t drafted = 0;
+    uint32_t accepted = 0;
+    bool failed = false;
+  };
+  std::vector<verdict> verdicts;
 
   [[nodiscard]] bool empty() const { return events.empty() && failed.empty(); }
 };

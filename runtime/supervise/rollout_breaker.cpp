@@ -52,12 +52,12 @@ rollout_stage_stats rollout_breaker::stats(uint32_t stage) const {
   s.requests = w.size();
   if (w.empty()) return s;
   std::vector<double> lat;
-  uint64_t errors = 0, drafted = 0, rejected = 0;
+  uint64_t errors = 0, proposals = 0, failures = 0;
   for (const auto& o : w) {
     if (!o.error) lat.push_back(o.per_token_s);
     errors += o.error;
-    drafted += o.drafted;
-    rejected += o.rejected;
+    proposals += o.proposals;
+    failures += o.draft_failures;
   }
   if (!lat.empty()) {
     const size_t k = std::min(lat.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(lat.size())));
@@ -65,7 +65,7 @@ rollout_stage_stats rollout_breaker::stats(uint32_t stage) const {
     s.p99_per_token_s = lat[k];
   }
   s.error_rate = static_cast<double>(errors) / static_cast<double>(w.size());
-  s.draft_failure = drafted ? static_cast<double>(rejected) / static_cast<double>(drafted) : 0.0;
+  s.draft_failure = proposals ? static_cast<double>(failures) / static_cast<double>(proposals) : 0.0;
   return s;
 }
 

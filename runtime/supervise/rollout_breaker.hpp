@@ -5,8 +5,8 @@
 // S-1's (assign(): by a hash of the request id, so the split is stable). Each stage keeps its
 // last `window` outcomes; once the new stage has min_requests of them it is judged against the
 // previous stage: its P99 per-token latency more than p99_ratio times the previous stage's,
-// errors above max_error_rate, or draft failures (rejected / drafted tokens) above
-// max_draft_failure trip the breaker: back one stage, and no advance for cooldown_s. A stage that
+// errors above max_error_rate, or draft failures (draft proposals that errored / proposals asked)
+// above max_draft_failure trip the breaker: back one stage, and no advance for cooldown_s. A stage that
 // passes advance_after requests in a row advances to the next. Every decision is kept with its
 // reason. Tested with fabricated outcome streams (tests/unit/rollout_breaker_test.cpp).
 // Thread-safety: none; one owner (the scheduler actor).
@@ -35,7 +35,7 @@ struct rollout_limits {
 struct rollout_outcome {
   double per_token_s = 0;     ///< request latency / generated tokens
   bool error = false;
-  uint32_t drafted = 0, rejected = 0;
+  uint32_t proposals = 0, draft_failures = 0;  ///< draft proposals asked for it, and that errored
 };
 
 struct rollout_decision {

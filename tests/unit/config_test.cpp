@@ -129,7 +129,7 @@ TEST(config_test, unknown_section_lists_the_sections) {
   const auto msg = error_of("[model]\nctx_size = 512\n\n[schedular]\nmax_batch = 3\n");
   EXPECT_EQ(msg,
             "bad.toml:4:2: unknown section [schedular] (did you mean 'scheduler'?); allowed: model, "
-            "compute, kv_cache, sampling, scheduler, speculative, plugins, server, supervisor, alerts, logging, devices");
+            "compute, kv_cache, sampling, scheduler, speculative, plugins, server, supervisor, rollout, alerts, logging, devices");
 }
 
 TEST(config_test, unknown_key_lists_the_allowed_keys) {
@@ -262,6 +262,21 @@ TEST(config_test, devices_rules) {
   ASSERT_EQ(c.devices.size(), 2u);
   EXPECT_EQ(c.devices[0].kind, device_kind::cuda);
   EXPECT_EQ(c.devices[1].kind, device_kind::cpu);
+}
+
+TEST(config_test, rollout_rules) {
+  EXPECT_TRUE(contains(error_of("[rollout]\nshares_pct = [10, 30, 70, 100]\n"),
+                       "rollout.shares_pct needs 3 values (percent of traffic on stage 2, 3 and 4"));
+  EXPECT_TRUE(contains(error_of("[rollout]\nshares_pct = [50, 30, 100]\n"), "must not decrease"));
+  EXPECT_TRUE(contains(error_of("[rollout]\nshares_pct = [30, 70, 90]\n"), "its share must be 100"));
+  EXPECT_TRUE(contains(error_of("[rollout]\nshares_pct = [30, 170, 100]\n"), "rollout.shares_pct"));
+  EXPECT_TRUE(contains(error_of("[rollout]\nstart_stage = 5\n"), "rollout.start_stage = 5 is out of range; allowed: 1 to 4"));
+  EXPECT_TRUE(contains(error_of("[rollout]\np99_ratio = 0.5\n"), "rollout.p99_ratio"));
+  const config c = parse_ok("[rollout]\nenabled = true\nshares_pct = [50, 80, 100]\nstart_stage = 2\n");
+  EXPECT_TRUE(c.rollout.enabled);
+  EXPECT_EQ(c.rollout.shares_pct, (std::vector<int>{50, 80, 100}));
+  EXPECT_EQ(c.rollout.start_stage, 2u);
+  EXPECT_FALSE(config{}.rollout.enabled);
 }
 
 TEST(config_test, plugin_loads) {

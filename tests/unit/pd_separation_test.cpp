@@ -55,6 +55,7 @@ class pd_separation_test : public ::testing::Test {
     kv_wire wire = kv_wire::f32;
     std::optional<kv_wire> degraded_wire;  ///< the KV wire while link-degraded; unset: wire
     std::shared_ptr<const engine_faults> faults;
+    std::optional<rollout_limits> rollout;
   };
 
   static std::unique_ptr<engine> start(const setup& s) {
@@ -65,6 +66,7 @@ class pd_separation_test : public ::testing::Test {
     lim.prefill_deadline_s = s.deadline_s;
     lim.kv_transfer = s.wire;
     lim.degraded_kv_transfer = s.degraded_wire;
+    lim.rollout = s.rollout;
     engine_options o;
     o.faults = s.faults;
     std::unique_ptr<backend> dec;
@@ -182,6 +184,49 @@ TEST_F(pd_separation_test, greedy_output_is_identical_co_located_logical_and_phy
       EXPECT_EQ(st->offload_active, 0u);
       EXPECT_NE(e->render_metrics().find("flywheel:offloaded_sequences_total"), std::string::npos);
     }
+    expect_pools_empty(*e);
+  }
+}
+
+TEST_F(pd_separation_test, rollout_stages_below_four_use_neither_the_prefill_device_nor_offload) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < 6; ++i) prompts.push_back(prompt_of(i));
+  const auto want = reference(prompts, 24);
+  rollout_limits r;
+  r.start_stage = 3;  // stage 3 rolling out: its requests and stage 2's, none on stage 4
+  r.min_requests = 1000;
+  for (mode m : {mode::physical, mode::offload}) {
+    setup s;
+    s.m = m;
+    s.rollout = r;
+    auto e = start(s);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(run_all(*e, prompts, 24), want) << "mode " << static_cast<int>(m);
+    auto st = e->stats();
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->rollout_stage, 3u);
+    EXPECT_EQ(st->kv_transfers, 0u);
+    EXPECT_EQ(st->offloaded, 0u);
+    if (m == mode::physical) {
+      EXPECT_EQ(st->routed_co_located, prompts.size());
+      EXPECT_NE(st->last_route_reason.find("rollout: stage"), std::string::npos) << st->last_route_reason;
+    }
+    expect_pools_empty(*e);
+  }
+  // Stage 4 with its whole share: the pair and the offload device serve again.
+  r.start_stage = 4;
+  r.shares[3] = 1.0;
+  for (mode m : {mode::physical, mode::offload}) {
+    setup s;
+    s.m = m;
+    s.rollout = r;
+    auto e = start(s);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(run_all(*e, prompts, 24), want);
+    auto st = e->stats();
+    ASSERT_TRUE(st);
+    if (m == mode::physical) EXPECT_GT(st->kv_transfers, 0u);
+    else EXPECT_EQ(st->offloaded, prompts.size());
     expect_pools_empty(*e);
   }
 }

@@ -81,7 +81,7 @@ TEST(rollout_breaker_test, errors_or_draft_failures_trip_the_breaker) {
 
   rollout_breaker drafts(l);
   bool tripped = false;
-  for (int i = 0; i < 20 && !tripped; ++i) tripped = drafts.record(3, {0.01, false, 10, 2}, i);  // 20% rejected
+  for (int i = 0; i < 20 && !tripped; ++i) tripped = drafts.record(3, {0.01, false, 10, 2}, i);  // 2 of 10 proposals failed
   EXPECT_TRUE(tripped);
   EXPECT_NE(drafts.decisions().back().reason.find("draft failures 20.0% > 15.0%"), std::string::npos);
   EXPECT_NEAR(drafts.stats(3).draft_failure, 0.20, 1e-9);

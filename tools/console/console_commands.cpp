@@ -47,6 +47,7 @@ const std::vector<console_command>& commands() {
       {command_id::devices, ":devices", "", "the configured devices and the backend in use"},
       {command_id::health, ":health", "", "workers (crashes, restarts), degradation state and transitions, telemetry"},
       {command_id::drill, ":drill", "FILE [SPEED]", "replay a telemetry trace (CSV time_s,device,metric,value) into the supervisor"},
+      {command_id::rollout, ":rollout", "", "the staged rollout: stage, share, each stage's P99 and errors, breaker decisions"},
       {command_id::plugins, ":plugins", "", "list loaded plugins"},
       {command_id::load, ":load", "PATH", "load a plugin shared library"},
       {command_id::unload, ":unload", "NAME", "unload a plugin"},

@@ -113,6 +113,12 @@ console_session::outcome console_session::run_command(std::string_view name, std
     case command_id::devices: return cmd_devices();
     case command_id::health: return cmd_health();
     case command_id::drill: return cmd_drill(args);
+    case command_id::rollout: {
+      auto st = engine_.stats();
+      if (!st) return fail(st.err().message);
+      out_ << format_rollout(*st);
+      break;
+    }
     case command_id::plugins:
     case command_id::load:
     case command_id::unload:

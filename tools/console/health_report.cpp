@@ -1,5 +1,6 @@
 #include "tools/console/health_report.hpp"
 
+#include "runtime/supervise/rollout_breaker.hpp"
 #include "tools/console/format_line.hpp"
 
 namespace fw::console {
@@ -26,6 +27,22 @@ std::string format_health(const actors::worker_health& h) {
     out += "\n";
   }
   out += "telemetry source: " + h.telemetry + "\n";
+  return out;
+}
+
+std::string format_rollout(const actors::scheduler_stats& s) {
+  if (s.rollout_stage == 0) return "rollout: off ([rollout] enabled = false): every request gets every configured lever\n";
+  std::string out = format_line("rollout: stage %u (%s) serves %.0f%% of new requests", s.rollout_stage,
+                                rollout_stage_name(s.rollout_stage), s.rollout_share * 100);
+  if (s.rollout_stage > 1) out += format_line(", the rest stage %u", s.rollout_stage - 1);
+  out += format_line("; %llu decision%s\n", static_cast<unsigned long long>(s.rollout_decisions),
+                     s.rollout_decisions == 1 ? "" : "s");
+  for (size_t i = 0; i < s.rollout_requests.size(); ++i)
+    out += format_line("  stage %zu %-26s %5llu requests  P99 %8.2f ms/token  errors %.1f%%  draft failures %.1f%%\n",
+                       i + 1, rollout_stage_name(static_cast<uint32_t>(i + 1)),
+                       static_cast<unsigned long long>(s.rollout_requests[i]), s.rollout_p99_ms[i],
+                       s.rollout_error_rate[i] * 100, s.rollout_draft_failure[i] * 100);
+  for (const auto& d : s.rollout_log) out += "  " + d + "\n";
   return out;
 }
 
