@@ -7,6 +7,7 @@
 #include "runtime/base/log.hpp"
 #include "runtime/device/cpu/cpu_backend.hpp"
 #include "runtime/device/verify_cost.hpp"
+#include "runtime/setup/device_identity_of.hpp"
 #include "runtime/plugin/kinds/live_draft.hpp"
 #include "runtime/plugin/kinds/live_quant_kernel.hpp"
 
@@ -304,6 +305,17 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
     auto o = backend_options(p.cfg, *pre, resolve_kv_tokens(p.cfg, mc, *pre), p.kernels);
     o.observer = p.observer;
     p.prefill_device = std::make_unique<cpu_backend>(mc, p.m->weights(), std::move(o));
+    // Both sides must speak the same KV: same model file, stream version, shape (and CUDA stack).
+    const device_section& dec = the_device(p.cfg);
+    const std::string fp = model_fingerprint(p.m->file());
+    device_identity a = device_identity_of("prefill cpu:" + std::to_string(pre->id), *p.prefill_device, fp);
+    device_identity b = device_identity_of("decode cpu:" + std::to_string(dec.id), *p.device, fp);
+    if (options.amend_identities) options.amend_identities(a, b);
+    p.pair = check_pair(a, b);
+    if (!p.pair.ok) {
+      p.warnings.push_back(p.pair.message);
+      p.prefill_device.reset();
+    }
   }
   if (const device_section* off = offload_only_device(p.cfg)) {
     auto o = backend_options(p.cfg, *off, resolve_kv_tokens(p.cfg, mc, *off), p.kernels);

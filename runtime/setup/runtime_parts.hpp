@@ -10,6 +10,7 @@
 // Thread-safety: build on one thread; afterwards members follow their own contracts.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "runtime/spec/drafts/draft_registry.hpp"
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/spec/k_policy.hpp"
+#include "runtime/supervise/pair_check.hpp"
 
 namespace fw {
 
@@ -40,6 +42,9 @@ struct build_options {
   weight_load_options load;
   /// Sees the backend's activations (calibration, quality reports); must outlive the parts.
   activation_observer* observer = nullptr;
+  /// Test seam: changes the descriptions of a prefill/decode pair before the consistency check
+  /// (a fabricated CUDA mismatch, another model file).
+  std::function<void(device_identity& prefill, device_identity& decode)> amend_identities;
 };
 
 class runtime_parts {
@@ -61,6 +66,9 @@ class runtime_parts {
   std::unique_ptr<drafter> draft;  ///< [speculative] draft; null: plain decoding
   k_policy policy;
   std::vector<std::string> warnings;  ///< also logged; tools may show them in a banner
+  /// The start-time consistency check of a configured prefill/decode pair (pair_check): when it
+  /// fails, prefill_device is null (co-located) and pair.message says why.
+  pair_verdict pair;
   activation_observer* observer = nullptr;  ///< given to every backend make_backend builds
 
   /// The engine limits of this config: context, [scheduler] and the draft.

@@ -413,6 +413,10 @@ console_session::outcome console_session::cmd_devices() {
                                                    std::to_string(cfg_.scheduler.prefill_chunk) + " tokens"
                                              : "first come, first served: co-located")
          << ")\n";
+    for (const auto& d : cfg_.devices)
+      if (d.role == device_role::prefill)
+        out_ << "the prefill device cpu:" << d.id
+             << " is configured but not used: the start-time consistency check refused the pair (its warning says why)\n";
   } else {
     out_ << "prefill: " << pre.summary() << pool_line(pre) << "\n";
     out_ << "decode:  " << dev.summary() << pool_line(dev) << "\n";
