@@ -14,7 +14,7 @@ import unittest
 import openai
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fw_server import MODEL_ID, Server, get, metric, metrics, post, wait_until  # noqa: E402
+from fw_server import MODEL_ID, SOURCE_DIR, Server, get, metric, metrics, post, wait_until  # noqa: E402
 
 
 class OpenAIClient(unittest.TestCase):
@@ -236,6 +236,56 @@ class Admin(unittest.TestCase):
             self.assertEqual(h["kv_blocks"]["used"], 0)
             self.assertTrue(any(k["weight_type"] == "q4_1" for k in h["kernels"]))
             # Serving goes on after the reloads.
+            status, _, body = post(s.port, "/v1/completions", {"prompt": "Hi", "max_tokens": 4}, headers=auth)
+            self.assertEqual(status, 200, body)
+
+
+class Supervision(unittest.TestCase):
+    def test_rollout_health_and_drill_over_the_admin_routes(self):
+        extra = "[rollout]\nenabled = true\nmin_requests = 2\nadvance_after = 2\n"
+        with Server("--api-key", "k", config_extra=extra) as s:
+            auth = {"Authorization": "Bearer k"}
+            self.assertEqual(get(s.port, "/admin/rollout")[0], 401)
+            status, _, body = get(s.port, "/admin/rollout", headers=auth)
+            self.assertEqual(status, 200, body)
+            r = json.loads(body)
+            self.assertTrue(r["enabled"])
+            self.assertEqual(r["stage"], 1)
+            self.assertEqual(r["decisions_total"], 0)
+            for i in range(3):  # stage 1 judged healthy twice (after its first 2 outcomes): stage 2
+                status, _, body = post(s.port, "/v1/completions", {"prompt": f"Count {i}:", "max_tokens": 4},
+                                       headers=auth)
+                self.assertEqual(status, 200, body)
+            r = json.loads(get(s.port, "/admin/rollout", headers=auth)[2])
+            self.assertEqual(r["stage"], 2, r)
+            self.assertEqual(r["decisions"], ["1 -> 2: stage 1 healthy for 2 requests"])
+            self.assertEqual(r["stages"][0]["requests"], 3)
+            self.assertGreater(r["stages"][0]["p99_ms_per_token"], 0)
+            self.assertIn(b"flywheel:rollout_stage{", get(s.port, "/metrics")[2])
+
+            h = json.loads(get(s.port, "/admin/health", headers=auth)[2])
+            self.assertEqual(h["supervisor"]["degradation"], "healthy")
+            self.assertIn("decode", [w["name"] for w in h["supervisor"]["workers"]])
+            # Malformed drills are refused and change nothing.
+            for bad, why in ((b"not json", "JSON object"), ({"trace": 5}, "must be a string"),
+                             ({"trace": "time_s,device,metric,value\n0,prefill,temperature_c,hot\n"}, "trace:2:"),
+                             ({"trace": "0,prefill,temperature_c,60\n", "speed": 0}, "speed")):
+                status, _, body = post(s.port, "/admin/drill", bad, headers=auth)
+                self.assertEqual(status, 400, body)
+                self.assertIn(why, json.loads(body)["error"]["message"])
+            with open(os.path.join(SOURCE_DIR, "conf/drills/heat_ramp.csv")) as f:
+                trace = f.read()
+            status, _, body = post(s.port, "/admin/drill", {"trace": trace, "speed": 100}, headers=auth)
+            self.assertEqual(status, 202, body)
+            self.assertGreater(json.loads(body)["samples"], 10)
+
+            def transitions():
+                return json.loads(get(s.port, "/admin/health", headers=auth)[2])["supervisor"]["transitions_total"]
+
+            self.assertTrue(wait_until(lambda: transitions() >= 4, 30))
+            h = json.loads(get(s.port, "/admin/health", headers=auth)[2])["supervisor"]
+            self.assertEqual(h["degradation"], "healthy")  # recovered at the end of the ramp
+            self.assertIn("link-degraded", h["transitions"][0])
             status, _, body = post(s.port, "/v1/completions", {"prompt": "Hi", "max_tokens": 4}, headers=auth)
             self.assertEqual(status, 200, body)
 

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/supervise/rollout_breaker.hpp"
+#include "runtime/supervise/telemetry_trace.hpp"
+
 namespace fw::server {
 
 namespace {
@@ -39,6 +42,14 @@ http_response admin_routes::handle(const http_request& req, const std::string& p
     if (!opt_.plugins) return error_response(404, "this server has no plugin host");
     return json_response(200, {{"plugins", plugin_rows(*opt_.plugins)}});
   }
+  if (path == "/admin/rollout") {
+    if (req.method != "GET") return error_response(405, "use GET on /admin/rollout");
+    return rollout();
+  }
+  if (path == "/admin/drill") {
+    if (req.method != "POST") return error_response(405, "use POST on /admin/drill");
+    return drill(req);
+  }
   const std::string prefix = "/admin/plugins/";
   if (path.rfind(prefix, 0) == 0) {
     const std::string rest = path.substr(prefix.size());
@@ -48,8 +59,8 @@ http_response admin_routes::handle(const http_request& req, const std::string& p
     if (req.method != "POST") return error_response(405, "use POST on " + path);
     return plugin_action(rest.substr(0, slash), rest.substr(slash + 1));
   }
-  return error_response(404, "no admin route " + path + " (routes: /admin/health, /admin/plugins, "
-                        "/admin/plugins/NAME/load|reload|unload)", "not_found");
+  return error_response(404, "no admin route " + path + " (routes: /admin/health, /admin/rollout, /admin/drill, "
+                        "/admin/plugins, /admin/plugins/NAME/load|reload|unload)", "not_found");
 }
 
 http_response admin_routes::health() {
@@ -73,7 +84,66 @@ http_response admin_routes::health() {
   j["device"] = engine_.device().summary();
   j["draft"] = opt_.draft.empty() ? json(nullptr) : json(opt_.draft);
   j["plugins"] = opt_.plugins ? plugin_rows(*opt_.plugins) : json::array();
+  if (auto h = engine_.health()) {
+    json workers = json::array();
+    for (size_t i = 0; i < h->names.size(); ++i)
+      workers.push_back({{"name", h->names[i]}, {"state", h->states[i]}, {"crashes", h->crashes[i]},
+                         {"marked_down", h->escalations[i]}, {"last_reason", h->last_reason[i]}});
+    json readings = json::array();
+    for (const auto& r : h->readings) readings.push_back({{"device", r.device}, {"metric", r.metric}, {"value", r.value}});
+    j["supervisor"] = {{"workers", std::move(workers)},
+                       {"degradation", h->degradation},
+                       {"degradation_reason", h->degradation_reason},
+                       {"transitions_total", h->transitions_total},
+                       {"transitions", h->transitions},
+                       {"telemetry", std::move(readings)},
+                       {"telemetry_source", h->telemetry}};
+    if (h->degradation != "healthy" && j["status"] == "ok") j["status"] = "degraded";
+  }
   return json_response(200, j);
+}
+
+http_response admin_routes::rollout() {
+  auto st = engine_.stats();
+  if (!st) return error_response(503, st.err().what());
+  json j;
+  j["enabled"] = st->rollout_stage > 0;
+  if (st->rollout_stage == 0) return json_response(200, j);
+  j["stage"] = st->rollout_stage;
+  j["stage_name"] = rollout_stage_name(st->rollout_stage);
+  j["share"] = st->rollout_share;
+  j["decisions_total"] = st->rollout_decisions;
+  j["decisions"] = st->rollout_log;
+  json stages = json::array();
+  for (size_t i = 0; i < st->rollout_requests.size(); ++i)
+    stages.push_back({{"stage", i + 1},
+                      {"name", rollout_stage_name(static_cast<uint32_t>(i + 1))},
+                      {"requests", st->rollout_requests[i]},
+                      {"p99_ms_per_token", st->rollout_p99_ms[i]},
+                      {"error_rate", st->rollout_error_rate[i]},
+                      {"draft_failure_rate", st->rollout_draft_failure[i]}});
+  j["stages"] = std::move(stages);
+  return json_response(200, j);
+}
+
+http_response admin_routes::drill(const http_request& req) {
+  const json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object())
+    return error_response(400, "the body must be a JSON object: {\"trace\": \"<CSV>\", \"speed\": 1}");
+  if (!body.contains("trace") || !body["trace"].is_string())
+    return error_response(400, "\"trace\" must be a string: CSV lines of time_s,device,metric,value");
+  double speed = 1;
+  if (body.contains("speed")) {
+    if (!body["speed"].is_number() || !(body["speed"].get<double>() > 0) || body["speed"].get<double>() > 1e6)
+      return error_response(400, "\"speed\" must be a number above 0 (times the trace's own pace)");
+    speed = body["speed"].get<double>();
+  }
+  auto trace = parse_telemetry_trace(body["trace"].get<std::string>(), "trace");
+  if (!trace) return error_response(400, trace.err().message);
+  const size_t n = trace->size();
+  const double span = trace->back().t_s - trace->front().t_s;
+  if (auto ok = engine_.drill(std::move(*trace), speed); !ok) return error_response(409, ok.err().message);
+  return json_response(202, {{"samples", n}, {"span_s", span}, {"speed", speed}, {"plays_for_s", span / speed}});
 }
 
 http_response admin_routes::plugin_action(const std::string& name, const std::string& action) {

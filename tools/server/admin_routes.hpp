@@ -1,7 +1,11 @@
 // admin_routes: the server's operator endpoints, only with the API key ([server] api_key; without
 // a key they answer 403, so an open server never exposes them):
 //   GET  /admin/health                    engine state (queue, running, KV blocks, restarts),
-//                                          plugins, kernel paths, draft, uptime
+//                                          plugins, kernel paths, draft, uptime, and the
+//                                          supervisor's view (workers, degradation, telemetry)
+//   GET  /admin/rollout                   the staged rollout: stage, share, per-stage window, decisions
+//   POST /admin/drill                     {"trace": "<CSV time_s,device,metric,value>", "speed": 10}:
+//                                          replays a telemetry trace into the running runtime
 //   GET  /admin/plugins                   the plugin registry (as `flywheel plugins`)
 //   POST /admin/plugins/NAME/load|reload|unload
 // NAME must be a [[plugins.load]] entry of the server's config: the file comes from the config,
@@ -37,6 +41,8 @@ class admin_routes {
 
  private:
   http_response health();
+  http_response rollout();
+  http_response drill(const http_request& req);
   http_response plugin_action(const std::string& name, const std::string& action);
 
   actors::engine& engine_;
