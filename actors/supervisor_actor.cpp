@@ -102,8 +102,10 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
   if (ctx->limits.telemetry_poll_s > 0) {
     self->state.thermal = std::make_unique<thermal_source>();
     self->state.telemetry = self->state.thermal->describe();
-    if (self->state.thermal->available()) self->send(self, tick_atom::value);
-    else log_info("supervisor: " + self->state.telemetry);
+    if (!self->state.thermal->available()) log_info("supervisor: " + self->state.telemetry);
+    for (const auto& f : ctx->limits.telemetry_feeds) self->state.telemetry += "; " + f->describe();
+    self->state.feed_failing.assign(ctx->limits.telemetry_feeds.size(), false);
+    if (self->state.thermal->available() || !ctx->limits.telemetry_feeds.empty()) self->send(self, tick_atom::value);
   }
   self->set_down_handler([self](caf::down_msg& dm) {
     auto& st = self->state;
@@ -146,7 +148,21 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
       [=](tick_atom) {
         auto& st = self->state;
         if (st.stopping || !st.thermal) return;
-        auto samples = st.thermal->sample(now_s() - st.started_s);  // seconds since start
+        const double t = now_s() - st.started_s;  // seconds since start
+        std::vector<telemetry_sample> samples;
+        if (st.thermal->available()) samples = st.thermal->sample(t);
+        const auto& feeds = ctx->limits.telemetry_feeds;
+        for (size_t i = 0; i < feeds.size(); ++i) {
+          auto got = feeds[i]->sample(t);
+          if (!got) {  // logged when it starts failing and when it is back; polled again next tick
+            if (!st.feed_failing[i]) log_warn("supervisor: telemetry " + feeds[i]->describe() + ": " + got.err().message);
+            st.feed_failing[i] = true;
+            continue;
+          }
+          if (st.feed_failing[i]) log_info("supervisor: telemetry " + feeds[i]->describe() + " reads again");
+          st.feed_failing[i] = false;
+          samples.insert(samples.end(), got->begin(), got->end());
+        }
         if (!samples.empty()) observe(self, samples);
         self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(
                                      std::chrono::duration<double>(ctx->limits.telemetry_poll_s)),

@@ -47,6 +47,7 @@ struct supervisor_state {
   degradation_policy degradation;
   std::unique_ptr<thermal_source> thermal;  ///< polled every limits.telemetry_poll_s when available
   std::string telemetry;                    ///< what thermal found (or that there is nothing)
+  std::vector<bool> feed_failing;           ///< per limits.telemetry_feeds: its last sample failed
   double started_s = 0;
   bool stopping = false;
   uint64_t restarts = 0;

@@ -54,6 +54,7 @@ extern "C" {
 #define FW_PLUGIN_QUANT_KERNEL 1u    /* kind_table: const fw_quant_kernel_v1* */
 #define FW_PLUGIN_DRAFT_MODEL 2u     /* kind_table: const fw_draft_model_v1* */
 #define FW_PLUGIN_QUANT_KERNEL_V2 3u /* kind_table: const fw_quant_kernel_v2* (a quant_kernel too) */
+#define FW_PLUGIN_TELEMETRY_SOURCE 4u /* kind_table: const fw_telemetry_source_v1* */
 
 /* -- return codes: 0 is success, errors are negative -- */
 #define FW_PLUGIN_OK 0
@@ -142,10 +143,30 @@ typedef struct fw_draft_model_v1 {
   void (*end)(void* self, uint64_t seq);
 } fw_draft_model_v1;
 
+/* -- telemetry_source: device and link health readings for the supervisor --
+ * Metrics the degradation policy reads (runtime/supervise/telemetry_sample.hpp):
+ * "temperature_c", "link_gbps" (the link's available bandwidth, GB/s), "link_errors" (a
+ * cumulative error/replay counter: rising = trouble), "lost" (1: the device is gone). Any other
+ * metric is shown (`:health`) but not acted on. Devices are named as the supervisor knows them:
+ * "prefill", "decode", "offload", or free text ("cuda:0"). Called from one thread. */
+typedef struct fw_telemetry_sample_v1 {
+  char device[32]; /* NUL-terminated */
+  char metric[32]; /* NUL-terminated */
+  double value;
+} fw_telemetry_sample_v1;
+
+typedef struct fw_telemetry_source_v1 {
+  /* What it reads, e.g. "NVML 12.560: 2 GPUs", into buf (NUL-terminated). May be NULL. */
+  int (*describe)(void* self, char* buf, size_t len);
+  /* Takes one reading of everything into out[0..cap); returns how many it wrote (0..cap) or an
+   * error code (the supervisor logs it and polls again later). Required. */
+  int (*sample)(void* self, fw_telemetry_sample_v1* out, size_t cap);
+} fw_telemetry_source_v1;
+
 /* -- the entry table -- */
 typedef struct fw_plugin_v1 {
   uint32_t abi_version; /* FW_PLUGIN_ABI_VERSION */
-  uint32_t kind;        /* FW_PLUGIN_QUANT_KERNEL, FW_PLUGIN_QUANT_KERNEL_V2 or FW_PLUGIN_DRAFT_MODEL */
+  uint32_t kind;        /* FW_PLUGIN_QUANT_KERNEL, _QUANT_KERNEL_V2, _DRAFT_MODEL or _TELEMETRY_SOURCE */
   const char* name;     /* e.g. "q8_0_kernel" */
   const char* version;  /* free text, e.g. "1.2.0" */
   /* 0: can run on this machine; otherwise writes why not (NUL-terminated) into why. May be NULL

@@ -137,6 +137,12 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
       add("rollout", "rollout.shares_pct: stage 4 is the whole rollout, its share must be 100");
   }
 
+  for (const auto& k : c.supervisor.telemetry_plugins) {
+    const bool listed = std::any_of(c.plugins.load.begin(), c.plugins.load.end(),
+                                    [&](const plugin_load& p) { return p.name == k; });
+    if (!listed)
+      add("supervisor", "supervisor.telemetry_plugins names '" + k + "', which no [[plugins.load]] entry loads");
+  }
   if (c.speculative.draft == draft_kind::model && c.speculative.draft_model.empty())
     add("speculative", "speculative.draft = \"model\" needs speculative.draft_model (a GGUF file)");
   for (const auto& k : c.compute.kernel_plugins) {

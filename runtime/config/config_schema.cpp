@@ -347,6 +347,7 @@ std::vector<section> build_sections() {
        number("down_s", &supervisor_section::down_s, 0, 86400, false),
        integer("request_retries", &supervisor_section::request_retries, 0, 100),
        integer("telemetry_poll_ms", &supervisor_section::telemetry_poll_ms, 0, 3600000, "0 = off"),
+       string_list("telemetry_plugins", &supervisor_section::telemetry_plugins),
        number("temp_degraded_c", &supervisor_section::temp_degraded_c, 0, 200, false),
        number("temp_co_located_c", &supervisor_section::temp_co_located_c, 0, 200, false),
        number("link_nominal_gbps", &supervisor_section::link_nominal_gbps, 0, 100000, false, "0 = highest seen"),

@@ -1,5 +1,6 @@
 #include "runtime/plugin/plugin_adapters.hpp"
 
+#include <cstring>
 #include <vector>
 
 namespace fw {
@@ -177,7 +178,55 @@ class c_quant_kernel final : public quant_kernel {
   std::vector<uint32_t> types_;
 };
 
+class c_telemetry_source final : public telemetry_feed {
+ public:
+  c_telemetry_source(std::shared_ptr<plugin_library> lib, void* self)
+      : obj_(std::move(lib), self), table_(static_cast<const fw_telemetry_source_v1*>(obj_.lib().table().kind_table)) {}
+
+  std::string describe() const override {
+    std::string out = obj_.lib().name() + " " + obj_.lib().version();
+    if (table_->describe) {
+      char buf[256] = {0};
+      if (guarded([&] { return table_->describe(obj_.self(), buf, sizeof buf); }) >= 0 && buf[0]) {
+        buf[sizeof buf - 1] = '\0';
+        out += std::string(": ") + buf;
+      }
+    }
+    return out;
+  }
+
+  expected<std::vector<telemetry_sample>> sample(double now_s) override {
+    std::vector<fw_telemetry_sample_v1> raw(256);
+    const int rc = guarded([&] { return table_->sample(obj_.self(), raw.data(), raw.size()); });
+    if (rc < 0) return obj_.lib().call_error("sample", rc);
+    if (static_cast<size_t>(rc) > raw.size())
+      return make_error(errc::internal, obj_.lib().describe() + ": sample() returned " + std::to_string(rc) +
+                                            " readings for room for " + std::to_string(raw.size()));
+    std::vector<telemetry_sample> out;
+    for (int i = 0; i < rc; ++i) {
+      auto text = [](const char* s, size_t cap) { return std::string(s, strnlen(s, cap)); };
+      out.push_back({now_s, text(raw[i].device, sizeof raw[i].device), text(raw[i].metric, sizeof raw[i].metric),
+                     raw[i].value});
+    }
+    return out;
+  }
+
+ private:
+  plugin_object obj_;
+  const fw_telemetry_source_v1* table_;
+};
+
 }  // namespace
+
+expected<std::shared_ptr<telemetry_feed>> make_telemetry_source(std::shared_ptr<plugin_library> lib,
+                                                               const std::string& params_json) {
+  if (lib->kind() != plugin_kind::telemetry_source)
+    return make_error(errc::invalid_argument, lib->describe() + " is a " + to_string(lib->kind()) +
+                                                  " plugin, not a telemetry_source");
+  auto self = lib->create(params_json);
+  if (!self) return self.err();
+  return std::shared_ptr<telemetry_feed>(std::make_shared<c_telemetry_source>(std::move(lib), *self));
+}
 
 expected<std::shared_ptr<draft_plugin>> make_draft_plugin(std::shared_ptr<plugin_library> lib,
                                                           const draft_options& options) {

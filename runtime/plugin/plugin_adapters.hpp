@@ -13,6 +13,7 @@
 #include "runtime/plugin/plugin_draft.hpp"
 #include "runtime/plugin/plugin_library.hpp"
 #include "runtime/device/quant_kernel.hpp"
+#include "runtime/supervise/telemetry_feed.hpp"
 
 namespace fw {
 
@@ -23,5 +24,9 @@ expected<std::shared_ptr<draft_plugin>> make_draft_plugin(std::shared_ptr<plugin
 /// Creates a plugin object from lib (a quant_kernel library) and wraps it.
 expected<std::shared_ptr<quant_kernel>> make_quant_kernel(
     std::shared_ptr<plugin_library> lib, const std::string& params_json);
+
+/// Creates a plugin object from lib (a telemetry_source library) and wraps it.
+expected<std::shared_ptr<telemetry_feed>> make_telemetry_source(std::shared_ptr<plugin_library> lib,
+                                                               const std::string& params_json);
 
 }  // namespace fw

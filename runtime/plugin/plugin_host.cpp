@@ -189,6 +189,14 @@ expected<std::shared_ptr<quant_kernel>> plugin_host::create_quant_kernel(const s
   return make_quant_kernel(std::move(lib), params_json);
 }
 
+expected<std::shared_ptr<telemetry_feed>> plugin_host::create_telemetry_source(const std::string& name,
+                                                                              const std::string& params_json) {
+  error err;
+  auto lib = current_of(name, err);
+  if (!lib) return err;
+  return make_telemetry_source(std::move(lib), params_json);
+}
+
 expected<plugin_info> plugin_host::check(const std::string& file, const plugin_host_options& options) {
   const std::string dir = options.copy_dir.empty() ? plugin_library::default_copy_dir() : options.copy_dir;
   // The name only labels the copy: lib<x>.so -> x.

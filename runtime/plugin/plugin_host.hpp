@@ -33,6 +33,7 @@
 #include "runtime/plugin/plugin_info.hpp"
 #include "runtime/device/quant_kernel.hpp"
 #include "runtime/config/sections/plugins_section.hpp"
+#include "runtime/supervise/telemetry_feed.hpp"
 
 namespace fw {
 
@@ -90,6 +91,10 @@ class plugin_host {
   /// A kernel object from the current version of `name` (a quant_kernel plugin).
   expected<std::shared_ptr<quant_kernel>> create_quant_kernel(const std::string& name,
                                                                      const std::string& params_json = "{}");
+  /// A telemetry feed from the current version of `name` (a telemetry_source plugin). It keeps
+  /// its version alive; a reload applies to feeds created after it.
+  expected<std::shared_ptr<telemetry_feed>> create_telemetry_source(const std::string& name,
+                                                                    const std::string& params_json = "{}");
 
   // -- validation --
 

@@ -8,6 +8,7 @@ const char* to_string(plugin_kind kind) {
   switch (kind) {
     case plugin_kind::quant_kernel: return "quant_kernel";
     case plugin_kind::draft_model: return "draft_model";
+    case plugin_kind::telemetry_source: return "telemetry_source";
     case plugin_kind::unknown: break;
   }
   return "unknown";

@@ -14,6 +14,7 @@ enum class plugin_kind : uint32_t {
   unknown = 0,       ///< not known yet (the plugin failed before its table was read)
   quant_kernel = 1,  ///< matrix kernels for weight formats (fw_quant_kernel_v1)
   draft_model = 2,   ///< speculative-decoding drafts (fw_draft_model_v1)
+  telemetry_source = 4,  ///< device and link health readings (fw_telemetry_source_v1)
 };
 
 /// Where a registry entry stands.

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include "runtime/kv/kv_codec.hpp"
 #include "runtime/sched/offload_policy.hpp"
@@ -14,6 +16,7 @@
 #include "runtime/supervise/degradation_policy.hpp"
 #include "runtime/supervise/restart_policy.hpp"
 #include "runtime/supervise/rollout_breaker.hpp"
+#include "runtime/supervise/telemetry_feed.hpp"
 
 namespace fw {
 
@@ -40,6 +43,8 @@ struct engine_limits {
   /// [supervisor]: telemetry thresholds and how often CPU sensors are polled (0: never).
   degradation_limits degradation{};
   double telemetry_poll_s = 1.0;
+  /// telemetry_source plugins polled with the thermal zones (shared with runtime_parts).
+  std::vector<std::shared_ptr<telemetry_feed>> telemetry_feeds;
   /// The KV wire while link-degraded; unset: kv_transfer (no change).
   std::optional<kv_wire> degraded_kv_transfer;
   /// [rollout] enabled: requests are served by stage (rollout_breaker); unset: all levers for all.

@@ -154,6 +154,7 @@ engine_limits runtime_parts::limits() const {
   lim.restart.down_s = cfg.supervisor.down_s;
   lim.request_retries = cfg.supervisor.request_retries;
   lim.telemetry_poll_s = cfg.supervisor.telemetry_poll_ms / 1000.0;
+  lim.telemetry_feeds = telemetry;
   lim.degradation.temp_degraded_c = cfg.supervisor.temp_degraded_c;
   lim.degradation.temp_co_located_c = cfg.supervisor.temp_co_located_c;
   lim.degradation.link_nominal_gbps = cfg.supervisor.link_nominal_gbps;
@@ -294,6 +295,11 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
     auto k = make_live_quant_kernel(p.plugins, name);
     if (!k) return make_error(k.err().code, "compute.kernel_plugins: " + k.err().message);
     p.kernels.push_back(std::move(*k));
+  }
+  for (const auto& name : p.cfg.supervisor.telemetry_plugins) {
+    auto t = p.plugins->create_telemetry_source(name);
+    if (!t) p.warnings.push_back("supervisor.telemetry_plugins: " + t.err().message + "; that telemetry is off");
+    else p.telemetry.push_back(std::move(*t));
   }
   auto be = p.make_backend(p.kv_tokens);
   if (!be) return be.err();

@@ -69,6 +69,9 @@ class runtime_parts {
   /// The start-time consistency check of a configured prefill/decode pair (pair_check): when it
   /// fails, prefill_device is null (co-located) and pair.message says why.
   pair_verdict pair;
+  /// [supervisor] telemetry_plugins that loaded (one that did not is a warning, not an error:
+  /// a host without an NVIDIA driver still serves).
+  std::vector<std::shared_ptr<telemetry_feed>> telemetry;
   activation_observer* observer = nullptr;  ///< given to every backend make_backend builds
 
   /// The engine limits of this config: context, [scheduler] and the draft.

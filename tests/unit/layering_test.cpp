@@ -42,7 +42,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
                                "kernels/cpu", "runtime/config/sections"}},
       {"runtime/step", {"runtime/device", "runtime/spec", "runtime/spec/drafts", "runtime/sample", "runtime/text",
                         "runtime/kv", "runtime/sched"}},
-      {"runtime/plugin", {"runtime/base", "runtime/device", "runtime/spec/drafts", "runtime/config/sections", "include/flywheel"}},
+      {"runtime/plugin", {"runtime/base", "runtime/device", "runtime/spec/drafts", "runtime/config/sections", "runtime/supervise", "include/flywheel"}},
       {"runtime/plugin/kinds", {"runtime/plugin"}},
       {"runtime/quant", {"runtime/base", "runtime/model", "runtime/gguf", "runtime/device", "kernels/format", "kernels/cpu"}},
       {"runtime/setup", {"runtime/config", "runtime/device/cpu", "runtime/step", "runtime/plugin/kinds",
@@ -51,6 +51,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
       {"actors/protocol", {"runtime/setup"}},
       {"plugins/q8_0_kernel", {"kernels/cpu", "include/flywheel", "plugins"}},
       {"plugins/draft_ngram", {"include/flywheel", "plugins"}},
+      {"plugins/telemetry_nvml", {"include/flywheel", "plugins"}},
       {"plugins/fw_quant_kernel", {"kernels/cpu", "kernels/format", "include/flywheel", "plugins"}},
   };
   return edges;

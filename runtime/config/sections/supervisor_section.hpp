@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "runtime/config/sections/kv_cache_section.hpp"
 
@@ -20,6 +22,8 @@ struct supervisor_section {
   /// request fails (a prompt that crashes the worker every time must not loop forever).
   uint32_t request_retries = 2;
   uint32_t telemetry_poll_ms = 1000;  ///< CPU thermal zones / hwmon; 0: not polled
+  /// telemetry_source plugins ([[plugins.load]] names) polled with them, e.g. telemetry_nvml.
+  std::vector<std::string> telemetry_plugins;
   double temp_degraded_c = 80;        ///< a device this hot: link-degraded
   double temp_co_located_c = 90;      ///< this hot: co-located at once
   double link_nominal_gbps = 0;       ///< 0: the highest bandwidth each link reported
