@@ -28,6 +28,7 @@ class counting_drafter : public drafter {
  public:
   std::atomic<bool> fail{false};
   std::atomic<uint64_t> proposals{0};
+  std::atomic<int> max_k{0};  ///< the longest proposal asked for since the last reset
 
   std::string name() const override { return "counting-ngram"; }
   bool scores_proposals() const override { return inner_.scores_proposals(); }
@@ -36,6 +37,8 @@ class counting_drafter : public drafter {
   }
   expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) override {
     ++proposals;
+    for (int m = max_k.load(); k > m && !max_k.compare_exchange_weak(m, k);) {
+    }
     if (fail) return make_error(errc::internal, "injected draft failure");
     return inner_.propose(seq, history, k);
   }
@@ -179,6 +182,43 @@ TEST_F(rollout_engine_test, without_rollout_every_request_gets_every_lever) {
   ASSERT_TRUE(s);
   EXPECT_EQ(s->rollout_stage, 0u);
   EXPECT_EQ((*e)->render_metrics().find("flywheel:rollout_stage"), std::string::npos);
+}
+
+TEST_F(rollout_engine_test, a_degraded_link_caps_the_draft_length_and_recovery_lifts_the_cap) {
+  counting_drafter draft;
+  cpu_backend_options o;
+  o.threads = 2;
+  o.kv_tokens = 4096;
+  o.kv_block_tokens = 16;
+  engine_limits lim;
+  lim.n_ctx = 256;
+  lim.draft = &draft;
+  lim.policy = k_policy(k_policy_config{});  // adaptive k from 5
+  lim.degradation.k_cap = 2;
+  lim.degradation.recover_samples = 1;
+  auto e = engine::start(model_, std::make_unique<cpu_backend>(model_->config(), model_->weights(), o), lim,
+                         engine_options{});
+  ASSERT_TRUE(e) << e.err().what();
+  run_checked(**e, 0, 3);
+  EXPECT_GT(draft.max_k.load(), 2) << "healthy: the k policy asks for more than the cap";
+  auto state_is = [&](const std::string& want) {
+    for (int i = 0; i < 3000; ++i) {
+      if (auto h = (*e)->health(); h && h->degradation == want) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  };
+  ASSERT_TRUE((*e)->drill({{0, "prefill", "temperature_c", 85}}, 1));
+  ASSERT_TRUE(state_is("link-degraded"));
+  draft.max_k = 0;
+  run_checked(**e, 3, 3);  // still lossless
+  EXPECT_GT(draft.proposals.load(), 0u);
+  EXPECT_LE(draft.max_k.load(), 2) << "link-degraded: k capped at [supervisor] degraded_k_cap";
+  ASSERT_TRUE((*e)->drill({{0, "prefill", "temperature_c", 60}}, 1));
+  ASSERT_TRUE(state_is("healthy"));
+  draft.max_k = 0;
+  run_checked(**e, 6, 3);
+  EXPECT_GT(draft.max_k.load(), 2) << "healthy again: the cap is lifted";
 }
 
 TEST(rollout_config, the_rollout_section_reaches_the_engine_limits) {
