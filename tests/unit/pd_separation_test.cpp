@@ -443,6 +443,37 @@ TEST_F(pd_separation_test, a_heat_ramp_drill_degrades_the_link_co_locates_and_re
   expect_pools_empty(*e);
 }
 
+TEST_F(pd_separation_test, a_flapping_link_drill_holds_link_degraded_while_requests_complete) {
+  // conf/drills/flapping_link.csv: 200 and 140 GB/s on alternate seconds. Hysteresis: one
+  // transition to link-degraded, never co-located (no sustained run), never back to healthy
+  // (never recover_samples healthy samples in a row); requests meanwhile give a healthy run's tokens.
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < 6; ++i) prompts.push_back(prompt_of(i));
+  const auto want = reference(prompts, 16);
+  setup s;
+  auto e = start(s);
+  ASSERT_TRUE(e);
+  auto flap = read_telemetry_trace(std::string(FW_SOURCE_DIR) + "/conf/drills/flapping_link.csv");
+  ASSERT_TRUE(flap) << flap.err().what();
+  const double span = flap->back().t_s - flap->front().t_s;
+  std::future<std::vector<std::vector<int32_t>>> during =
+      std::async(std::launch::async, [&] { return run_all(*e, prompts, 16); });
+  ASSERT_TRUE(e->drill(*flap, 20));
+  EXPECT_EQ(during.get(), want);
+  std::this_thread::sleep_for(std::chrono::duration<double>(span / 20 + 0.3));  // the whole trace has played
+  EXPECT_EQ(run_all(*e, prompts, 16), want);
+  auto h = e->health();
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->degradation, "link-degraded");
+  ASSERT_EQ(h->transitions.size(), 1u);
+  EXPECT_NE(h->transitions[0].find("healthy -> link-degraded"), std::string::npos) << h->transitions[0];
+  auto st = e->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->failed, 0u);
+  EXPECT_EQ(st->routed_co_located, 0u) << "never co-located";
+  expect_pools_empty(*e);
+}
+
 TEST_F(pd_separation_test, a_degraded_link_moves_kv_compressed_where_configured) {
   // [supervisor] degraded_kv_transfer = "int8": over a degraded link the streams shrink to about
   // a quarter (exactness traded for bytes, so tokens are not compared); healthy again: f32.
