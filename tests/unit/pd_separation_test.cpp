@@ -86,6 +86,23 @@ class pd_separation_test : public ::testing::Test {
     return e ? std::move(*e) : nullptr;
   }
 
+  /// prompt_of(0 .. n-1).
+  static std::vector<std::vector<int32_t>> first_prompts(size_t n) {
+    std::vector<std::vector<int32_t>> p;
+    for (size_t i = 0; i < n; ++i) p.push_back(prompt_of(i));
+    return p;
+  }
+
+  /// Faults under which the prefill device's first job hangs until `released` is ready.
+  static std::shared_ptr<engine_faults> stall_first_prefill(std::shared_future<void> released) {
+    auto faults = std::make_shared<engine_faults>();
+    auto first = std::make_shared<std::atomic<bool>>(true);
+    faults->stall_prefill = [first, released](uint64_t) {
+      if (first->exchange(false)) released.wait();
+    };
+    return faults;
+  }
+
   static std::vector<int32_t> prompt_of(size_t i) {
     std::vector<int32_t> p;
     for (size_t j = 0; j < 5 + i * 23; ++j) p.push_back(static_cast<int32_t>(3 + (i * 31 + j * 7) % 250));
@@ -189,8 +206,7 @@ TEST_F(pd_separation_test, greedy_output_is_identical_co_located_logical_and_phy
 }
 
 TEST_F(pd_separation_test, rollout_stages_below_four_use_neither_the_prefill_device_nor_offload) {
-  std::vector<std::vector<int32_t>> prompts;
-  for (size_t i = 0; i < 6; ++i) prompts.push_back(prompt_of(i));
+  const auto prompts = first_prompts(6);
   const auto want = reference(prompts, 24);
   rollout_limits r;
   r.start_stage = 3;  // stage 3 rolling out: its requests and stage 2's, none on stage 4
@@ -280,13 +296,8 @@ TEST_F(pd_separation_test, a_prefill_device_stalled_past_the_deadline_fails_over
   const auto want = reference({p, prompt_of(2)}, 12);
 
   // The first job on the prefill device hangs until the test lets it go.
-  auto faults = std::make_shared<engine_faults>();
   auto release = std::make_shared<std::promise<void>>();
-  std::shared_future<void> released = release->get_future().share();
-  auto first = std::make_shared<std::atomic<bool>>(true);
-  faults->stall_prefill = [first, released](uint64_t) {
-    if (first->exchange(false)) released.wait();
-  };
+  auto faults = stall_first_prefill(release->get_future().share());
   setup s;
   s.faults = faults;
   s.deadline_s = 0.2;
@@ -386,8 +397,7 @@ TEST_F(pd_separation_test, a_heat_ramp_drill_degrades_the_link_co_locates_and_re
   // give exactly the tokens of a healthy run; none is lost.
   const std::vector<double> temp = {60, 70, 78, 80, 82, 82, 82, 82, 70, 70, 70, 70, 70, 70};
   const std::vector<double> gbps = {200, 195, 180, 170, 160, 150, 140, 140, 200, 200, 200, 200, 200, 200};
-  std::vector<std::vector<int32_t>> prompts;
-  for (size_t i = 0; i < 6; ++i) prompts.push_back(prompt_of(i));
+  const auto prompts = first_prompts(6);
   const auto want = reference(prompts, 16);
   setup s;
   auto e = start(s);
@@ -447,8 +457,7 @@ TEST_F(pd_separation_test, a_flapping_link_drill_holds_link_degraded_while_reque
   // conf/drills/flapping_link.csv: 200 and 140 GB/s on alternate seconds. Hysteresis: one
   // transition to link-degraded, never co-located (no sustained run), never back to healthy
   // (never recover_samples healthy samples in a row); requests meanwhile give a healthy run's tokens.
-  std::vector<std::vector<int32_t>> prompts;
-  for (size_t i = 0; i < 6; ++i) prompts.push_back(prompt_of(i));
+  const auto prompts = first_prompts(6);
   const auto want = reference(prompts, 16);
   setup s;
   auto e = start(s);
@@ -499,13 +508,8 @@ TEST_F(pd_separation_test, a_prefill_device_lost_mid_stream_moves_its_prompts_to
   // complete with the tokens of a healthy run.
   std::vector<std::vector<int32_t>> prompts = {prompt_of(1), prompt_of(2), prompt_of(3), prompt_of(4)};
   const auto want = reference(prompts, 12);
-  auto faults = std::make_shared<engine_faults>();
   auto release = std::make_shared<std::promise<void>>();
-  std::shared_future<void> released = release->get_future().share();
-  auto first = std::make_shared<std::atomic<bool>>(true);
-  faults->stall_prefill = [first, released](uint64_t) {
-    if (first->exchange(false)) released.wait();
-  };
+  auto faults = stall_first_prefill(release->get_future().share());
   setup s;
   s.faults = faults;
   s.deadline_s = 600;

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <chrono>
 #include <thread>
 
@@ -59,7 +61,9 @@ class rollout_engine_test : public ::testing::Test {
   }
   static void TearDownTestSuite() { model_.reset(); }
 
-  std::unique_ptr<engine> start(const rollout_limits& r, drafter* draft) {
+  /// An engine on the tiny model with `draft`; `r` set: the staged rollout; `tweak` adjusts the limits.
+  std::unique_ptr<engine> start(std::optional<rollout_limits> r, drafter* draft,
+                                const std::function<void(engine_limits&)>& tweak = {}) {
     cpu_backend_options o;
     o.threads = 2;
     o.kv_tokens = 4096;
@@ -71,6 +75,7 @@ class rollout_engine_test : public ::testing::Test {
     lim.prefill_chunk = 16;
     lim.draft = draft;
     lim.rollout = r;
+    if (tweak) tweak(lim);
     auto e = engine::start(model_, std::move(be), lim, engine_options{});
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.err().what());
     return e ? std::move(*e) : nullptr;
@@ -166,58 +171,42 @@ TEST_F(rollout_engine_test, a_failing_draft_trips_the_breaker_back_to_stage_one)
 
 TEST_F(rollout_engine_test, without_rollout_every_request_gets_every_lever) {
   counting_drafter draft;
-  cpu_backend_options o;
-  o.threads = 2;
-  o.kv_tokens = 4096;
-  o.kv_block_tokens = 16;
-  engine_limits lim;
-  lim.n_ctx = 256;
-  lim.draft = &draft;
-  auto e = engine::start(model_, std::make_unique<cpu_backend>(model_->config(), model_->weights(), o), lim,
-                         engine_options{});
+  auto e = start(std::nullopt, &draft);
   ASSERT_TRUE(e);
-  run_checked(**e, 0, 2);
+  run_checked(*e, 0, 2);
   EXPECT_GT(draft.proposals.load(), 0u);
-  auto s = (*e)->stats();
+  auto s = e->stats();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->rollout_stage, 0u);
-  EXPECT_EQ((*e)->render_metrics().find("flywheel:rollout_stage"), std::string::npos);
+  EXPECT_EQ(e->render_metrics().find("flywheel:rollout_stage"), std::string::npos);
 }
 
 TEST_F(rollout_engine_test, a_degraded_link_caps_the_draft_length_and_recovery_lifts_the_cap) {
   counting_drafter draft;
-  cpu_backend_options o;
-  o.threads = 2;
-  o.kv_tokens = 4096;
-  o.kv_block_tokens = 16;
-  engine_limits lim;
-  lim.n_ctx = 256;
-  lim.draft = &draft;
-  lim.policy = k_policy(k_policy_config{});  // adaptive k from 5
-  lim.degradation.k_cap = 2;
-  lim.degradation.recover_samples = 1;
-  auto e = engine::start(model_, std::make_unique<cpu_backend>(model_->config(), model_->weights(), o), lim,
-                         engine_options{});
-  ASSERT_TRUE(e) << e.err().what();
-  run_checked(**e, 0, 3);
+  auto e = start(std::nullopt, &draft, [](engine_limits& lim) {
+    lim.degradation.k_cap = 2;
+    lim.degradation.recover_samples = 1;
+  });
+  ASSERT_TRUE(e);
+  run_checked(*e, 0, 3);
   EXPECT_GT(draft.max_k.load(), 2) << "healthy: the k policy asks for more than the cap";
   auto state_is = [&](const std::string& want) {
     for (int i = 0; i < 3000; ++i) {
-      if (auto h = (*e)->health(); h && h->degradation == want) return true;
+      if (auto h = e->health(); h && h->degradation == want) return true;
       std::this_thread::sleep_for(10ms);
     }
     return false;
   };
-  ASSERT_TRUE((*e)->drill({{0, "prefill", "temperature_c", 85}}, 1));
+  ASSERT_TRUE(e->drill({{0, "prefill", "temperature_c", 85}}, 1));
   ASSERT_TRUE(state_is("link-degraded"));
   draft.max_k = 0;
-  run_checked(**e, 3, 3);  // still lossless
+  run_checked(*e, 3, 3);  // still lossless
   EXPECT_GT(draft.proposals.load(), 0u);
   EXPECT_LE(draft.max_k.load(), 2) << "link-degraded: k capped at [supervisor] degraded_k_cap";
-  ASSERT_TRUE((*e)->drill({{0, "prefill", "temperature_c", 60}}, 1));
+  ASSERT_TRUE(e->drill({{0, "prefill", "temperature_c", 60}}, 1));
   ASSERT_TRUE(state_is("healthy"));
   draft.max_k = 0;
-  run_checked(**e, 6, 3);
+  run_checked(*e, 6, 3);
   EXPECT_GT(draft.max_k.load(), 2) << "healthy again: the cap is lifted";
 }
 
