@@ -107,13 +107,25 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
           }
           st.joined_prefilled_s.clear();
         }
+        uint32_t rows = 0;
+        uint64_t sum_context = 0;
+        for (const sequence* s : st.decoder->sequences())
+          if (rows < ctx->limits.max_batch) {
+            ++rows;
+            sum_context += s->kv().n_tokens + 1;
+          }
+        const auto step_t0 = std::chrono::steady_clock::now();
         step_result res = st.decoder->step();
+        const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_t0).count();
         // Counters and the scheduler first, so that what a client reads after its final event
         // already includes this step.
         if (!offload && ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
         if (!res.events.empty()) {
           // The scheduler hears of every token before the client does.
           step_tokens t;
+          t.step_s = offload ? 0.0 : step_s;  // the predictor models the decode device
+          t.rows = rows;
+          t.sum_context = sum_context;
           for (const auto& v : res.verdicts) {
             t.draft_ids.push_back(v.id);
             t.draft_failed.push_back(v.failed ? 1 : 0);

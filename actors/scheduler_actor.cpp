@@ -82,13 +82,16 @@ class scheduler_logic {
   void admit() {
     if (!ready()) return;
     const auto t0 = std::chrono::steady_clock::now();
-    auto ids = st().table.admit(admission_blocks());
+    const uint32_t room = predicted_room();
+    auto ids = st().table.admit(admission_blocks(), room);
     if (!ids.empty()) record_decision(t0);
-    if (ids.empty() && st().table.counts().waiting > 0 && st().cache.stats().blocks > 0) {
+    if (ids.empty() && room > 0 && st().table.counts().waiting > 0 && st().cache.stats().blocks > 0) {
       // Requests wait while cached prefixes hold blocks: running requests come first.
       release_all(st().cache.evict_all());
-      ids = st().table.admit(admission_blocks());
+      ids = st().table.admit(admission_blocks(), room);
     }
+    st().admission_held = room != UINT32_MAX && st().table.counts().waiting > 0;
+    if (room == 0 && st().table.counts().waiting > 0) ++st().admission_holds;
     for (uint64_t id : ids) {
       const request_record& r = *st().table.find(id);
       auto h = pool().allocate(r.prompt_tokens + r.budget);
@@ -574,6 +577,10 @@ class scheduler_logic {
         ++it->second.proposals;
         it->second.draft_failures += t.draft_failed[i];
       }
+    if (t.step_s > 0 && t.rows > 0) {
+      st().predictor.observe(static_cast<double>(t.sum_context), t.rows, ctx_->m->config().n_layer, t.step_s);
+      if (st().admission_held) admit();  // the batch may have room now
+    }
   }
 
   /// A worker died; the supervisor restarts it after a backoff. What it held is not lost: the
@@ -641,6 +648,22 @@ class scheduler_logic {
       const request_record* r = st().table.find(id);
       if (r && !r->cancelled) fail_over(id, st().staged.at(id), "degraded (cpu-fallback): " + why);
     }
+  }
+
+  /// How many waiting requests may start now under [scheduler] admission_tpot_ms: the batch's
+  /// predicted decode step with them stays within the target (an idle device takes one).
+  uint32_t predicted_room() {
+    const double target = ctx_->limits.admission_tpot_s;
+    if (target <= 0 || !st().predictor.fitted()) return UINT32_MAX;
+    double sum = 0, rows = 0;
+    for (const auto& [id, h] : st().requests) {
+      const request_record* r = st().table.find(id);
+      if (!r || r->phase == request_phase::waiting) continue;
+      sum += r->prompt_tokens + h.generated.size();
+      ++rows;
+    }
+    if (rows == 0) return 1;
+    return st().predictor.room(sum, rows, ctx_->m->config().n_layer, st().table.next_prompt_tokens(), target);
   }
 
   /// A request ended (served with its stage's levers): the breaker may move the rollout on.
@@ -750,6 +773,12 @@ class scheduler_logic {
     s.prefix_cache_blocks = pc.blocks;
     s.decisions = st().decisions;
     s.degradation = st().degradation;
+    if (st().predictor.fitted()) {
+      s.predictor_a = st().predictor.a();
+      s.predictor_b = st().predictor.b();
+      s.predictor_steps = st().predictor.steps();
+    }
+    s.admission_holds = st().admission_holds;
     if (st().rollout) {
       const auto& b = *st().rollout;
       s.rollout_stage = b.stage();

@@ -29,6 +29,7 @@
 #include "actors/protocol/front_door_protocol.hpp"
 #include "actors/protocol/scheduler_protocol.hpp"
 #include "runtime/kv/prefix_cache.hpp"
+#include "runtime/sched/decode_time_predictor.hpp"
 #include "runtime/sched/request_table.hpp"
 #include "runtime/supervise/degradation_policy.hpp"
 
@@ -105,6 +106,9 @@ struct scheduler_state {
   pd_counters pd;
   uint8_t degradation = 0;  ///< runtime/supervise degradation_state, set by the supervisor
   std::optional<rollout_breaker> rollout;  ///< [rollout] enabled
+  decode_time_predictor predictor;         ///< t = a*L + b*N of the decode device's steps
+  bool admission_held = false;             ///< the predictor held a request back (retry after a step)
+  uint64_t admission_holds = 0;
   std::string degradation_reason;
   /// How long scheduling decisions took (admission passes, routes), the last decision_window.
   static constexpr size_t decision_window = 8192;

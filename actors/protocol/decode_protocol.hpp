@@ -56,6 +56,11 @@ struct step_tokens {
   /// Sequences the draft was asked for this step, and whether it errored (the rollout breaker).
   std::vector<uint64_t> draft_ids;
   std::vector<uint8_t> draft_failed;
+  /// The step itself, for the decode-time predictor: its seconds, the sequences it carried and
+  /// the sum of their contexts (prompt + generated tokens).
+  double step_s = 0;
+  uint32_t rows = 0;
+  uint64_t sum_context = 0;
 };
 
 /// A running sequence moving between decode workers (offload), with its KV handle inside. Local
@@ -104,7 +109,7 @@ typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_tokens& x) {
-  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens, x.draft_ids, x.draft_failed);
+  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens, x.draft_ids, x.draft_failed, x.step_s, x.rows, x.sum_context);
 }
 
 template <class Inspector>

@@ -69,6 +69,10 @@ struct scheduler_stats {
   uint64_t routed_physical = 0;            ///< ... and on the prefill device
   std::string last_route_reason;           ///< the route policy's last co-located reason
   uint8_t degradation = 0;                 ///< the degradation_state the scheduler applies
+  double predictor_a = 0;                  ///< decode-time model: seconds per context token
+  double predictor_b = 0;                  ///< ... and per layer per sequence
+  uint64_t predictor_steps = 0;            ///< decode steps it was fitted on (0: not fitted)
+  uint64_t admission_holds = 0;            ///< admissions [scheduler] admission_tpot_ms held back
   uint32_t rollout_stage = 0;              ///< [rollout]: the stage rolling out (1..4); 0: off
   double rollout_share = 0;                ///< of the traffic it serves
   uint64_t rollout_decisions = 0;          ///< advances and breaker trips
@@ -109,7 +113,7 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
            x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.physical, x.prefill_kv_used_blocks,
            x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,
            x.kv_transfer_bytes, x.kv_transfer_f32_bytes, x.kv_transfer_seconds, x.kv_transfer_refused,
-           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.degradation, x.rollout_stage, x.rollout_share,
+           x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.degradation, x.predictor_a, x.predictor_b, x.predictor_steps, x.admission_holds, x.rollout_stage, x.rollout_share,
            x.rollout_decisions, x.rollout_log, x.rollout_requests, x.rollout_p99_ms, x.rollout_error_rate, x.rollout_draft_failure, x.offload_device, x.offloaded, x.offload_active, x.offload_refused, x.offload_kv_used_blocks, x.offload_kv_total_blocks,
            x.decisions, x.decision_us_p99, x.decision_us_max);
 }

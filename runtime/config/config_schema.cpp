@@ -310,7 +310,8 @@ std::vector<section> build_sections() {
        number("offload_below_free_share", &scheduler_section::offload_below_free_share, 0, 1, false,
               "1 = whenever a sequence is long enough"),
        number("request_timeout_s", &scheduler_section::request_timeout_s, 0, 7 * 86400, false,
-              "0 = none")}));
+              "0 = none"),
+       number("admission_tpot_ms", &scheduler_section::admission_tpot_ms, 0, 60000, false, "0 = off")}));
   s.push_back(make_section<speculative_section>(
       "speculative", &config::speculative,
       {draft_field(),

@@ -19,8 +19,15 @@ expected<void> request_table::submit(uint64_t id, uint32_t prompt_tokens, uint32
   return {};
 }
 
-std::vector<uint64_t> request_table::admit(uint32_t free_blocks) {
-  auto ids = policy_.admit(free_blocks);
+uint32_t request_table::next_prompt_tokens() const {
+  const auto head = policy_.head();
+  if (!head) return 0;
+  auto it = records_.find(*head);
+  return it == records_.end() ? 0 : it->second.prompt_tokens;
+}
+
+std::vector<uint64_t> request_table::admit(uint32_t free_blocks, uint32_t max_new) {
+  auto ids = policy_.admit(free_blocks, max_new);
   for (uint64_t id : ids) records_.at(id).phase = request_phase::prefilling;
   return ids;
 }

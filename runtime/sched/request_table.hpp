@@ -49,7 +49,9 @@ class request_table {
 
   /// Requests to prefill now (FIFO, while the batch and free_blocks allow): they become
   /// prefilling. The owner allocates each one's KV and reports started() or allocation_failed().
-  std::vector<uint64_t> admit(uint32_t free_blocks);
+  std::vector<uint64_t> admit(uint32_t free_blocks, uint32_t max_new = UINT32_MAX);
+  /// The prompt size of the request admit() would take next; 0 when none waits.
+  [[nodiscard]] uint32_t next_prompt_tokens() const;
   /// The KV allocation (epoch) of a request admit() returned.
   void started(uint64_t id, uint32_t epoch);
   /// admit() returned it but its KV could not be allocated: it is gone (the owner fails it).

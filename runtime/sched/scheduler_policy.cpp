@@ -20,9 +20,9 @@ void scheduler_policy::requeue(const queued_request& r) {
   waiting_.push_front(r);
 }
 
-std::vector<uint64_t> scheduler_policy::admit(uint32_t free_blocks) {
+std::vector<uint64_t> scheduler_policy::admit(uint32_t free_blocks, uint32_t max_new) {
   std::vector<uint64_t> out;
-  while (!waiting_.empty() && running_.size() < limits_.max_running &&
+  while (!waiting_.empty() && running_.size() < limits_.max_running && out.size() < max_new &&
          waiting_.front().kv_blocks <= free_blocks) {
     const auto& r = waiting_.front();
     free_blocks -= r.kv_blocks;

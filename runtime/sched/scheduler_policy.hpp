@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -42,7 +43,12 @@ class scheduler_policy {
   void requeue(const queued_request& r);
 
   /// Requests to start now, in FIFO order, given the pool's free blocks. They become running.
-  std::vector<uint64_t> admit(uint32_t free_blocks);
+  /// At most max_new of them (the decode-time predictor's room; unlimited by default).
+  std::vector<uint64_t> admit(uint32_t free_blocks, uint32_t max_new = UINT32_MAX);
+  /// The request admit() would take next, if any waits.
+  [[nodiscard]] std::optional<uint64_t> head() const {
+    return waiting_.empty() ? std::nullopt : std::optional<uint64_t>(waiting_.front().id);
+  }
 
   /// Requests (waiting or running) older than the request timeout; they are forgotten here.
   std::vector<uint64_t> expire(double now_s);

@@ -26,6 +26,9 @@ struct engine_limits {
   uint32_t max_queue = 256;       ///< waiting requests before refusing
   uint32_t prefill_chunk = 256;   ///< prompt rows per prefill forward (decode interleaves)
   double request_timeout_s = 600; ///< unfinished requests fail after this
+  /// [scheduler] admission_tpot_ms in seconds: the predicted decode step a new sequence may not
+  /// push the batch past (decode_time_predictor); 0: off.
+  double admission_tpot_s = 0;
   /// Prefix cache: KV blocks of earlier prompts the scheduler keeps for requests that start with
   /// the same tokens (runtime/kv/prefix_cache), at most this many blocks; 0: off.
   uint32_t prefix_cache_blocks = 0;

@@ -133,6 +133,7 @@ engine_limits runtime_parts::limits() const {
   lim.max_batch = cfg.scheduler.max_batch;
   lim.max_queue = cfg.scheduler.max_queue;
   lim.prefill_chunk = cfg.scheduler.prefill_chunk;
+  lim.admission_tpot_s = cfg.scheduler.admission_tpot_ms / 1000.0;
   lim.request_timeout_s = cfg.scheduler.request_timeout_s > 0 ? cfg.scheduler.request_timeout_s
                                                               : std::numeric_limits<double>::infinity();
   lim.draft = draft.get();

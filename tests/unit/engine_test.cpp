@@ -47,6 +47,7 @@ class engine_test : public ::testing::Test {
     lim.prefill_chunk = 16;
     lim.draft = draft;
     lim.restart = restart_;
+    if (tweak_) tweak_(lim);
     auto e = engine::start(model_, std::move(be), lim, engine_options{std::move(faults)});
     EXPECT_TRUE(e.has_value()) << (e ? "" : e.err().what());
     return e ? std::move(*e) : nullptr;
@@ -54,6 +55,8 @@ class engine_test : public ::testing::Test {
 
   /// The supervisor's restart policy for the engines a test starts: quick restarts, no escalation.
   restart_limits restart_{0.001, 0.02, 1000, 60, 30};
+  /// Adjusts the limits of the engines a test starts.
+  std::function<void(engine_limits&)> tweak_;
 
   static std::vector<int32_t> prompt_of(size_t i) {
     std::vector<int32_t> p;
@@ -214,6 +217,47 @@ TEST_F(engine_test, speculative_sampling_at_temperature_runs_end_to_end_and_is_r
     EXPECT_EQ(r.tokens, together[i]) << "request " << i;
   }
   expect_no_leak(**e);
+}
+
+TEST_F(engine_test, the_decode_time_predictor_holds_admission_at_its_tpot_target) {
+  cpu_backend_options o;
+  o.threads = 1;
+  o.kv_tokens = 256;
+  cpu_backend ref_be(model_->config(), model_->weights(), o);
+  generator ref(*model_, ref_be, generator_options{256, 512, false});
+  for (double target : {0.0, 1e-9}) {  // off; a target no step meets: one sequence at a time
+    tweak_ = [target](engine_limits& lim) { lim.admission_tpot_s = target; };
+    auto e = start();
+    ASSERT_TRUE(e);
+    ASSERT_TRUE(e->run(prompt_of(9), greedy(16)).ok());  // steps of growing context: the model is fitted
+    auto s = e->stats();
+    ASSERT_TRUE(s);
+    EXPECT_GE(s->predictor_steps, 15u);
+    EXPECT_GT(s->predictor_a + s->predictor_b, 0.0);
+    std::vector<std::future<completed_request>> done;
+    for (size_t i = 0; i < 8; ++i) done.push_back(submit_collect(*e, prompt_of(i), greedy(12)).second);
+    uint64_t most_running = 0;
+    for (auto& f : done)
+      while (f.wait_for(1ms) != std::future_status::ready)
+        if (auto now = e->stats()) most_running = std::max<uint64_t>(most_running, now->prefilling + now->decoding);
+    for (size_t i = 0; i < 8; ++i) {
+      auto r = done[i].get();
+      ASSERT_TRUE(r.ok()) << r.final.error;
+      auto want = ref.run(prompt_of(i), greedy(12));
+      ASSERT_TRUE(want);
+      EXPECT_EQ(r.tokens, want->tokens) << "request " << i;
+    }
+    s = e->stats();
+    ASSERT_TRUE(s);
+    if (target > 0) {
+      EXPECT_GT(s->admission_holds, 0u);
+      EXPECT_LE(most_running, 1u) << "an idle device takes one, nothing joins a step over the target";
+    } else {
+      EXPECT_EQ(s->admission_holds, 0u);
+      EXPECT_GT(most_running, 1u) << "off: the batch fills";
+    }
+    expect_no_leak(*e);
+  }
 }
 
 TEST_F(engine_test, cancel_frees_the_blocks_and_ends_the_stream) {

@@ -283,6 +283,17 @@ console_session::outcome console_session::cmd_stats() {
                             : 0.0,
                         static_cast<unsigned long long>(s->prefix_cache_blocks));
   if (s->physical || s->offload_device) out_ << pd_line(*s);
+  if (s->predictor_steps > 0)
+    out_ << format_line("decode-time model: t = %.3g s x context tokens + %.3g s x layers per sequence (fitted on %llu "
+                        "steps); a 1-sequence step of %u tokens: %.2f ms%s\n",
+                        s->predictor_a, s->predictor_b, static_cast<unsigned long long>(s->predictor_steps), 512u,
+                        1000 * (s->predictor_a * 512 + s->predictor_b * engine_.get_model().config().n_layer),
+                        cfg_.scheduler.admission_tpot_ms > 0
+                            ? format_line("; admission held %llu times at %.0f ms",
+                                          static_cast<unsigned long long>(s->admission_holds),
+                                          cfg_.scheduler.admission_tpot_ms)
+                                  .c_str()
+                            : "");
   if (options_.draft_name.empty()) {
     std::string kinds;
     for (const auto& [kind, name] : draft_kind_names)

@@ -21,6 +21,9 @@ struct scheduler_section {
   uint32_t offload_after_tokens = 512;
   double offload_below_free_share = 0.25;
   double request_timeout_s = 600;   ///< whole-request limit; 0: none
+  /// A new sequence joins the decode batch only while the decode-time predictor (t = a*L + b*N,
+  /// fitted online) expects a step within this many ms; an idle device always takes one. 0: off.
+  double admission_tpot_ms = 0;
   bool operator==(const scheduler_section&) const = default;
 };
 
