@@ -41,7 +41,7 @@ struct supervisor_state {
   decode_actor decode;
   decode_actor offload;      ///< with an offload device: its decode worker
   static constexpr size_t kinds = 5;  ///< one per worker_kind
-  std::array<restart_policy, kinds> policies{};
+  std::array<restart_policy, kinds> policies;  // each default-constructed (explicit constructor)
   std::array<std::string, kinds> last_reason{};
   std::array<bool, kinds> down{};     ///< marked down (escalated), restart pending
   degradation_policy degradation;
