@@ -677,8 +677,10 @@ class scheduler_logic {
     auto& b = *st().rollout;
     if (b.record(h.stage, o, now_s())) {
       const auto& d = b.decisions().back();
-      log_warn("rollout: stage " + std::to_string(d.from) + " -> " + std::to_string(d.to) + " (" +
-               rollout_stage_name(d.to) + "): " + d.reason);
+      const std::string line = "rollout: stage " + std::to_string(d.from) + " -> " + std::to_string(d.to) + " (" +
+                               rollout_stage_name(d.to) + "): " + d.reason;
+      if (d.to < d.from) log_warn(line);  // the breaker tripped
+      else log_info(line);                // an advance
     }
   }
 
