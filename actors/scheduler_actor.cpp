@@ -763,6 +763,7 @@ class scheduler_logic {
     s.requeued = c.requeued;
     s.resumed = c.resumed;
     s.peak_waiting = c.peak_waiting;
+    s.peak_running = c.peak_running;
     const auto& pc = st().cache.stats();
     // Cached prefixes are reclaimable (admission evicts them), so they count as free here, as
     // vLLM counts its cached blocks; prefix_cache_blocks says how many there are.

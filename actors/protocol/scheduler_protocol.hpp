@@ -47,6 +47,7 @@ struct scheduler_stats {
   uint64_t requeued = 0;      ///< requests sent back to waiting after their prefill worker died
   uint64_t resumed = 0;       ///< decoding requests re-admitted from their history after their decode worker died
   uint64_t peak_waiting = 0;  ///< the longest the admission queue has been
+  uint64_t peak_running = 0;  ///< the most requests admitted at once
   uint64_t prefix_cache_queries = 0;       ///< admissions that looked up the prefix cache
   uint64_t prefix_cache_hits = 0;          ///< of those, served at least one block
   uint64_t prefix_cache_hit_tokens = 0;    ///< prompt tokens copied instead of recomputed
@@ -109,7 +110,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
   return f(caf::meta::type_name("fw::actors::scheduler_stats"), x.waiting, x.prefilling, x.decoding,
            x.kv_used_blocks, x.kv_total_blocks, x.completed, x.failed, x.worker_restarts, x.requeued, x.resumed,
-           x.peak_waiting, x.prefix_cache_queries, x.prefix_cache_hits, x.prefix_cache_hit_tokens,
+           x.peak_waiting, x.peak_running, x.prefix_cache_queries, x.prefix_cache_hits, x.prefix_cache_hit_tokens,
            x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.physical, x.prefill_kv_used_blocks,
            x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,
            x.kv_transfer_bytes, x.kv_transfer_f32_bytes, x.kv_transfer_seconds, x.kv_transfer_refused,

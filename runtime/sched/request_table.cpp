@@ -29,6 +29,7 @@ uint32_t request_table::next_prompt_tokens() const {
 std::vector<uint64_t> request_table::admit(uint32_t free_blocks, uint32_t max_new) {
   auto ids = policy_.admit(free_blocks, max_new);
   for (uint64_t id : ids) records_.at(id).phase = request_phase::prefilling;
+  peak_running_ = std::max<uint64_t>(peak_running_, policy_.running());
   return ids;
 }
 
@@ -177,6 +178,7 @@ request_counts request_table::counts() const {
   c.requeued = requeued_;
   c.resumed = resumed_;
   c.peak_waiting = peak_waiting_;
+  c.peak_running = peak_running_;
   return c;
 }
 

@@ -37,6 +37,7 @@ struct request_counts {
   uint64_t completed = 0, failed = 0, requeued = 0;
   uint64_t resumed = 0;  ///< decoding requests re-admitted after their decode worker died
   uint64_t peak_waiting = 0;  ///< the longest the admission queue has been
+  uint64_t peak_running = 0;  ///< the most requests admitted at once (prefilling + decoding)
 };
 
 class request_table {
@@ -112,7 +113,7 @@ class request_table {
 
   scheduler_policy policy_;
   std::unordered_map<uint64_t, request_record> records_;
-  uint64_t completed_ = 0, failed_ = 0, requeued_ = 0, resumed_ = 0, peak_waiting_ = 0;
+  uint64_t completed_ = 0, failed_ = 0, requeued_ = 0, resumed_ = 0, peak_waiting_ = 0, peak_running_ = 0;
 };
 
 }  // namespace fw

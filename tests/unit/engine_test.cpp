@@ -102,16 +102,25 @@ class engine_test : public ::testing::Test {
     return {id, std::move(fut)};
   }
 
+  /// Plain sequential generation on a backend of its own: what the runtime must reproduce.
+  struct sequential_reference {
+    static cpu_backend_options options() {
+      cpu_backend_options o;
+      o.threads = 1;
+      o.kv_tokens = 256;
+      return o;
+    }
+    cpu_backend be{model_->config(), model_->weights(), options()};
+    generator gen{*model_, be, generator_options{256, 512, false}};
+  };
+
   static inline std::shared_ptr<const model> model_;
 };
 
 TEST_F(engine_test, sixteen_concurrent_requests_equal_sequential_generation) {
   // Sequential reference on a separate backend.
-  cpu_backend_options o;
-  o.threads = 1;
-  o.kv_tokens = 256;
-  cpu_backend ref_be(model_->config(), model_->weights(), o);
-  generator ref(*model_, ref_be, generator_options{256, 512, false});
+  sequential_reference seq;
+  generator& ref = seq.gen;
   std::vector<std::vector<int32_t>> expected(16);
   for (size_t i = 0; i < 16; ++i) {
     auto r = ref.run(prompt_of(i), greedy(8 + static_cast<int>(i) * 3));
@@ -141,11 +150,8 @@ TEST_F(engine_test, sixteen_concurrent_requests_equal_sequential_generation) {
 }
 
 TEST_F(engine_test, speculative_decode_actor_is_lossless_with_concurrent_requests) {
-  cpu_backend_options o;
-  o.threads = 1;
-  o.kv_tokens = 256;
-  cpu_backend ref_be(model_->config(), model_->weights(), o);
-  generator ref(*model_, ref_be, generator_options{256, 512, false});
+  sequential_reference seq;
+  generator& ref = seq.gen;
   // Repetitive prompts so the n-gram draft proposes often.
   auto prompt = [](size_t i) {
     std::vector<int32_t> p;
@@ -220,11 +226,8 @@ TEST_F(engine_test, speculative_sampling_at_temperature_runs_end_to_end_and_is_r
 }
 
 TEST_F(engine_test, the_decode_time_predictor_holds_admission_at_its_tpot_target) {
-  cpu_backend_options o;
-  o.threads = 1;
-  o.kv_tokens = 256;
-  cpu_backend ref_be(model_->config(), model_->weights(), o);
-  generator ref(*model_, ref_be, generator_options{256, 512, false});
+  sequential_reference seq;
+  generator& ref = seq.gen;
   for (double target : {0.0, 1e-9}) {  // off; a target no step meets: one sequence at a time
     tweak_ = [target](engine_limits& lim) { lim.admission_tpot_s = target; };
     auto e = start();
@@ -236,10 +239,7 @@ TEST_F(engine_test, the_decode_time_predictor_holds_admission_at_its_tpot_target
     EXPECT_GT(s->predictor_a + s->predictor_b, 0.0);
     std::vector<std::future<completed_request>> done;
     for (size_t i = 0; i < 8; ++i) done.push_back(submit_collect(*e, prompt_of(i), greedy(12)).second);
-    uint64_t most_running = 0;
-    for (auto& f : done)
-      while (f.wait_for(1ms) != std::future_status::ready)
-        if (auto now = e->stats()) most_running = std::max<uint64_t>(most_running, now->prefilling + now->decoding);
+    for (auto& f : done) ASSERT_EQ(f.wait_for(60s), std::future_status::ready);
     for (size_t i = 0; i < 8; ++i) {
       auto r = done[i].get();
       ASSERT_TRUE(r.ok()) << r.final.error;
@@ -249,6 +249,7 @@ TEST_F(engine_test, the_decode_time_predictor_holds_admission_at_its_tpot_target
     }
     s = e->stats();
     ASSERT_TRUE(s);
+    const uint64_t most_running = s->peak_running;
     if (target > 0) {
       EXPECT_GT(s->admission_holds, 0u);
       EXPECT_LE(most_running, 1u) << "an idle device takes one, nothing joins a step over the target";
@@ -484,11 +485,8 @@ TEST_F(engine_test, a_prompt_that_kills_every_prefill_worker_fails_after_its_ret
 
 TEST_F(engine_test, a_kv_error_in_one_sequence_fails_only_that_request_of_a_full_batch) {
   // Sequential reference on a separate backend.
-  cpu_backend_options o;
-  o.threads = 1;
-  o.kv_tokens = 256;
-  cpu_backend ref_be(model_->config(), model_->weights(), o);
-  generator ref(*model_, ref_be, generator_options{256, 512, false});
+  sequential_reference seq;
+  generator& ref = seq.gen;
   std::vector<std::vector<int32_t>> expected(16);
   for (size_t i = 0; i < 16; ++i) {
     auto r = ref.run(prompt_of(i), greedy(24));
