@@ -137,19 +137,19 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
       add("rollout", "rollout.shares_pct: stage 4 is the whole rollout, its share must be 100");
   }
 
-  for (const auto& k : c.supervisor.telemetry_plugins) {
-    const bool listed = std::any_of(c.plugins.load.begin(), c.plugins.load.end(),
-                                    [&](const plugin_load& p) { return p.name == k; });
-    if (!listed)
-      add("supervisor", "supervisor.telemetry_plugins names '" + k + "', which no [[plugins.load]] entry loads");
-  }
   if (c.speculative.draft == draft_kind::model && c.speculative.draft_model.empty())
     add("speculative", "speculative.draft = \"model\" needs speculative.draft_model (a GGUF file)");
-  for (const auto& k : c.compute.kernel_plugins) {
-    const bool listed = std::any_of(c.plugins.load.begin(), c.plugins.load.end(),
-                                    [&](const plugin_load& p) { return p.name == k; });
-    if (!listed) add("compute", "compute.kernel_plugins names '" + k + "', which no [[plugins.load]] entry loads");
-  }
+  // Plugin names a section uses must be [[plugins.load]] entries.
+  auto loaded_by_name = [&](const char* section, const char* key, const std::vector<std::string>& names) {
+    for (const auto& k : names) {
+      const bool listed = std::any_of(c.plugins.load.begin(), c.plugins.load.end(),
+                                      [&](const plugin_load& p) { return p.name == k; });
+      if (!listed)
+        add(section, std::string(section) + "." + key + " names '" + k + "', which no [[plugins.load]] entry loads");
+    }
+  };
+  loaded_by_name("compute", "kernel_plugins", c.compute.kernel_plugins);
+  loaded_by_name("supervisor", "telemetry_plugins", c.supervisor.telemetry_plugins);
   if (c.speculative.draft == draft_kind::plugin) {
     const std::string& name = c.speculative.draft_plugin;
     const bool listed = std::any_of(c.plugins.load.begin(), c.plugins.load.end(),

@@ -208,43 +208,38 @@ TEST_F(pd_separation_test, greedy_output_is_identical_co_located_logical_and_phy
 TEST_F(pd_separation_test, rollout_stages_below_four_use_neither_the_prefill_device_nor_offload) {
   const auto prompts = first_prompts(6);
   const auto want = reference(prompts, 24);
+  // Runs the prompts on a pair or an offload engine under rollout r; its stats afterwards.
+  auto serve = [&](mode m, const rollout_limits& r) {
+    setup s;
+    s.m = m;
+    s.rollout = r;
+    auto e = start(s);
+    EXPECT_TRUE(e);
+    if (!e) return scheduler_stats{};
+    EXPECT_EQ(run_all(*e, prompts, 24), want) << "mode " << static_cast<int>(m) << ", stage " << r.start_stage;
+    auto st = e->stats();
+    EXPECT_TRUE(st);
+    expect_pools_empty(*e);
+    return st ? *st : scheduler_stats{};
+  };
   rollout_limits r;
   r.start_stage = 3;  // stage 3 rolling out: its requests and stage 2's, none on stage 4
   r.min_requests = 1000;
   for (mode m : {mode::physical, mode::offload}) {
-    setup s;
-    s.m = m;
-    s.rollout = r;
-    auto e = start(s);
-    ASSERT_TRUE(e);
-    EXPECT_EQ(run_all(*e, prompts, 24), want) << "mode " << static_cast<int>(m);
-    auto st = e->stats();
-    ASSERT_TRUE(st);
-    EXPECT_EQ(st->rollout_stage, 3u);
-    EXPECT_EQ(st->kv_transfers, 0u);
-    EXPECT_EQ(st->offloaded, 0u);
+    const scheduler_stats st = serve(m, r);
+    EXPECT_EQ(st.rollout_stage, 3u);
+    EXPECT_EQ(st.kv_transfers, 0u);
+    EXPECT_EQ(st.offloaded, 0u);
     if (m == mode::physical) {
-      EXPECT_EQ(st->routed_co_located, prompts.size());
-      EXPECT_NE(st->last_route_reason.find("rollout: stage"), std::string::npos) << st->last_route_reason;
+      EXPECT_EQ(st.routed_co_located, prompts.size());
+      EXPECT_NE(st.last_route_reason.find("rollout: stage"), std::string::npos) << st.last_route_reason;
     }
-    expect_pools_empty(*e);
   }
   // Stage 4 with its whole share: the pair and the offload device serve again.
   r.start_stage = 4;
   r.shares[3] = 1.0;
-  for (mode m : {mode::physical, mode::offload}) {
-    setup s;
-    s.m = m;
-    s.rollout = r;
-    auto e = start(s);
-    ASSERT_TRUE(e);
-    EXPECT_EQ(run_all(*e, prompts, 24), want);
-    auto st = e->stats();
-    ASSERT_TRUE(st);
-    if (m == mode::physical) EXPECT_GT(st->kv_transfers, 0u);
-    else EXPECT_EQ(st->offloaded, prompts.size());
-    expect_pools_empty(*e);
-  }
+  EXPECT_GT(serve(mode::physical, r).kv_transfers, 0u);
+  EXPECT_EQ(serve(mode::offload, r).offloaded, prompts.size());
 }
 
 TEST_F(pd_separation_test, compressed_transfers_report_their_ratio) {
