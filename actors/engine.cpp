@@ -1,10 +1,12 @@
 #include "actors/engine.hpp"
 
 #include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
 
 #include <future>
 
 #include "actors/front_door_actor.hpp"
+#include "actors/protocol/node_protocol.hpp"
 #include "actors/protocol/errc_error.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "actors/supervisor_actor.hpp"
@@ -16,7 +18,12 @@ namespace {
 // and the kernel thread pool, so CAF's own scheduler stays small and does not poll.
 class engine_actor_config : public caf::actor_system_config {
  public:
-  engine_actor_config() {
+  /// networked: CAF's network layer too, for a decode node's prefill peers.
+  explicit engine_actor_config(bool networked) {
+    if (networked) {
+      load<caf::io::middleman>();
+      add_node_types(*this);
+    }
     add_front_door_types(*this);
     add_scheduler_types(*this);
     add_prefill_types(*this);
@@ -33,6 +40,7 @@ class engine_actor_config : public caf::actor_system_config {
 }  // namespace
 
 struct engine::impl {
+  explicit impl(bool networked) : cfg(networked) {}
   front_door_metrics fd_metrics;  // instruments in engine::metrics_; destroyed after the actors
   gauge_metric* running = nullptr;
   gauge_metric* waiting = nullptr;
@@ -70,7 +78,8 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   e->ctx_.limits = limits;
   e->faults_ = std::move(options.faults);
   e->ctx_.faults = e->faults_.get();
-  e->impl_ = std::make_unique<impl>();
+  if (e->ctx_.networked()) e->ctx_.nodes = &e->nodes_;
+  e->impl_ = std::make_unique<impl>(e->ctx_.networked());
   auto& im = *e->impl_;
   const std::string name = e->model_->config().name.empty() ? "unknown" : e->model_->config().name;
   im.fd_metrics = front_door_metrics::create(e->metrics_, name);
@@ -206,8 +215,30 @@ std::string engine::render_metrics() {
     if (s->rollout_stage > 0) publish_rollout_metrics(*s);
   }
   if (auto h = health()) publish_health_metrics(*h);
+  if (ctx_.nodes) publish_node_metrics();
   if (impl_) impl_->ignored_errors->advance_to(static_cast<double>(ignored_error_count()));
   return metrics_.render();
+}
+
+void engine::publish_node_metrics() {
+  const auto& l = ctx_.labels;
+  metrics_.counter("flywheel:node_local_prefills_total",
+                   "Prompts this decode node prefilled itself (no peer up, short, cached prefix, or failed over).", l)
+      .advance_to(static_cast<double>(nodes_.local_prefills()));
+  for (const auto& p : nodes_.peers()) {
+    auto pl = l;
+    pl.emplace_back("peer", p.address);
+    metrics_.gauge("flywheel:node_peer_connected", "1 while the prefill node is connected (handshake passed, heartbeats answered).", pl)
+        .set(p.state == "connected" ? 1.0 : 0.0);
+    auto counter = [&](const char* name, const char* help, double v) { metrics_.counter(name, help, pl).advance_to(v); };
+    counter("flywheel:node_peer_prefills_total", "Prompts the prefill node prefilled for this node.", static_cast<double>(p.prefills));
+    counter("flywheel:node_peer_transfer_bytes_total", "KV stream bytes received from the prefill node.", static_cast<double>(p.bytes));
+    counter("flywheel:node_peer_failovers_total", "Prefills of the peer redone here (lost, late or refused stream).",
+            static_cast<double>(p.failovers));
+    counter("flywheel:node_peer_connects_total", "Handshakes with the peer that passed.", static_cast<double>(p.connects));
+    counter("flywheel:node_peer_prefill_to_decode_seconds_total",
+            "Prefill-to-decode latency summed: round trip minus the peer's forward passes, plus the KV decode.", p.transfer_s);
+  }
 }
 
 void engine::publish_health_metrics(const worker_health& h) {

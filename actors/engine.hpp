@@ -17,6 +17,7 @@
 
 #include "actors/engine_context.hpp"
 #include "actors/engine_faults.hpp"
+#include "actors/node_board.hpp"
 #include "actors/protocol/front_door_messages.hpp"
 #include "actors/protocol/scheduler_protocol.hpp"
 #include "actors/protocol/supervisor_protocol.hpp"
@@ -80,6 +81,9 @@ class engine {
   backend& device() { return *device_; }
   /// The prefill device: device() unless the engine was started with a separate one.
   backend& prefill_device() { return prefill_device_ ? *prefill_device_ : *device_; }
+  /// A decode node's prefill peers ([node] peers; empty without), and the prompts it prefilled itself.
+  std::vector<peer_report> peers() const { return nodes_.peers(); }
+  uint64_t local_prefills() const { return nodes_.local_prefills(); }
   /// The offload device, or null.
   backend* offload_device() { return offload_device_.get(); }
   const engine_limits& limits() const { return ctx_.limits; }
@@ -90,11 +94,13 @@ class engine {
   void publish_pd_metrics(const scheduler_stats& s);
   void publish_rollout_metrics(const scheduler_stats& s);
   void publish_health_metrics(const worker_health& h);
+  void publish_node_metrics();
 
   std::shared_ptr<const model> model_;
   std::unique_ptr<backend> device_;
   std::unique_ptr<backend> prefill_device_;
   std::unique_ptr<backend> offload_device_;
+  node_board nodes_;          // outlives impl_ (the node link writes it)
   metrics_registry metrics_;  // outlives impl_ (the actors that record into it)
   std::shared_ptr<const engine_faults> faults_;  // outlives impl_ (the workers ask it)
   engine_context ctx_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "actors/engine_faults.hpp"
+#include "actors/node_board.hpp"
 #include "runtime/device/backend.hpp"
 #include "runtime/setup/engine_limits.hpp"
 #include "runtime/spec/drafts/drafter.hpp"
@@ -26,11 +27,14 @@ struct engine_context {
   const engine_faults* faults = nullptr;  ///< tests only (engine_faults.hpp); null in production
   metrics_registry* metrics = nullptr;  ///< the engine's registry (the decode actor's spec counters)
   metric_labels labels;                 ///< labels every series carries (model_name)
+  node_board* nodes = nullptr;          ///< [node] peers: the node link's view of them; null without peers
 
   /// Prefill and decode on separate devices, the KV moved between their pools.
   bool physical() const { return prefill_device != device; }
   /// A transfer worker moves KV between pools (a physical pair or an offload device).
   bool transfers() const { return physical() || offload_device != nullptr; }
+  /// Prompts go to prefill nodes over the network ([node] role decode).
+  bool networked() const { return !limits.nodes.peers.empty() && !physical(); }
   /// The pool of this id among the engine's devices; null when none has it.
   kv_block_pool* pool_by_id(uint32_t id) const {
     for (backend* b : {device, prefill_device, offload_device})

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "actors/decode_actor.hpp"
+#include "actors/node_link_actor.hpp"
 #include "actors/prefill_actor.hpp"
 #include "actors/transfer_actor.hpp"
 #include "runtime/base/log.hpp"
@@ -30,7 +31,8 @@ void start(self_ptr self, const engine_context* ctx, worker_kind k, const std::s
   st.down[index(k)] = false;
   switch (k) {
     case worker_kind::prefill:
-      st.prefill = sys.spawn<caf::detached>(prefill_worker, ctx, ctx->prefill_device, false);
+      if (ctx->networked()) st.prefill = sys.spawn<caf::detached>(node_link, ctx);  // remote prefill nodes
+      else st.prefill = sys.spawn<caf::detached>(prefill_worker, ctx, ctx->prefill_device, false);
       self->monitor(st.prefill);
       self->send(st.scheduler, worker_atom::value, st.prefill, why);
       break;

@@ -29,5 +29,9 @@ using degrade_atom = caf::atom_constant<caf::atom("degrade")>;    ///< a degrada
 using drill_atom = caf::atom_constant<caf::atom("drill")>;        ///< replay a telemetry trace
 using telemetry_atom = caf::atom_constant<caf::atom("telemetry")>;  ///< samples of one moment
 using health_atom = caf::atom_constant<caf::atom("health")>;      ///< workers' and devices' health
+using hello_atom = caf::atom_constant<caf::atom("hello")>;        ///< the handshake between nodes
+using ping_atom = caf::atom_constant<caf::atom("ping")>;          ///< a heartbeat
+using chunk_atom = caf::atom_constant<caf::atom("chunk")>;        ///< part of a KV stream between nodes
+using peers_atom = caf::atom_constant<caf::atom("peers")>;        ///< a decode node's view of its peers
 
 }  // namespace fw::actors

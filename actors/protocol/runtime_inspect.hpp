@@ -7,6 +7,7 @@
 #include "runtime/step/step_result.hpp"
 #include "runtime/kv/kv_handle.hpp"
 #include "runtime/sample/sampling_params.hpp"
+#include "runtime/supervise/pair_check.hpp"
 #include "runtime/supervise/telemetry_sample.hpp"
 
 namespace fw {
@@ -26,6 +27,12 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, telemetry_sample& x) {
   return f(caf::meta::type_name("fw::telemetry_sample"), x.t_s, x.device, x.metric, x.value);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device_identity& x) {
+  return f(caf::meta::type_name("fw::device_identity"), x.name, x.kind, x.cuda_runtime, x.cuda_driver,
+           x.compute_capability, x.model_fingerprint, x.kv_format_version, x.kv_layers, x.kv_heads, x.kv_head_dim);
 }
 
 template <class Inspector>

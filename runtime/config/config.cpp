@@ -1,4 +1,5 @@
 #include "runtime/config/config.hpp"
+#include "runtime/config/node_address.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -136,6 +137,25 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
     if (ro.shares_pct[2] != 100)
       add("rollout", "rollout.shares_pct: stage 4 is the whole rollout, its share must be 100");
   }
+
+  const auto& nd = c.node;
+  if (!nd.listen.empty())
+    if (auto a = parse_node_address(nd.listen, true); !a) add("node", "node.listen: " + a.err().message);
+  for (const auto& p : nd.peers)
+    if (auto a = parse_node_address(p); !a) add("node", "node.peers: " + a.err().message);
+  if (nd.role == node_role::prefill && nd.listen.empty())
+    add("node", "node.role = \"prefill\" needs node.listen (the HOST:PORT decode nodes connect to)");
+  if (nd.role == node_role::prefill && !nd.peers.empty())
+    add("node", "node.peers: a prefill node sends prompts nowhere; peers are for role \"decode\"");
+  if (nd.role == node_role::decode && nd.peers.empty())
+    add("node", "node.role = \"decode\" needs node.peers (the prefill nodes, HOST:PORT each)");
+  if (nd.role == node_role::both && (!nd.peers.empty() || !nd.listen.empty()))
+    add("node", "node.role = \"both\" serves alone: set role = \"decode\" to use node.peers, \"prefill\" to use node.listen");
+  if (nd.role == node_role::decode && !nd.listen.empty())
+    add("node", "node.listen: a decode node publishes no prefill service; listen is for role \"prefill\"");
+  if (nd.reconnect_max_ms < nd.reconnect_ms)
+    add("node", "node.reconnect_max_ms = " + std::to_string(nd.reconnect_max_ms) + " is below reconnect_ms = " +
+                    std::to_string(nd.reconnect_ms));
 
   if (c.speculative.draft == draft_kind::model && c.speculative.draft_model.empty())
     add("speculative", "speculative.draft = \"model\" needs speculative.draft_model (a GGUF file)");

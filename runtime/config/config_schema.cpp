@@ -368,6 +368,18 @@ std::vector<section> build_sections() {
        integer("min_requests", &rollout_section::min_requests, 1, 1 << 20),
        integer("advance_after", &rollout_section::advance_after, 1, 1 << 20),
        number("cooldown_s", &rollout_section::cooldown_s, 0, 86400, false)}));
+  s.push_back(make_section<node_section>(
+      "node", &config::node,
+      {enumerated("role", &node_section::role, node_role_names),
+       text("listen", &node_section::listen, true),
+       string_list("peers", &node_section::peers),
+       integer("heartbeat_ms", &node_section::heartbeat_ms, 10, 600000),
+       integer("heartbeat_timeout_ms", &node_section::heartbeat_timeout_ms, 10, 3600000),
+       integer("reconnect_ms", &node_section::reconnect_ms, 1, 600000),
+       integer("reconnect_max_ms", &node_section::reconnect_max_ms, 1, 3600000),
+       integer("deadline_ms", &node_section::deadline_ms, 1, 3600000),
+       integer("chunk_kib", &node_section::chunk_kib, 4, 1 << 20),
+       integer("min_remote_tokens", &node_section::min_remote_tokens, 0, 1 << 20)}));
   s.push_back(make_section<alerts_section>(
       "alerts", &config::alerts,
       {number("min_acceptance_rate", &alerts_section::min_acceptance_rate, 0, 1, false),

@@ -9,16 +9,31 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/config/node_address.hpp"
 #include "runtime/kv/kv_codec.hpp"
 #include "runtime/sched/offload_policy.hpp"
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/spec/k_policy.hpp"
 #include "runtime/supervise/degradation_policy.hpp"
+#include "runtime/supervise/pair_check.hpp"
 #include "runtime/supervise/restart_policy.hpp"
 #include "runtime/supervise/rollout_breaker.hpp"
 #include "runtime/supervise/telemetry_feed.hpp"
 
 namespace fw {
+
+/// [node] of a decode node: the prefill nodes it sends prompts to, and how it watches them.
+struct node_limits {
+  std::vector<node_address> peers;  ///< empty: every prompt is prefilled here
+  double heartbeat_s = 0.5;
+  double heartbeat_timeout_s = 2.0;
+  double reconnect_s = 0.1;
+  double reconnect_max_s = 5.0;
+  double deadline_s = 3.0;           ///< a remote prefill not back by then is redone locally
+  uint32_t chunk_bytes = 1 << 20;    ///< KV stream bytes per message
+  uint32_t min_remote_tokens = 1;
+  device_identity self;              ///< this node, for the handshake (pair_check)
+};
 
 struct engine_limits {
   uint32_t n_ctx = 4096;          ///< context window per sequence
@@ -52,6 +67,8 @@ struct engine_limits {
   std::optional<kv_wire> degraded_kv_transfer;
   /// [rollout] enabled: requests are served by stage (rollout_breaker); unset: all levers for all.
   std::optional<rollout_limits> rollout;
+  /// [node] role decode: remote prefill nodes.
+  node_limits nodes;
   /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
   /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
   drafter* draft = nullptr;

@@ -91,6 +91,10 @@ expected<void> check_devices(const config& cfg) {
         " devices with these roles cannot be run; list either one device with role = \"both\" (prefill and decode "
         "share it) or two, one with role = \"prefill\" and one with role = \"decode\" (physical separation), and "
         "optionally one with role = \"offload\"");
+  if (problems.empty() && cfg.node.role != node_role::both && (pair || offload > 0))
+    add(std::string("node.role = \"") + std::string(enum_name(node_role_names, cfg.node.role)) +
+        "\" runs on one device with role = \"both\": a node of several is itself one phase (prefill) or sends its "
+        "prompts to its peers (decode); drop the [[devices]] prefill/offload entries");
   if (!problems.empty()) return make_error(errc::unsupported, problems);
   return {};
 }
@@ -183,6 +187,19 @@ engine_limits runtime_parts::limits() const {
     r.cooldown_s = cfg.rollout.cooldown_s;
     lim.rollout = r;
   }
+  if (cfg.node.role == node_role::decode) {
+    auto& n = lim.nodes;
+    for (const auto& text : cfg.node.peers)
+      if (auto a = parse_node_address(text)) n.peers.push_back(*a);  // validated with the config
+    n.heartbeat_s = cfg.node.heartbeat_ms / 1000.0;
+    n.heartbeat_timeout_s = cfg.node.heartbeat_timeout_ms / 1000.0;
+    n.reconnect_s = cfg.node.reconnect_ms / 1000.0;
+    n.reconnect_max_s = cfg.node.reconnect_max_ms / 1000.0;
+    n.deadline_s = cfg.node.deadline_ms / 1000.0;
+    n.chunk_bytes = cfg.node.chunk_kib * 1024;
+    n.min_remote_tokens = cfg.node.min_remote_tokens;
+    if (device) n.self = node_identity("decode node");
+  }
   lim.offload.min_generated = cfg.scheduler.offload_after_tokens;
   lim.offload.max_free_share = cfg.scheduler.offload_below_free_share;
   // The prefix cache lives where prompts are prefilled.
@@ -190,6 +207,12 @@ engine_limits runtime_parts::limits() const {
   if (cache_home)
     lim.prefix_cache_blocks = static_cast<uint32_t>(cfg.kv_cache.prefix_cache_share * cache_home->kv_pool().total_blocks());
   return lim;
+}
+
+device_identity runtime_parts::node_identity(const std::string& role) const {
+  std::string where = role + " cpu";
+  if (!cfg.devices.empty()) where += ":" + std::to_string(cfg.devices.front().id);
+  return device_identity_of(where, *device, model_fingerprint(m->file()));
 }
 
 std::shared_ptr<cpu::thread_pool> runtime_parts::threads() const {

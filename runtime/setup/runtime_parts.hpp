@@ -86,6 +86,9 @@ class runtime_parts {
   [[nodiscard]] expected<std::unique_ptr<drafter>> make_draft(const speculative_section& spec) const;
   /// The draft registry setup uses: the built-in kinds plus "plugin" through this host.
   [[nodiscard]] draft_registry drafts() const;
+  /// This process as a node of several ([node]): `role` ("decode node") and the device, the
+  /// model fingerprint and KV shape, for the handshake between nodes (pair_check).
+  [[nodiscard]] device_identity node_identity(const std::string& role) const;
   /// The kernel threads of the target's backend (drafts and fit-draft compute on them).
   [[nodiscard]] std::shared_ptr<cpu::thread_pool> threads() const;
 };

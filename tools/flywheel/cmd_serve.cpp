@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "actors/engine.hpp"
+#include "actors/prefill_node.hpp"
+#include "runtime/config/node_address.hpp"
 #include "runtime/setup/runtime_parts.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
@@ -33,6 +35,43 @@ bool wait_signal(const sigset_t& set, double seconds) {
   return sigtimedwait(&set, nullptr, &ts) > 0;
 }
 
+/// [node] role prefill: no HTTP; the prefill service on node.listen until a signal.
+int serve_prefill_node(config cfg, const sigset_t& stop_signals) {
+  const auto listen = parse_node_address(cfg.node.listen, true);
+  if (!listen) {
+    std::fprintf(stderr, "serve: node.listen: %s\n", listen.err().message.c_str());
+    return 2;
+  }
+  const uint32_t chunk = cfg.scheduler.prefill_chunk;
+  build_options bo;
+  bo.build_draft = false;  // a prefill node proposes no tokens
+  auto parts = build_runtime(std::move(cfg), bo);
+  if (!parts) {
+    std::fprintf(stderr, "serve: %s\n", parts.err().what().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "serve: %s\n", parts->device->summary().c_str());
+  auto identity = parts->node_identity("prefill node");
+  const std::string fingerprint = identity.model_fingerprint;
+  auto node = actors::prefill_node::start(parts->m, std::move(parts->device), std::move(identity), chunk, *listen);
+  if (!node) {
+    std::fprintf(stderr, "serve: %s\n", node.err().what().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "flywheel serve: prefill node listening on %s:%u (node protocol %u, model %s)\n",
+               listen->host.c_str(), static_cast<unsigned>((*node)->port()), actors::node_protocol_version,
+               fingerprint.c_str());
+  std::fflush(stderr);
+  while (!wait_signal(stop_signals, 3600)) {
+  }
+  const auto& c = (*node)->counters();
+  std::fprintf(stderr, "serve: prefill node stopping after %llu prefills (%llu failed, %llu handshakes refused)\n",
+               static_cast<unsigned long long>(c.prefills.load()), static_cast<unsigned long long>(c.failed.load()),
+               static_cast<unsigned long long>(c.refused.load()));
+  (*node)->shutdown();
+  return 0;
+}
+
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
@@ -41,7 +80,10 @@ int cmd_serve(int argc, char** argv) {
   args.option("host", "address to bind (overrides server.host; built-in: 127.0.0.1)")
       .option("port", "TCP port, 0 = any free one (overrides server.port; built-in: 8080)")
       .option("api-key", "require \"Authorization: Bearer KEY\" on /v1/* (overrides server.api_key and $FLYWHEEL_API_KEY)")
-      .option("model-name", "the model id clients use (overrides server.model_name; built-in: the file's stem)");
+      .option("model-name", "the model id clients use (overrides server.model_name; built-in: the file's stem)")
+      .option("role", "both | prefill | decode: this process among several (overrides node.role; built-in: both)")
+      .option("listen", "role prefill: HOST:PORT to publish the prefill service on (overrides node.listen)")
+      .option("peer", "role decode: the prefill node(s), HOST:PORT[,HOST:PORT...] (overrides node.peers)");
   if (auto code = args.parse_or_exit_code(argc, argv)) return *code;
   auto cfg = model_session::load_config(args);
   if (!cfg) {
@@ -55,6 +97,24 @@ int cmd_serve(int argc, char** argv) {
       std::fprintf(stderr, "serve: --%s: %s\n", flag, ok.err().message.c_str());
       return 2;
     }
+  }
+  // One validation for the three: a role and its addresses only make sense together.
+  std::vector<std::pair<std::string, std::string>> node_keys;
+  if (args.has("role")) node_keys.emplace_back("node.role", args.str("role"));
+  if (args.has("listen")) node_keys.emplace_back("node.listen", args.str("listen"));
+  if (args.has("peer")) {  // a comma-separated list, as a TOML array
+    std::string list = "[";
+    const std::string text = args.str("peer");
+    for (size_t at = 0; at <= text.size();) {
+      const size_t comma = std::min(text.find(',', at), text.size());
+      list += (list.size() > 1 ? ", \"" : "\"") + text.substr(at, comma - at) + "\"";
+      at = comma + 1;
+    }
+    node_keys.emplace_back("node.peers", list + "]");
+  }
+  if (auto ok = cfg->set_all(node_keys); !ok) {
+    std::fprintf(stderr, "serve: --role/--listen/--peer: %s\n", ok.err().message.c_str());
+    return 2;
   }
   if (auto ok = check_devices(*cfg); !ok) {
     std::fprintf(stderr, "serve: %s\n", ok.err().message.c_str());
@@ -76,6 +136,7 @@ int cmd_serve(int argc, char** argv) {
     std::fprintf(stderr, "serve: [sampling]: %s\n", ok.err().message.c_str());
     return 2;
   }
+  if (cfg->node.role == node_role::prefill) return serve_prefill_node(std::move(*cfg), stop_signals);
   auto parts = build_runtime(std::move(*cfg));
   if (!parts) {
     std::fprintf(stderr, "serve: %s\n", parts.err().what().c_str());

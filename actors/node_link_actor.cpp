@@ -1,0 +1,276 @@
+#include "actors/node_link_actor.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
+
+#include "actors/node_service_actor.hpp"
+#include "actors/prefill_actor.hpp"
+#include "actors/protocol/errc_error.hpp"
+#include "runtime/base/log.hpp"
+#include "runtime/kv/kv_codec.hpp"
+#include "runtime/sched/peer_choice.hpp"
+
+namespace fw::actors {
+namespace {
+
+using self_ptr = node_link_actor::stateful_pointer<node_link_state>;
+using peer = node_link_state::peer;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::chrono::milliseconds ms(double s) {
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000 + 0.5));
+}
+
+class link_logic {
+ public:
+  link_logic(self_ptr self, const engine_context* ctx) : self_(self), ctx_(ctx), lim_(ctx->limits.nodes) {}
+
+  void publish() {
+    if (!ctx_->nodes) return;
+    std::vector<peer_report> out;
+    for (auto& p : st().peers) {
+      p.report.state = p.state;
+      out.push_back(p.report);
+    }
+    ctx_->nodes->publish(std::move(out), st().local_prefills);
+  }
+
+  caf::result<prefill_done> prefill(prefill_job& job) {
+    std::vector<peer_view> views;
+    for (const auto& p : st().peers)
+      views.push_back({p.state == "connected", p.report.in_flight, p.report.prefills});
+    const peer_pick pick = choose_peer(views, static_cast<uint32_t>(job.tokens.size()), job.kv.n_tokens,
+                                       lim_.min_remote_tokens);
+    if (pick.peer < 0) {
+      ++st().local_prefills;
+      publish();
+      return self_->delegate(st().local, prefill_atom::value, std::move(job));
+    }
+    const uint64_t rid = ++st().next_id;
+    auto& p = st().peers[pick.peer];
+    remote_prefill_job rj{rid, job.tokens, static_cast<uint8_t>(ctx_->limits.kv_transfer), lim_.chunk_bytes};
+    node_link_state::pending pend;
+    pend.job = std::move(job);
+    pend.promise = self_->make_response_promise<prefill_done>();
+    pend.peer = static_cast<size_t>(pick.peer);
+    pend.sent = std::chrono::steady_clock::now();
+    auto promise = pend.promise;
+    st().in_flight.emplace(rid, std::move(pend));
+    ++p.report.in_flight;
+    publish();
+    auto* self = self_;
+    const auto* ctx = ctx_;
+    self_->request(p.service, ms(lim_.deadline_s), prefill_atom::value, std::move(rj))
+        .then([self, ctx](remote_prefill_done& d) { link_logic(self, ctx).remote_done(d); },
+              [self, ctx, rid](caf::error& err) {
+                link_logic l(self, ctx);
+                l.fail_over(rid, "the prefill node did not finish (" + from_caf_error(err).message + ")");
+              });
+    return promise;
+  }
+
+  void chunk(kv_chunk& c) {
+    auto it = st().in_flight.find(c.id);
+    if (it == st().in_flight.end()) return;  // redone here already
+    auto& p = it->second;
+    if (c.seq != p.next_seq) p.out_of_order = true;
+    ++p.next_seq;
+    p.stream += c.bytes;
+  }
+
+  void remote_done(remote_prefill_done& d) {
+    auto it = st().in_flight.find(d.id);
+    if (it == st().in_flight.end()) return;
+    auto& p = it->second;
+    if (!d.error.empty()) return fail_over(d.id, "the prefill node failed: " + d.error);
+    if (p.out_of_order || d.chunks != p.next_seq || d.bytes != p.stream.size())
+      return fail_over(d.id, "the KV stream arrived incomplete (" + std::to_string(p.stream.size()) + " of " +
+                                 std::to_string(d.bytes) + " bytes, " + std::to_string(p.next_seq) + " of " +
+                                 std::to_string(d.chunks) + " chunks)");
+    if (ctx_->faults && ctx_->faults->damage_kv_stream) {
+      std::vector<std::byte> tmp(reinterpret_cast<const std::byte*>(p.stream.data()),
+                                 reinterpret_cast<const std::byte*>(p.stream.data()) + p.stream.size());
+      ctx_->faults->damage_kv_stream(p.job.id, tmp);
+      p.stream.assign(reinterpret_cast<const char*>(tmp.data()), tmp.size());
+    }
+    const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(p.stream.data()), p.stream.size());
+    if (auto ok = kv_decode(bytes, ctx_->device->kv_pool(), p.job.kv); !ok)
+      return fail_over(d.id, "its KV stream was refused: " + ok.err().message);
+    auto& peer = st().peers[p.peer];
+    const double round_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.sent).count();
+    --peer.report.in_flight;
+    ++peer.report.prefills;
+    peer.report.bytes += d.bytes;
+    peer.report.prefill_s += d.prefill_ms / 1000;
+    peer.report.transfer_s += std::max(0.0, round_s - d.prefill_ms / 1000);
+    prefill_done out;
+    out.id = p.job.id;
+    out.kv = std::move(p.job.kv);
+    out.ms = d.prefill_ms;
+    out.attention_entropy = d.attention_entropy;
+    out.done_s = now_s();
+    auto promise = p.promise;
+    st().in_flight.erase(it);
+    publish();
+    promise.deliver(std::move(out));
+  }
+
+  /// A remote prefill that will not come back in time: its prompt is prefilled here.
+  void fail_over(uint64_t rid, const std::string& why) {
+    auto it = st().in_flight.find(rid);
+    if (it == st().in_flight.end()) return;
+    auto p = std::move(it->second);
+    st().in_flight.erase(it);
+    auto& peer = st().peers[p.peer];
+    if (peer.report.in_flight > 0) --peer.report.in_flight;
+    ++peer.report.failovers;
+    ++st().local_prefills;
+    log_warn("node link: request " + std::to_string(p.job.id) + " on " + peer.address.text() + ": " + why +
+             "; prefilling it here");
+    publish();
+    p.promise.delegate(st().local, prefill_atom::value, std::move(p.job));
+  }
+
+  /// The peer's connection ended or its heartbeat went unanswered.
+  void lost(size_t i, const std::string& why) {
+    auto& p = st().peers[i];
+    if (p.state != "connected") return;
+    if (p.service) self_->demonitor(p.service.address());
+    p.service = node_service_actor{};
+    p.state = "down";
+    p.report.reason = why;
+    p.ping_pending = false;
+    ++p.epoch;
+    p.next_try_s = now_s() + reconnect_delay_s(p.failures++, lim_.reconnect_s, lim_.reconnect_max_s);
+    log_warn("node link: prefill node " + p.address.text() + " lost: " + why + "; prompts are prefilled here");
+    std::vector<uint64_t> mine;
+    for (const auto& [rid, pend] : st().in_flight)
+      if (pend.peer == i) mine.push_back(rid);
+    for (uint64_t rid : mine) fail_over(rid, "the prefill node was lost (" + why + ")");
+    publish();
+  }
+
+  void connect(size_t i) {
+    auto& p = st().peers[i];
+    p.state = "connecting";
+    const uint64_t epoch = ++p.epoch;
+    auto* self = self_;
+    const auto* ctx = ctx_;
+    auto failed = [self, ctx, i, epoch](const std::string& why, bool refused) {
+      link_logic l(self, ctx);
+      auto& q = l.st().peers[i];
+      if (q.epoch != epoch) return;
+      if (q.state != "refused" || !refused || q.report.reason != why)
+        (refused ? log_warn : log_info)("node link: prefill node " + q.address.text() + (refused ? " refused: " : " not reachable: ") + why);
+      q.state = refused ? "refused" : "down";
+      q.report.reason = why;
+      q.service = node_service_actor{};
+      q.next_try_s = now_s() + reconnect_delay_s(q.failures++, l.lim_.reconnect_s, l.lim_.reconnect_max_s);
+      l.publish();
+    };
+    auto mm = self_->system().middleman().actor_handle();
+    self_->request(mm, ms(lim_.heartbeat_timeout_s), caf::connect_atom::value, p.address.host, p.address.port)
+        .then(
+            [self, ctx, i, epoch, failed](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
+              if (!ptr) return failed("nothing is published on that port", false);
+              auto svc = caf::actor_cast<node_service_actor>(ptr);
+              link_logic l(self, ctx);
+              self->request(svc, ms(l.lim_.heartbeat_timeout_s), hello_atom::value, l.st().hello)
+                  .then(
+                      [self, ctx, i, epoch, svc, failed](node_hello& theirs) {
+                        link_logic l2(self, ctx);
+                        auto& q = l2.st().peers[i];
+                        if (q.epoch != epoch) return;
+                        if (const std::string why = refuse_hello(l2.st().hello, theirs); !why.empty())
+                          return failed(why, true);
+                        q.service = svc;
+                        q.state = "connected";
+                        q.failures = 0;
+                        q.report.reason.clear();
+                        q.report.name = theirs.identity.name;
+                        ++q.report.connects;
+                        self->monitor(svc);
+                        log_info("node link: prefill node " + q.address.text() + " connected (" + theirs.identity.name + ")");
+                        l2.publish();
+                      },
+                      [failed](caf::error& err) {
+                        // The service's own refusal carries flywheel's category; anything else
+                        // (no answer, an unknown message) means the port is not a prefill node.
+                        const bool refusal = err.category() == errc_category;
+                        failed(refusal ? from_caf_error(err).message
+                                       : "the handshake failed (" + from_caf_error(err).message +
+                                             "): is it a flywheel prefill node of node protocol " +
+                                             std::to_string(node_protocol_version) + "?",
+                               true);
+                      });
+            },
+            [failed](caf::error& err) { failed(from_caf_error(err).message, false); });
+    publish();
+  }
+
+  void tick() {
+    const double now = now_s();
+    auto* self = self_;
+    const auto* ctx = ctx_;
+    for (size_t i = 0; i < st().peers.size(); ++i) {
+      auto& p = st().peers[i];
+      if (p.state == "connected" && !p.ping_pending) {
+        p.ping_pending = true;
+        const uint64_t epoch = p.epoch;
+        self_->request(p.service, ms(lim_.heartbeat_timeout_s), ping_atom::value)
+            .then(
+                [self, ctx, i, epoch](ok_atom) {
+                  auto& q = link_logic(self, ctx).st().peers[i];
+                  if (q.epoch == epoch) q.ping_pending = false;
+                },
+                [self, ctx, i, epoch](caf::error& err) {
+                  link_logic l(self, ctx);
+                  if (l.st().peers[i].epoch == epoch)
+                    l.lost(i, "heartbeat unanswered (" + from_caf_error(err).message + ")");
+                });
+      } else if ((p.state == "down" || p.state == "refused") && now >= p.next_try_s) {
+        connect(i);
+      }
+    }
+    self_->delayed_send(self_, ms(lim_.heartbeat_s), tick_atom::value);
+  }
+
+  node_link_state& st() { return self_->state; }
+
+ private:
+  self_ptr self_;
+  const engine_context* ctx_;
+  const node_limits& lim_;
+};
+
+}  // namespace
+
+node_link_actor::behavior_type node_link(self_ptr self, const engine_context* ctx) {
+  auto& st = self->state;
+  st.hello = node_hello{node_protocol_version, "decode", ctx->limits.nodes.self};
+  st.local = self->spawn<caf::detached + caf::linked>(prefill_worker, ctx, ctx->device, false);
+  for (const auto& a : ctx->limits.nodes.peers) {
+    node_link_state::peer p;
+    p.address = a;
+    p.report.address = a.text();
+    st.peers.push_back(std::move(p));
+  }
+  self->set_down_handler([self, ctx](caf::down_msg& dm) {
+    link_logic l(self, ctx);
+    for (size_t i = 0; i < l.st().peers.size(); ++i)
+      if (l.st().peers[i].service && l.st().peers[i].service.address() == dm.source)
+        l.lost(i, "connection lost (" + self->system().render(dm.reason) + ")");
+  });
+  link_logic(self, ctx).tick();  // connects to every peer now
+  return {
+      [=](prefill_atom, prefill_job& job) -> caf::result<prefill_done> { return link_logic(self, ctx).prefill(job); },
+      [=](chunk_atom, kv_chunk& c) { link_logic(self, ctx).chunk(c); },
+      [=](tick_atom) { link_logic(self, ctx).tick(); },
+  };
+}
+
+}  // namespace fw::actors

@@ -1,0 +1,64 @@
+// node_link_actor: a decode node's prefill worker when [node] peers are set. It speaks the
+// prefill protocol to the scheduler (which needs no other change) and sends each prompt to one
+// of the prefill nodes (runtime/sched/peer_choice: the connected one with the fewest in
+// flight), receives the KV stream in chunks and decodes it (kv_codec) into the request's
+// reservation in the decode pool. A prompt goes to its linked local prefill worker instead when
+// no peer is connected, it is short, or its prefix is cached here; and it is redone there when
+// its peer dies, is unreachable, misses [node] deadline_ms, or sends a stream kv_codec refuses:
+// no request is lost. Each peer: connect (async, through the middleman), handshake (hello:
+// refused on a mismatch, with both sides named), heartbeats, reconnect with doubling backoff.
+// Spawned detached by the supervisor (a KV decode blocks its own thread); a crash of its local
+// worker takes it down with it, and the supervisor restarts both. Protocol:
+// actors/protocol/prefill_protocol.hpp + actors/protocol/node_protocol.hpp.
+#pragma once
+
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <chrono>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/engine_context.hpp"
+#include "actors/node_board.hpp"
+#include "actors/protocol/node_protocol.hpp"
+#include "actors/protocol/prefill_protocol.hpp"
+
+namespace fw::actors {
+
+using node_link_actor = prefill_actor::extend<caf::reacts_to<chunk_atom, kv_chunk>, caf::reacts_to<tick_atom>>;
+
+struct node_link_state {
+  explicit node_link_state(caf::local_actor*) {}
+  struct peer {
+    node_address address;
+    node_service_actor service;
+    std::string state = "down";
+    uint64_t epoch = 0;     ///< bumped per connection attempt: late callbacks of older ones are ignored
+    uint32_t failures = 0;  ///< since the last passed handshake
+    double next_try_s = 0;
+    bool ping_pending = false;
+    peer_report report;
+  };
+  struct pending {
+    prefill_job job;  ///< holds the request's decode-pool KV until it is delivered or redone
+    caf::typed_response_promise<prefill_done> promise;
+    size_t peer = 0;
+    uint32_t next_seq = 0;
+    bool out_of_order = false;
+    std::string stream;
+    std::chrono::steady_clock::time_point sent;
+  };
+  std::vector<peer> peers;
+  std::unordered_map<uint64_t, pending> in_flight;  ///< by remote job id
+  uint64_t next_id = 0;
+  uint64_t local_prefills = 0;
+  prefill_actor local;
+  node_hello hello;
+  static inline const char* name = "fw.node_link";
+};
+
+node_link_actor::behavior_type node_link(node_link_actor::stateful_pointer<node_link_state> self, const engine_context* ctx);
+
+}  // namespace fw::actors

@@ -1,0 +1,63 @@
+#include "actors/prefill_node.hpp"
+
+#include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
+
+#include "actors/protocol/errc_error.hpp"
+
+namespace fw::actors {
+namespace {
+
+class prefill_node_config : public caf::actor_system_config {
+ public:
+  prefill_node_config() {
+    load<caf::io::middleman>();
+    add_node_types(*this);
+    add_errc_category(*this);
+    set("scheduler.policy", caf::atom("sharing"));
+    set("scheduler.max-threads", 1);
+    set("logger.verbosity", caf::atom("quiet"));
+  }
+};
+
+}  // namespace
+
+struct prefill_node::impl {
+  prefill_node_config cfg;
+  caf::actor_system system{cfg};
+  node_service_actor service;
+};
+
+expected<std::unique_ptr<prefill_node>> prefill_node::start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
+                                                            device_identity identity, uint32_t prefill_chunk,
+                                                            const node_address& listen) {
+  std::unique_ptr<prefill_node> n(new prefill_node());
+  n->model_ = std::move(m);
+  n->device_ = std::move(device);
+  n->impl_ = std::make_unique<impl>();
+  node_service_config sc;
+  sc.device = n->device_.get();
+  sc.identity = std::move(identity);
+  sc.prefill_chunk = prefill_chunk == 0 ? 256 : prefill_chunk;
+  sc.counters = &n->counters_;
+  n->impl_->service = n->impl_->system.spawn<caf::detached>(node_service, sc);
+  auto port = n->impl_->system.middleman().publish(n->impl_->service, listen.port, listen.host.c_str(), true);
+  if (!port) {
+    const std::string why = n->impl_->system.render(port.error());
+    n->shutdown();
+    return make_error(errc::io_error, "cannot listen on " + listen.text() + ": " + why);
+  }
+  n->port_ = *port;
+  return n;
+}
+
+prefill_node::~prefill_node() { shutdown(); }
+
+void prefill_node::shutdown() {
+  if (!impl_) return;
+  caf::anon_send_exit(impl_->service, caf::exit_reason::user_shutdown);
+  impl_->system.await_all_actors_done();
+  impl_.reset();
+}
+
+}  // namespace fw::actors

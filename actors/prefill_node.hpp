@@ -1,0 +1,42 @@
+// prefill_node: a process (or host) that only prefills, for decode nodes elsewhere ([node] role
+// prefill, `flywheel serve --role prefill --listen HOST:PORT`). Starting it spawns the node
+// service (actors/node_service_actor) on its own CAF system with the network layer and
+// publishes it on the listen address; shutdown unpublishes and waits for it. The model and
+// the device are owned here.
+// Thread-safety: port/counters from any thread; start and shutdown from one.
+#pragma once
+
+#include <memory>
+
+#include "actors/node_service_actor.hpp"
+#include "runtime/base/expected.hpp"
+#include "runtime/config/node_address.hpp"
+#include "runtime/model/model.hpp"
+
+namespace fw::actors {
+
+class prefill_node {
+ public:
+  static expected<std::unique_ptr<prefill_node>> start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
+                                                        device_identity identity, uint32_t prefill_chunk,
+                                                        const node_address& listen);
+  ~prefill_node();
+  prefill_node(const prefill_node&) = delete;
+  prefill_node& operator=(const prefill_node&) = delete;
+
+  uint16_t port() const { return port_; }  ///< the bound port (listen port 0: the one chosen)
+  const node_service_counters& counters() const { return counters_; }
+  backend& device() { return *device_; }
+  void shutdown();
+
+ private:
+  prefill_node() = default;
+  struct impl;
+  std::shared_ptr<const model> model_;
+  std::unique_ptr<backend> device_;
+  node_service_counters counters_;
+  std::unique_ptr<impl> impl_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace fw::actors

@@ -1,0 +1,100 @@
+// Protocol between nodes (processes or hosts) over CAF's network layer (caf::io::middleman):
+// a prefill node publishes a node_service_actor; a decode node connects to it, says hello and
+// sends it prompts.
+//   (hello_atom, node_hello) -> node_hello      the handshake: protocol version, model file
+//                                               fingerprint, kv_codec version and KV shape (and on
+//                                               GPU hosts the CUDA versions); a mismatch is an
+//                                               error naming both sides
+//   (ping_atom) -> ok_atom                      heartbeat
+//   (prefill_atom, remote_prefill_job) -> remote_prefill_done
+//       before the reply the service sends the KV stream (kv_codec) to the requester as
+//       (chunk_atom, kv_chunk) messages in order; the reply says how many and how long the stream
+//       is, and kv_codec's checksums guard its content.
+// The decode node's side takes (chunk_atom, kv_chunk) in its node link (actors/node_link_actor).
+// Every type here is registered on both sides (add_node_types).
+#pragma once
+
+#include <caf/actor_system_config.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/protocol/atoms.hpp"
+#include "actors/protocol/runtime_inspect.hpp"
+
+namespace fw::actors {
+
+/// Bumped on any change to the messages of this header; peers of another version are refused.
+inline constexpr uint32_t node_protocol_version = 1;
+
+struct node_hello {
+  uint32_t protocol = 0;     ///< node_protocol_version of the sender
+  std::string role;          ///< "prefill" or "decode"
+  device_identity identity;  ///< what pair_check compares
+};
+
+struct remote_prefill_job {
+  uint64_t id = 0;
+  std::vector<int32_t> tokens;  ///< the prompt, from position 0 (one token short, as prefill_job)
+  uint8_t wire = 0;             ///< kv_wire of the stream
+  uint32_t chunk_bytes = 1 << 20;
+};
+
+struct kv_chunk {
+  uint64_t id = 0;
+  uint32_t seq = 0;   ///< 0, 1, ... in the order sent
+  std::string bytes;  ///< a slice of the kv_codec stream
+};
+
+struct remote_prefill_done {
+  uint64_t id = 0;
+  uint32_t chunks = 0;      ///< kv_chunk messages sent before this reply
+  uint64_t bytes = 0;       ///< the stream's length
+  double prefill_ms = 0;    ///< forward passes on the prefill node
+  double encode_ms = 0;     ///< kv_encode and the sends
+  float attention_entropy = -1;  ///< of the last prefilled row's last layer; < 0: unknown
+  std::string error;        ///< empty: the stream is complete
+};
+
+using node_service_actor =
+    caf::typed_actor<caf::replies_to<hello_atom, node_hello>::with<node_hello>, caf::replies_to<ping_atom>::with<ok_atom>,
+                     caf::replies_to<prefill_atom, remote_prefill_job>::with<remote_prefill_done>>;
+
+/// What receives the chunks: the requester of a remote prefill (the decode node's node link).
+using node_chunk_sink = caf::typed_actor<caf::reacts_to<chunk_atom, kv_chunk>>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_hello& x) {
+  return f(caf::meta::type_name("fw::actors::node_hello"), x.protocol, x.role, x.identity);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, remote_prefill_job& x) {
+  return f(caf::meta::type_name("fw::actors::remote_prefill_job"), x.id, x.tokens, x.wire, x.chunk_bytes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_chunk& x) {
+  return f(caf::meta::type_name("fw::actors::kv_chunk"), x.id, x.seq, x.bytes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, remote_prefill_done& x) {
+  return f(caf::meta::type_name("fw::actors::remote_prefill_done"), x.id, x.chunks, x.bytes, x.prefill_ms, x.encode_ms,
+           x.attention_entropy, x.error);
+}
+
+inline void add_node_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<device_identity>("fw::device_identity");
+  cfg.add_message_type<node_hello>("fw::actors::node_hello");
+  cfg.add_message_type<remote_prefill_job>("fw::actors::remote_prefill_job");
+  cfg.add_message_type<kv_chunk>("fw::actors::kv_chunk");
+  cfg.add_message_type<remote_prefill_done>("fw::actors::remote_prefill_done");
+  cfg.add_message_type<node_service_actor>("fw::actors::node_service_actor");
+}
+
+}  // namespace fw::actors

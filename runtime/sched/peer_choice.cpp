@@ -1,0 +1,28 @@
+#include "runtime/sched/peer_choice.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fw {
+
+peer_pick choose_peer(std::span<const peer_view> peers, uint32_t tokens, uint32_t cached, uint32_t min_remote) {
+  if (cached > 0) return {-1, "its prefix is cached here"};
+  if (tokens == 0 || tokens < min_remote) return {-1, "shorter than [node] min_remote_tokens"};
+  int best = -1;
+  for (int i = 0; i < static_cast<int>(peers.size()); ++i) {
+    const auto& p = peers[i];
+    if (!p.connected) continue;
+    if (best < 0 || p.in_flight < peers[best].in_flight ||
+        (p.in_flight == peers[best].in_flight && p.served < peers[best].served))
+      best = i;
+  }
+  if (best < 0) return {-1, peers.empty() ? "no prefill node configured" : "no prefill node connected"};
+  return {best, ""};
+}
+
+double reconnect_delay_s(uint32_t failures, double base_s, double max_s) {
+  const double d = base_s * std::pow(2.0, static_cast<double>(std::min<uint32_t>(failures, 40)));
+  return std::min(d, max_s);
+}
+
+}  // namespace fw

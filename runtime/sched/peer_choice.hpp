@@ -1,0 +1,31 @@
+// peer_choice: where a decode node's prompt is prefilled, among its prefill nodes ([node] peers)
+// or locally, and how long to wait before the next connection attempt to a lost peer. Pure:
+// peer states in, a choice out (the node link actor applies it). Thread-safety: functions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace fw {
+
+struct peer_view {
+  bool connected = false;  ///< the handshake passed and the last heartbeat was answered
+  uint32_t in_flight = 0;  ///< its prefills not yet back
+  uint64_t served = 0;     ///< its prefills so far (ties go to the less used peer)
+};
+
+struct peer_pick {
+  int peer = -1;       ///< index into the views; -1: prefill locally
+  std::string reason;  ///< why locally ("" when remote)
+};
+
+/// A prompt of `tokens` new tokens, `cached` of them already in the local KV (a prefix-cache hit:
+/// the remote node cannot see them, so the prompt stays local), goes to the connected peer with
+/// the fewest prefills in flight; locally when it is shorter than min_remote or no peer is up.
+peer_pick choose_peer(std::span<const peer_view> peers, uint32_t tokens, uint32_t cached, uint32_t min_remote);
+
+/// The wait before attempt `failures` + 1 to reach a peer: base_s doubled per failure, capped.
+double reconnect_delay_s(uint32_t failures, double base_s, double max_s);
+
+}  // namespace fw
