@@ -97,12 +97,32 @@ class link_logic {
       ctx_->faults->damage_kv_stream(p.job.id, tmp);
       p.stream.assign(reinterpret_cast<const char*>(tmp.data()), tmp.size());
     }
-    const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(p.stream.data()), p.stream.size());
-    if (auto ok = kv_decode(bytes, ctx_->device->kv_pool(), p.job.kv); !ok)
-      return fail_over(d.id, "its KV stream was refused: " + ok.err().message);
+    p.decoding = true;
+    auto* self = self_;
+    const auto* ctx = ctx_;
+    const uint64_t rid = d.id;
+    self_->request(st().decoder, caf::infinite, transfer_atom::value, kv_stream_job{rid, std::move(p.stream), std::move(p.job.kv)})
+        .then([self, ctx, d](kv_stream_done& r) { link_logic(self, ctx).decoded(d, r); },
+              [self, ctx, rid](caf::error& err) {
+                // The decoder died with the request's KV handle: the supervisor restarts this
+                // link with it, and the scheduler re-admits what it held.
+                log_warn("node link: the KV decoder failed on request " + std::to_string(rid) + ": " +
+                         from_caf_error(err).message);
+                self->quit(caf::exit_reason::unhandled_exception);
+              });
+  }
+
+  /// The decoder is back with the request's KV.
+  void decoded(const remote_prefill_done& d, kv_stream_done& r) {
+    auto it = st().in_flight.find(d.id);
+    if (it == st().in_flight.end()) return;
+    auto& p = it->second;
+    p.job.kv = std::move(r.kv);
+    p.decoding = false;
+    if (!r.error.empty()) return fail_over(d.id, "its KV stream was refused: " + r.error);
     auto& peer = st().peers[p.peer];
     const double round_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.sent).count();
-    --peer.report.in_flight;
+    if (peer.report.in_flight > 0) --peer.report.in_flight;
     ++peer.report.prefills;
     peer.report.bytes += d.bytes;
     peer.report.prefill_s += d.prefill_ms / 1000;
@@ -122,7 +142,7 @@ class link_logic {
   /// A remote prefill that will not come back in time: its prompt is prefilled here.
   void fail_over(uint64_t rid, const std::string& why) {
     auto it = st().in_flight.find(rid);
-    if (it == st().in_flight.end()) return;
+    if (it == st().in_flight.end() || it->second.decoding) return;  // a decoding stream ends by itself
     auto p = std::move(it->second);
     st().in_flight.erase(it);
     auto& peer = st().peers[p.peer];
@@ -149,7 +169,7 @@ class link_logic {
     log_warn("node link: prefill node " + p.address.text() + " lost: " + why + "; prompts are prefilled here");
     std::vector<uint64_t> mine;
     for (const auto& [rid, pend] : st().in_flight)
-      if (pend.peer == i) mine.push_back(rid);
+      if (pend.peer == i && !pend.decoding) mine.push_back(rid);
     for (uint64_t rid : mine) fail_over(rid, "the prefill node was lost (" + why + ")");
     publish();
   }
@@ -198,13 +218,9 @@ class link_logic {
                         l2.publish();
                       },
                       [failed](caf::error& err) {
-                        // The service's own refusal carries flywheel's category; anything else
-                        // (no answer, an unknown message) means the port is not a prefill node.
-                        const bool refusal = err.category() == errc_category;
-                        failed(refusal ? from_caf_error(err).message
-                                       : "the handshake failed (" + from_caf_error(err).message +
-                                             "): is it a flywheel prefill node of node protocol " +
-                                             std::to_string(node_protocol_version) + "?",
+                        failed("the handshake failed (" + from_caf_error(err).message +
+                                   "): is it a flywheel prefill node of node protocol " +
+                                   std::to_string(node_protocol_version) + "?",
                                true);
                       });
             },
@@ -253,6 +269,16 @@ node_link_actor::behavior_type node_link(self_ptr self, const engine_context* ct
   auto& st = self->state;
   st.hello = node_hello{node_protocol_version, "decode", ctx->limits.nodes.self};
   st.local = self->spawn<caf::detached + caf::linked>(prefill_worker, ctx, ctx->device, false);
+  st.decoder = self->spawn<caf::detached + caf::linked>([ctx]() -> kv_stream_decoder::behavior_type {
+    return {[ctx](transfer_atom, kv_stream_job& j) {
+      kv_stream_done r;
+      r.id = j.id;
+      const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(j.stream.data()), j.stream.size());
+      if (auto ok = kv_decode(bytes, ctx->device->kv_pool(), j.kv); !ok) r.error = ok.err().message;
+      r.kv = std::move(j.kv);
+      return r;
+    }};
+  });
   for (const auto& a : ctx->limits.nodes.peers) {
     node_link_state::peer p;
     p.address = a;

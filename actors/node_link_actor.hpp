@@ -7,8 +7,8 @@
 // its peer dies, is unreachable, misses [node] deadline_ms, or sends a stream kv_codec refuses:
 // no request is lost. Each peer: connect (async, through the middleman), handshake (hello:
 // refused on a mismatch, with both sides named), heartbeats, reconnect with doubling backoff.
-// Spawned detached by the supervisor (a KV decode blocks its own thread); a crash of its local
-// worker takes it down with it, and the supervisor restarts both. Protocol:
+// Spawned by the supervisor on CAF's scheduler; the KV decode runs on a linked detached helper,
+// and a crash of its local worker takes it down with it; the supervisor restarts them all. Protocol:
 // actors/protocol/prefill_protocol.hpp + actors/protocol/node_protocol.hpp.
 #pragma once
 
@@ -29,6 +29,32 @@ namespace fw::actors {
 
 using node_link_actor = prefill_actor::extend<caf::reacts_to<chunk_atom, kv_chunk>, caf::reacts_to<tick_atom>>;
 
+/// A received stream to decode into the decode pool (kv is the request's reservation; it comes
+/// back in the reply, unchanged when the stream is refused).
+struct kv_stream_job {
+  uint64_t id = 0;
+  std::string stream;
+  kv_handle kv;
+};
+struct kv_stream_done {
+  uint64_t id = 0;
+  kv_handle kv;
+  std::string error;  ///< empty: decoded
+};
+/// The node link's detached helper that runs kv_decode (the link itself is scheduled: an actor
+/// that has talked to another node is held by the network layer until it stops, which a
+/// detached one would block the actor system's shutdown on).
+using kv_stream_decoder = caf::typed_actor<caf::replies_to<transfer_atom, kv_stream_job>::with<kv_stream_done>>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_stream_job& x) {
+  return f(caf::meta::type_name("fw::actors::kv_stream_job"), x.id, x.stream, x.kv);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_stream_done& x) {
+  return f(caf::meta::type_name("fw::actors::kv_stream_done"), x.id, x.kv, x.error);
+}
+
 struct node_link_state {
   explicit node_link_state(caf::local_actor*) {}
   struct peer {
@@ -47,6 +73,7 @@ struct node_link_state {
     size_t peer = 0;
     uint32_t next_seq = 0;
     bool out_of_order = false;
+    bool decoding = false;  ///< the stream is complete and with the decoder (its KV too)
     std::string stream;
     std::chrono::steady_clock::time_point sent;
   };
@@ -55,6 +82,7 @@ struct node_link_state {
   uint64_t next_id = 0;
   uint64_t local_prefills = 0;
   prefill_actor local;
+  kv_stream_decoder decoder;
   node_hello hello;
   static inline const char* name = "fw.node_link";
 };

@@ -33,15 +33,17 @@ node_service_actor::behavior_type node_service(node_service_actor::stateful_poin
   auto count = [counters](std::atomic<uint64_t> node_service_counters::*c, uint64_t n = 1) {
     if (counters) (counters->*c) += n;
   };
-  node_hello mine{node_protocol_version, "prefill", cfg.identity};
+  node_hello mine{cfg.protocol, "prefill", cfg.identity};
   return {
-      [=](hello_atom, node_hello& theirs) -> caf::result<node_hello> {
+      [=](hello_atom, node_hello& theirs) -> node_hello {
+        // Both sides judge the same two hellos (refuse_hello): the reply is always this node's
+        // own, so the peer can name the mismatch; only an accepted peer may send prompts.
         count(&node_service_counters::hellos);
         const std::string peer = self->current_sender() ? to_string(self->current_sender()->node()) : "?";
         if (const std::string why = refuse_hello(mine, theirs); !why.empty()) {
           count(&node_service_counters::refused);
           log_warn("prefill node: refused " + theirs.identity.name + " (" + peer + "): " + why);
-          return to_caf_error(error{errc::invalid_argument, "refused by the prefill node: " + why});
+          return mine;
         }
         self->state.accepted.insert(peer);
         log_info("prefill node: " + theirs.identity.name + " connected (" + peer + ")");
@@ -69,6 +71,7 @@ node_service_actor::behavior_type node_service(node_service_actor::stateful_poin
           done.error = "the prefill node's KV pool is full";
           return done;
         }
+        if (cfg.before_prefill) cfg.before_prefill(job.id);
         const auto t0 = std::chrono::steady_clock::now();
         forward_result out;
         auto ok = prefill_tokens(*cfg.device, *kv, job.tokens.data(), job.tokens.size(), 0, cfg.prefill_chunk, out);

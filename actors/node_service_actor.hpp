@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -29,6 +30,8 @@ struct node_service_config {
   device_identity identity;    ///< this node, for the handshake
   uint32_t prefill_chunk = 256;
   node_service_counters* counters = nullptr;  ///< optional
+  uint32_t protocol = node_protocol_version;  ///< tests: another version
+  std::function<void(uint64_t job)> before_prefill;  ///< tests: a slow or stalled node
 };
 
 struct node_service_state {

@@ -29,8 +29,8 @@ struct prefill_node::impl {
 };
 
 expected<std::unique_ptr<prefill_node>> prefill_node::start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
-                                                            device_identity identity, uint32_t prefill_chunk,
-                                                            const node_address& listen) {
+                                                            device_identity identity, const node_address& listen,
+                                                            prefill_node_options options) {
   std::unique_ptr<prefill_node> n(new prefill_node());
   n->model_ = std::move(m);
   n->device_ = std::move(device);
@@ -38,7 +38,9 @@ expected<std::unique_ptr<prefill_node>> prefill_node::start(std::shared_ptr<cons
   node_service_config sc;
   sc.device = n->device_.get();
   sc.identity = std::move(identity);
-  sc.prefill_chunk = prefill_chunk == 0 ? 256 : prefill_chunk;
+  sc.prefill_chunk = options.prefill_chunk == 0 ? 256 : options.prefill_chunk;
+  sc.protocol = options.protocol;
+  sc.before_prefill = std::move(options.before_prefill);
   sc.counters = &n->counters_;
   n->impl_->service = n->impl_->system.spawn<caf::detached>(node_service, sc);
   auto port = n->impl_->system.middleman().publish(n->impl_->service, listen.port, listen.host.c_str(), true);

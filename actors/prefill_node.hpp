@@ -6,6 +6,7 @@
 // Thread-safety: port/counters from any thread; start and shutdown from one.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "actors/node_service_actor.hpp"
@@ -15,11 +16,19 @@
 
 namespace fw::actors {
 
+struct prefill_node_options {
+  uint32_t prefill_chunk = 256;  ///< prompt rows per forward
+  /// Tests only: the node protocol version it speaks (a peer of another version is refused),
+  /// and a hook run before each prefill (a slow or stalled node).
+  uint32_t protocol = node_protocol_version;
+  std::function<void(uint64_t job)> before_prefill;
+};
+
 class prefill_node {
  public:
   static expected<std::unique_ptr<prefill_node>> start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
-                                                        device_identity identity, uint32_t prefill_chunk,
-                                                        const node_address& listen);
+                                                        device_identity identity, const node_address& listen,
+                                                        prefill_node_options options = {});
   ~prefill_node();
   prefill_node(const prefill_node&) = delete;
   prefill_node& operator=(const prefill_node&) = delete;

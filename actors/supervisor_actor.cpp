@@ -31,7 +31,7 @@ void start(self_ptr self, const engine_context* ctx, worker_kind k, const std::s
   st.down[index(k)] = false;
   switch (k) {
     case worker_kind::prefill:
-      if (ctx->networked()) st.prefill = sys.spawn<caf::detached>(node_link, ctx);  // remote prefill nodes
+      if (ctx->networked()) st.prefill = sys.spawn(node_link, ctx);  // remote prefill nodes (its helpers are detached)
       else st.prefill = sys.spawn<caf::detached>(prefill_worker, ctx, ctx->prefill_device, false);
       self->monitor(st.prefill);
       self->send(st.scheduler, worker_atom::value, st.prefill, why);

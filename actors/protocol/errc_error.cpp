@@ -9,6 +9,7 @@ caf::error to_caf_error(const error& e) {
 }
 
 error from_caf_error(const caf::error& e) {
+  if (!e) return make_error(errc::worker_failed, "an empty error");
   if (e.category() == errc_category) {
     std::string msg;
     if (e.context().match_elements<std::string>()) msg = e.context().get_as<std::string>(0);

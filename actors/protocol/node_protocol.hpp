@@ -1,10 +1,11 @@
 // Protocol between nodes (processes or hosts) over CAF's network layer (caf::io::middleman):
 // a prefill node publishes a node_service_actor; a decode node connects to it, says hello and
 // sends it prompts.
-//   (hello_atom, node_hello) -> node_hello      the handshake: protocol version, model file
-//                                               fingerprint, kv_codec version and KV shape (and on
-//                                               GPU hosts the CUDA versions); a mismatch is an
-//                                               error naming both sides
+//   (hello_atom, node_hello) -> node_hello      the handshake: each side sends its protocol
+//                                               version, model file fingerprint, kv_codec version
+//                                               and KV shape (and on GPU hosts the CUDA versions),
+//                                               and both judge the pair with refuse_hello; a
+//                                               refused peer's prompts are refused
 //   (ping_atom) -> ok_atom                      heartbeat
 //   (prefill_atom, remote_prefill_job) -> remote_prefill_done
 //       before the reply the service sends the KV stream (kv_codec) to the requester as

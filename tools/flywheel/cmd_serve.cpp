@@ -53,7 +53,9 @@ int serve_prefill_node(config cfg, const sigset_t& stop_signals) {
   std::fprintf(stderr, "serve: %s\n", parts->device->summary().c_str());
   auto identity = parts->node_identity("prefill node");
   const std::string fingerprint = identity.model_fingerprint;
-  auto node = actors::prefill_node::start(parts->m, std::move(parts->device), std::move(identity), chunk, *listen);
+  actors::prefill_node_options po;
+  po.prefill_chunk = chunk;
+  auto node = actors::prefill_node::start(parts->m, std::move(parts->device), std::move(identity), *listen, std::move(po));
   if (!node) {
     std::fprintf(stderr, "serve: %s\n", node.err().what().c_str());
     return 1;
