@@ -27,8 +27,52 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
+namespace {
+
+/// Prefills a job into the node's pool, encodes it and releases the KV (detached: the forward
+/// passes block its own thread).
+node_prefill_worker::behavior_type prefill_encoder(node_prefill_worker::pointer, node_service_config cfg) {
+  return {
+      [cfg](prefill_atom, remote_prefill_job& job) {
+        remote_prefill_result r;
+        r.done.id = job.id;
+        if (job.wire > static_cast<uint8_t>(kv_wire::int8)) {
+          r.done.error = "unknown KV wire " + std::to_string(job.wire);
+          return r;
+        }
+        kv_block_pool& pool = cfg.device->kv_pool();
+        auto kv = pool.allocate(static_cast<uint32_t>(job.tokens.size()));
+        if (!kv) {
+          r.done.error = "the prefill node's KV pool is full";
+          return r;
+        }
+        if (cfg.before_prefill) cfg.before_prefill(job.id);
+        const auto t0 = std::chrono::steady_clock::now();
+        forward_result out;
+        auto ok = prefill_tokens(*cfg.device, *kv, job.tokens.data(), job.tokens.size(), 0, cfg.prefill_chunk, out);
+        r.done.prefill_ms = ms_since(t0);
+        if (!out.entropy.empty() && !job.tokens.empty()) r.done.attention_entropy = out.entropy.back();
+        const auto t1 = std::chrono::steady_clock::now();
+        if (!ok) {
+          r.done.error = ok.err().message;
+        } else if (auto stream = kv_encode(pool, *kv, static_cast<kv_wire>(job.wire)); !stream) {
+          r.done.error = stream.err().message;
+        } else {
+          r.stream.assign(reinterpret_cast<const char*>(stream->data()), stream->size());
+          r.done.bytes = stream->size();
+        }
+        if (auto rel = pool.release(*kv); !rel) log_warn("prefill node: releasing a prefill's KV: " + rel.err().message);
+        r.done.encode_ms = ms_since(t1);
+        return r;
+      },
+  };
+}
+
+}  // namespace
+
 node_service_actor::behavior_type node_service(node_service_actor::stateful_pointer<node_service_state> self,
                                                node_service_config cfg) {
+  self->state.worker = self->spawn<caf::detached + caf::linked>(prefill_encoder, cfg);
   auto* counters = cfg.counters;
   auto count = [counters](std::atomic<uint64_t> node_service_counters::*c, uint64_t n = 1) {
     if (counters) (counters->*c) += n;
@@ -51,56 +95,37 @@ node_service_actor::behavior_type node_service(node_service_actor::stateful_poin
       },
       [=](ping_atom) { return ok_atom::value; },
       [=](prefill_atom, remote_prefill_job& job) -> caf::result<remote_prefill_done> {
-        remote_prefill_done done;
-        done.id = job.id;
         auto sender = self->current_sender();
         if (!sender || !self->state.accepted.count(to_string(sender->node()))) {
           count(&node_service_counters::failed);
+          remote_prefill_done done;
+          done.id = job.id;
           done.error = "this node did not pass the handshake (send hello first)";
           return done;
         }
-        if (job.wire > static_cast<uint8_t>(kv_wire::int8)) {
-          count(&node_service_counters::failed);
-          done.error = "unknown KV wire " + std::to_string(job.wire);
-          return done;
-        }
-        kv_block_pool& pool = cfg.device->kv_pool();
-        auto kv = pool.allocate(static_cast<uint32_t>(job.tokens.size()));
-        if (!kv) {
-          count(&node_service_counters::failed);
-          done.error = "the prefill node's KV pool is full";
-          return done;
-        }
-        if (cfg.before_prefill) cfg.before_prefill(job.id);
-        const auto t0 = std::chrono::steady_clock::now();
-        forward_result out;
-        auto ok = prefill_tokens(*cfg.device, *kv, job.tokens.data(), job.tokens.size(), 0, cfg.prefill_chunk, out);
-        done.prefill_ms = ms_since(t0);
-        if (!out.entropy.empty() && !job.tokens.empty()) done.attention_entropy = out.entropy.back();
-        const auto t1 = std::chrono::steady_clock::now();
-        if (!ok) {
-          done.error = ok.err().message;
-        } else if (auto stream = kv_encode(pool, *kv, static_cast<kv_wire>(job.wire)); !stream) {
-          done.error = stream.err().message;
-        } else {
-          const size_t step = std::max<uint32_t>(job.chunk_bytes, 4096);
-          auto dest = caf::actor_cast<node_chunk_sink>(sender);
-          const auto* p = reinterpret_cast<const char*>(stream->data());
-          for (size_t at = 0; at < stream->size(); at += step) {
-            kv_chunk c{job.id, done.chunks++, std::string(p + at, std::min(step, stream->size() - at))};
-            self->send(dest, chunk_atom::value, std::move(c));
-          }
-          done.bytes = stream->size();
-        }
-        if (auto r = pool.release(*kv); !r) log_warn("prefill node: releasing a prefill's KV: " + r.err().message);
-        done.encode_ms = ms_since(t1);
-        if (done.error.empty()) {
-          count(&node_service_counters::prefills);
-          count(&node_service_counters::bytes, done.bytes);
-        } else {
-          count(&node_service_counters::failed);
-        }
-        return done;
+        // The worker prefills and encodes; this actor stays free for hellos and heartbeats, and
+        // sends the stream (the worker never talks to another node).
+        auto promise = self->make_response_promise<remote_prefill_done>();
+        auto dest = caf::actor_cast<node_chunk_sink>(sender);
+        const uint32_t step = std::max<uint32_t>(job.chunk_bytes, 4096);
+        self->request(self->state.worker, caf::infinite, prefill_atom::value, std::move(job))
+            .then([=](remote_prefill_result& r) mutable {
+              const auto t0 = std::chrono::steady_clock::now();
+              const char* p = r.stream.data();
+              for (size_t at = 0; at < r.stream.size(); at += step) {
+                kv_chunk c{r.done.id, r.done.chunks++, std::string(p + at, std::min<size_t>(step, r.stream.size() - at))};
+                self->send(dest, chunk_atom::value, std::move(c));
+              }
+              r.done.encode_ms += ms_since(t0);
+              if (r.done.error.empty()) {
+                count(&node_service_counters::prefills);
+                count(&node_service_counters::bytes, r.done.bytes);
+              } else {
+                count(&node_service_counters::failed);
+              }
+              promise.deliver(std::move(r.done));
+            });
+        return promise;
       },
   };
 }

@@ -2,7 +2,10 @@
 // actors/prefill_node; a decode node connects, says hello (the handshake is refused, naming both
 // sides, on another protocol version, model file, KV format or shape), then sends prompts: each
 // is prefilled into this node's own KV pool, encoded with kv_codec, sent back in chunks and
-// released. Spawned detached: the forward passes block its own thread. Garbage on the port never
+// released. The service runs on CAF's scheduler and answers hellos and heartbeats at once; the
+// forward passes run on its linked detached worker, one job at a time. (An actor that talks to
+// another node is held by the network layer until it stops: a detached one would block the
+// actor system's shutdown.) Garbage on the port never
 // reaches it (CAF's handshake drops the connection); a job from a node that did not pass the
 // handshake is refused. Protocol: actors/protocol/node_protocol.hpp.
 #pragma once
@@ -34,9 +37,23 @@ struct node_service_config {
   std::function<void(uint64_t job)> before_prefill;  ///< tests: a slow or stalled node
 };
 
+/// The service's detached helper: prefill + kv_encode of one job, the stream in the reply.
+struct remote_prefill_result {
+  remote_prefill_done done;
+  std::string stream;
+};
+using node_prefill_worker =
+    caf::typed_actor<caf::replies_to<prefill_atom, remote_prefill_job>::with<remote_prefill_result>>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, remote_prefill_result& x) {
+  return f(caf::meta::type_name("fw::actors::remote_prefill_result"), x.done, x.stream);
+}
+
 struct node_service_state {
   explicit node_service_state(caf::local_actor*) {}
   std::set<std::string> accepted;  ///< rendered node ids of peers that passed the handshake
+  node_prefill_worker worker;      ///< linked: its crash takes the service down (peers fail over)
   static inline const char* name = "fw.node_service";
 };
 

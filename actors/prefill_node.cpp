@@ -42,7 +42,7 @@ expected<std::unique_ptr<prefill_node>> prefill_node::start(std::shared_ptr<cons
   sc.protocol = options.protocol;
   sc.before_prefill = std::move(options.before_prefill);
   sc.counters = &n->counters_;
-  n->impl_->service = n->impl_->system.spawn<caf::detached>(node_service, sc);
+  n->impl_->service = n->impl_->system.spawn(node_service, sc);
   auto port = n->impl_->system.middleman().publish(n->impl_->service, listen.port, listen.host.c_str(), true);
   if (!port) {
     const std::string why = n->impl_->system.render(port.error());

@@ -194,3 +194,53 @@ def wait_until(pred, timeout=30.0, step=0.1):
             return True
         time.sleep(step)
     return pred()
+
+
+class PrefillNode:
+    """`flywheel serve --role prefill --listen 127.0.0.1:PORT` (port 0: any free one): a process
+    that only prefills for decode nodes; `port` is the CAF port it published."""
+
+    def __init__(self, port=0, config=None, startup_s=120):
+        config = config or os.path.join(SOURCE_DIR, "conf/default.toml")
+        cmd = [FLYWHEEL, "serve", "--config", config, "--role", "prefill", "--listen", f"127.0.0.1:{port}"]
+        self.proc = subprocess.Popen(cmd, cwd=SOURCE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.stderr_lines = []
+        self.port = None
+        ready = threading.Event()
+
+        def pump():
+            for line in self.proc.stderr:
+                self.stderr_lines.append(line)
+                m = re.search(r"prefill node listening on [^:]+:(\d+)", line)
+                if m:
+                    self.port = int(m.group(1))
+                    ready.set()
+            ready.set()
+
+        self.pump = threading.Thread(target=pump, daemon=True)
+        self.pump.start()
+        ready.wait(startup_s)
+        if self.port is None:
+            self.stop()
+            raise RuntimeError("the prefill node did not start:\n" + "".join(self.stderr_lines))
+        self.address = f"127.0.0.1:{self.port}"
+
+    def log(self):
+        return "".join(self.stderr_lines)
+
+    def stop(self, sig=signal.SIGTERM, timeout=60):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.pump.join(10)
+        return self.proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()

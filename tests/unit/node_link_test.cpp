@@ -267,8 +267,14 @@ TEST_F(node_link_test, a_prefill_node_past_the_deadline_fails_over_and_the_reque
 }
 
 TEST_F(node_link_test, a_prefill_node_lost_mid_flight_loses_nothing_and_gets_traffic_again_when_back) {
+  // The node dies mid-flight: once `dead` is set its next prefill throws, which kills its
+  // service (as a crash would; the multi-process kill -9 is tests/server/test_nodes.py).
+  auto dead = std::make_shared<std::atomic<bool>>(false);
   prefill_node_options slow;
-  slow.before_prefill = [](uint64_t) { std::this_thread::sleep_for(60ms); };
+  slow.before_prefill = [dead](uint64_t) {
+    std::this_thread::sleep_for(30ms);
+    if (dead->load()) throw std::runtime_error("the prefill node died");
+  };
   auto node = start_node(0, slow);
   ASSERT_TRUE(node);
   const uint16_t port = node->port();
@@ -279,15 +285,18 @@ TEST_F(node_link_test, a_prefill_node_lost_mid_flight_loses_nothing_and_gets_tra
   auto want = reference();
   want.insert(want.end(), reference().begin(), reference().end());
   std::thread killer([&] {
-    std::this_thread::sleep_for(150ms);
-    node->shutdown();
+    while (node->counters().prefills.load() < 2) std::this_thread::sleep_for(1ms);
+    dead->store(true);
   });
   EXPECT_EQ(run_all(*e, ps), want);
   killer.join();
+  node->shutdown();
   ASSERT_TRUE(wait_peer(*e, "down", 5));
   auto p = e->peers();
-  EXPECT_GE(p[0].failovers + e->local_prefills(), 1u);
+  EXPECT_GE(p[0].failovers, 1u);
+  EXPECT_GE(p[0].prefills, 2u);
   EXPECT_LT(p[0].prefills, 16u);
+  EXPECT_EQ(p[0].prefills + e->local_prefills(), 16u);
   const uint64_t before = p[0].prefills;
   expect_pools_empty(*e);
 
