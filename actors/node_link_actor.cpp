@@ -42,9 +42,10 @@ class link_logic {
   caf::result<prefill_done> prefill(prefill_job& job) {
     std::vector<peer_view> views;
     for (const auto& p : st().peers)
-      views.push_back({p.state == "connected", p.report.in_flight, p.report.prefills});
+      views.push_back({p.state == "connected", p.report.in_flight, p.report.prefills, p.queued_tokens, p.tokens_per_s});
+    // The deadline counts the round trip too: keep a fifth of it for the network and the decode.
     const peer_pick pick = choose_peer(views, static_cast<uint32_t>(job.tokens.size()), job.kv.n_tokens,
-                                       lim_.min_remote_tokens);
+                                       lim_.min_remote_tokens, 0.8 * lim_.deadline_s);
     if (pick.peer < 0) {
       ++st().local_prefills;
       publish();
@@ -61,6 +62,7 @@ class link_logic {
     auto promise = pend.promise;
     st().in_flight.emplace(rid, std::move(pend));
     ++p.report.in_flight;
+    p.queued_tokens += rj.tokens.size();
     publish();
     auto* self = self_;
     const auto* ctx = ctx_;
@@ -122,7 +124,11 @@ class link_logic {
     if (!r.error.empty()) return fail_over(d.id, "its KV stream was refused: " + r.error);
     auto& peer = st().peers[p.peer];
     const double round_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.sent).count();
-    if (peer.report.in_flight > 0) --peer.report.in_flight;
+    settle(peer, p.job.tokens.size());
+    if (d.prefill_ms > 0) {
+      const double rate = p.job.tokens.size() / (d.prefill_ms / 1000);
+      peer.tokens_per_s = peer.tokens_per_s > 0 ? 0.8 * peer.tokens_per_s + 0.2 * rate : rate;
+    }
     ++peer.report.prefills;
     peer.report.bytes += d.bytes;
     peer.report.prefill_s += d.prefill_ms / 1000;
@@ -139,6 +145,12 @@ class link_logic {
     promise.deliver(std::move(out));
   }
 
+  /// One of the peer's prefills is no longer in flight.
+  static void settle(peer& p, size_t tokens) {
+    if (p.report.in_flight > 0) --p.report.in_flight;
+    p.queued_tokens -= std::min<uint64_t>(p.queued_tokens, tokens);
+  }
+
   /// A remote prefill that will not come back in time: its prompt is prefilled here.
   void fail_over(uint64_t rid, const std::string& why) {
     auto it = st().in_flight.find(rid);
@@ -146,7 +158,7 @@ class link_logic {
     auto p = std::move(it->second);
     st().in_flight.erase(it);
     auto& peer = st().peers[p.peer];
-    if (peer.report.in_flight > 0) --peer.report.in_flight;
+    settle(peer, p.job.tokens.size());
     ++peer.report.failovers;
     ++st().local_prefills;
     log_warn("node link: request " + std::to_string(p.job.id) + " on " + peer.address.text() + ": " + why +
@@ -162,6 +174,7 @@ class link_logic {
     if (p.service) self_->demonitor(p.service.address());
     p.service = node_service_actor{};
     p.state = "down";
+    p.tokens_per_s = 0;  // a replacement may run at another rate
     p.report.reason = why;
     p.ping_pending = false;
     ++p.epoch;

@@ -5,18 +5,28 @@
 
 namespace fw {
 
-peer_pick choose_peer(std::span<const peer_view> peers, uint32_t tokens, uint32_t cached, uint32_t min_remote) {
+peer_pick choose_peer(std::span<const peer_view> peers, uint32_t tokens, uint32_t cached, uint32_t min_remote,
+                      double deadline_s) {
   if (cached > 0) return {-1, "its prefix is cached here"};
   if (tokens == 0 || tokens < min_remote) return {-1, "shorter than [node] min_remote_tokens"};
+  auto finish_s = [&](const peer_view& p) {
+    return p.tokens_per_s > 0 ? static_cast<double>(p.queued_tokens + tokens) / p.tokens_per_s : 0.0;
+  };
   int best = -1;
   for (int i = 0; i < static_cast<int>(peers.size()); ++i) {
     const auto& p = peers[i];
     if (!p.connected) continue;
-    if (best < 0 || p.in_flight < peers[best].in_flight ||
-        (p.in_flight == peers[best].in_flight && p.served < peers[best].served))
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    const auto& b = peers[best];
+    const double fp = finish_s(p), fb = finish_s(b);
+    if (fp < fb || (fp == fb && (p.in_flight < b.in_flight || (p.in_flight == b.in_flight && p.served < b.served))))
       best = i;
   }
   if (best < 0) return {-1, peers.empty() ? "no prefill node configured" : "no prefill node connected"};
+  if (finish_s(peers[best]) > deadline_s) return {-1, "the prefill nodes are too far behind for the deadline"};
   return {best, ""};
 }
 

@@ -13,6 +13,8 @@ struct peer_view {
   bool connected = false;  ///< the handshake passed and the last heartbeat was answered
   uint32_t in_flight = 0;  ///< its prefills not yet back
   uint64_t served = 0;     ///< its prefills so far (ties go to the less used peer)
+  uint64_t queued_tokens = 0;  ///< prompt tokens of its prefills in flight
+  double tokens_per_s = 0;     ///< its measured prefill rate; 0: not measured yet
 };
 
 struct peer_pick {
@@ -21,9 +23,12 @@ struct peer_pick {
 };
 
 /// A prompt of `tokens` new tokens, `cached` of them already in the local KV (a prefix-cache hit:
-/// the remote node cannot see them, so the prompt stays local), goes to the connected peer with
-/// the fewest prefills in flight; locally when it is shorter than min_remote or no peer is up.
-peer_pick choose_peer(std::span<const peer_view> peers, uint32_t tokens, uint32_t cached, uint32_t min_remote);
+/// the remote node cannot see them, so the prompt stays local), goes to the connected peer that
+/// is expected to finish it first (its queued tokens and this prompt at its measured rate; then
+/// the fewest in flight, then the least used); locally when it is shorter than min_remote, no
+/// peer is up, or even that peer would finish it past deadline_s (it would fail over anyway).
+peer_pick choose_peer(std::span<const peer_view> peers, uint32_t tokens, uint32_t cached, uint32_t min_remote,
+                      double deadline_s = 1e300);
 
 /// The wait before attempt `failures` + 1 to reach a peer: base_s doubled per failure, capped.
 double reconnect_delay_s(uint32_t failures, double base_s, double max_s);

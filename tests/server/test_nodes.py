@@ -19,7 +19,10 @@ import openai
 sys.path.insert(0, os.path.dirname(__file__))
 from fw_server import MODEL_ID, SOURCE_DIR, PrefillNode, Server, metric, metrics, post, wait_until  # noqa: E402
 
-FAST = "[node]\nheartbeat_ms = 100\nheartbeat_timeout_ms = 1000\nreconnect_ms = 50\nreconnect_max_ms = 400\n"
+# Fast heartbeats and reconnects; a deadline long enough that only a lost node fails prompts over
+# (16 long prompts queue for several seconds on one prefill process).
+FAST = ("[node]\nheartbeat_ms = 100\nheartbeat_timeout_ms = 1000\nreconnect_ms = 50\nreconnect_max_ms = 400\n"
+        "deadline_ms = 60000\n")
 WORDS = ("river stone lantern orbit meadow copper violet engine harbor whisper summit basket thunder "
          "mirror garden falcon").split()
 
@@ -73,7 +76,8 @@ class Nodes(unittest.TestCase):
                     model=MODEL_ID, prompt=p, max_tokens=16, temperature=0).choices[0].text, SHORT))
             self.assertEqual(got, self.short)
             self.assertEqual(complete_all(dn.port, LONG[:4]), self.long[:4])
-            self.assertEqual(peer_series(dn.port, "flywheel:node_peer_prefills_total"), {pn.address: 12})
+            self.assertEqual(peer_series(dn.port, "flywheel:node_peer_prefills_total"), {pn.address: 12},
+                             "".join(dn.stderr_lines))
             self.assertEqual(metric(dn.port, "flywheel:node_local_prefills_total"), 0)
             self.assertGreater(metric(dn.port, "flywheel:node_peer_transfer_bytes_total"), 12 * 40)
             self.assertIn("connected", pn.log())
@@ -106,12 +110,14 @@ class Nodes(unittest.TestCase):
             self.assertLess(remote, 16)
             self.assertEqual(remote + local, 16)
             self.assertGreaterEqual(metric(dn.port, "flywheel:node_peer_failovers_total"), 1)
+            self.assertIn("lost: connection lost", "".join(dn.stderr_lines))
             self.assertTrue(wait_until(lambda: metric(dn.port, "flywheel:node_peer_connected") == 0, 10))
             self.assertEqual(complete_all(dn.port, SHORT[:2]), self.short[:2])  # served alone meanwhile
 
             with PrefillNode(port) as back:
                 self.assertTrue(wait_until(lambda: metric(dn.port, "flywheel:node_peer_connected") == 1, 30))
-                self.assertEqual(complete_all(dn.port, SHORT[:4]), self.short[:4])
+                # (SHORT[:2] are in the prefix cache now: those stay local.)
+                self.assertEqual(complete_all(dn.port, SHORT[4:]), self.short[4:])
                 self.assertEqual(metric(dn.port, "flywheel:node_peer_prefills_total"), remote + 4)
                 self.assertGreaterEqual(metric(dn.port, "flywheel:node_peer_connects_total"), 2)
                 self.assertIn("connected", back.log())

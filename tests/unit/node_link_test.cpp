@@ -345,6 +345,18 @@ TEST(peer_choice, the_least_loaded_connected_peer_or_local_with_a_reason) {
   EXPECT_EQ(choose_peer({}, 100, 0, 1).reason, "no prefill node configured");
 }
 
+TEST(peer_choice, the_peer_expected_to_finish_first_and_local_when_all_would_miss_the_deadline) {
+  // 1000 tokens/s with 2000 queued, versus 500 tokens/s with nothing queued.
+  std::vector<peer_view> v{{true, 2, 5, 2000, 1000}, {true, 3, 0, 0, 500}};
+  EXPECT_EQ(choose_peer(v, 500, 0, 1, 3.0).peer, 1);   // 1.0 s vs 2.5 s
+  EXPECT_EQ(choose_peer(v, 3000, 0, 1, 10.0).peer, 0); // 5.0 s vs 6.0 s
+  const auto late = choose_peer(v, 3000, 0, 1, 4.0);
+  EXPECT_EQ(late.peer, -1);
+  EXPECT_NE(late.reason.find("deadline"), std::string::npos);
+  std::vector<peer_view> unmeasured{{true, 9, 0, 100000, 0}};
+  EXPECT_EQ(choose_peer(unmeasured, 3000, 0, 1, 0.1).peer, 0);  // no rate yet: no estimate
+}
+
 TEST(peer_choice, reconnect_backoff_doubles_to_its_cap) {
   EXPECT_DOUBLE_EQ(reconnect_delay_s(0, 0.1, 5), 0.1);
   EXPECT_DOUBLE_EQ(reconnect_delay_s(3, 0.1, 5), 0.8);
