@@ -129,7 +129,26 @@ TEST(config_test, unknown_section_lists_the_sections) {
   const auto msg = error_of("[model]\nctx_size = 512\n\n[schedular]\nmax_batch = 3\n");
   EXPECT_EQ(msg,
             "bad.toml:4:2: unknown section [schedular] (did you mean 'scheduler'?); allowed: model, "
-            "compute, kv_cache, sampling, scheduler, speculative, plugins, server, supervisor, rollout, alerts, logging, devices");
+            "compute, kv_cache, sampling, scheduler, speculative, plugins, server, supervisor, rollout, node, alerts, logging, devices");
+}
+
+TEST(config_test, node_roles_need_their_addresses_and_refuse_the_others) {
+  auto ok = config::from_string("[node]\nrole = \"decode\"\npeers = [\"127.0.0.1:7700\", \"[::1]:7701\"]\n", "n.toml");
+  ASSERT_TRUE(ok) << ok.err().message;
+  EXPECT_EQ(ok->node.peers.size(), 2u);
+  EXPECT_TRUE(config::from_string("[node]\nrole = \"prefill\"\nlisten = \"0.0.0.0:0\"\n", "n.toml"));
+  EXPECT_NE(error_of("[node]\nrole = \"decode\"\n").find("needs node.peers"), std::string::npos);
+  EXPECT_NE(error_of("[node]\nrole = \"prefill\"\n").find("needs node.listen"), std::string::npos);
+  EXPECT_NE(error_of("[node]\npeers = [\"127.0.0.1:7700\"]\n").find("role = \"both\" serves alone"), std::string::npos);
+  EXPECT_NE(error_of("[node]\nrole = \"decode\"\npeers = [\"localhost\"]\n").find("'localhost' is not HOST:PORT: no ':PORT'"),
+            std::string::npos);
+  EXPECT_NE(error_of("[node]\nrole = \"decode\"\npeers = [\"h:0\"]\n").find("port 0 names no peer"), std::string::npos);
+  EXPECT_NE(error_of("[node]\nrole = \"decode\"\npeers = [\"::1:7\"]\n").find("brackets"), std::string::npos);
+  EXPECT_NE(error_of("[node]\nrole = \"prefill\"\nlisten = \"h:99999\"\n").find("65535"), std::string::npos);
+  EXPECT_NE(error_of("[node]\nrole = \"server\"\n").find("allowed: both, prefill, decode"), std::string::npos);
+  config c;
+  EXPECT_FALSE(c.set("node.peers", "[\"127.0.0.1:1\"]"));  // role both: refused as a whole
+  EXPECT_TRUE(c.set_all({{"node.role", "decode"}, {"node.peers", "[\"127.0.0.1:1\"]"}}));
 }
 
 TEST(config_test, unknown_key_lists_the_allowed_keys) {

@@ -437,6 +437,8 @@ console_session::outcome console_session::cmd_devices() {
          << cfg_.scheduler.offload_after_tokens << " generated tokens finish here\n";
   if (&dev != &pre || engine_.offload_device())
     if (auto s = engine_.stats()) out_ << pd_line(*s);
+  const auto peers = engine_.peers();
+  if (!peers.empty()) out_ << format_peers(peers, engine_.local_prefills());
   out_.flush();
   return outcome::ok;
 }

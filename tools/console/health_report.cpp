@@ -1,5 +1,7 @@
 #include "tools/console/health_report.hpp"
 
+#include <cstdio>
+
 #include "runtime/supervise/rollout_breaker.hpp"
 #include "tools/console/format_line.hpp"
 
@@ -43,6 +45,21 @@ std::string format_rollout(const actors::scheduler_stats& s) {
                        static_cast<unsigned long long>(s.rollout_requests[i]), s.rollout_p99_ms[i],
                        s.rollout_error_rate[i] * 100, s.rollout_draft_failure[i] * 100);
   for (const auto& d : s.rollout_log) out += "  " + d + "\n";
+  return out;
+}
+
+std::string format_peers(const std::vector<actors::peer_report>& peers, uint64_t local_prefills) {
+  std::string out = "prefill nodes ([node] peers; " + std::to_string(local_prefills) + " prompts prefilled here):\n";
+  for (const auto& p : peers) {
+    char line[512];
+    const double ms = p.prefills ? 1000 * p.transfer_s / p.prefills : 0;
+    std::snprintf(line, sizeof line, "  %s  %s%s%s, %llu prefills, %.1f MB received, P->D %.1f ms avg, %llu failed over\n",
+                  p.address.c_str(), p.state.c_str(), p.name.empty() ? "" : (" (" + p.name + ")").c_str(),
+                  p.reason.empty() || p.state == "connected" ? "" : (": " + p.reason).c_str(),
+                  static_cast<unsigned long long>(p.prefills), p.bytes / 1e6, ms,
+                  static_cast<unsigned long long>(p.failovers));
+    out += line;
+  }
   return out;
 }
 
