@@ -22,6 +22,10 @@ struct peer_report {
   uint32_t in_flight = 0;
   double prefill_s = 0;      ///< its forward passes, summed
   double transfer_s = 0;     ///< prefill-to-decode latency summed: request round trip minus the forward passes, plus the decode into the pool
+  // transfer_s split: kv_encode and the sends on the prefill node, kv_decode here; the rest
+  // (transfer_s - encode_s - decode_s) is the network and message handling.
+  double encode_s = 0;
+  double decode_s = 0;
 };
 
 class node_board {

@@ -100,6 +100,7 @@ class link_logic {
       p.stream.assign(reinterpret_cast<const char*>(tmp.data()), tmp.size());
     }
     p.decoding = true;
+    p.decode_started = std::chrono::steady_clock::now();
     auto* self = self_;
     const auto* ctx = ctx_;
     const uint64_t rid = d.id;
@@ -123,7 +124,8 @@ class link_logic {
     p.decoding = false;
     if (!r.error.empty()) return fail_over(d.id, "its KV stream was refused: " + r.error);
     auto& peer = st().peers[p.peer];
-    const double round_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.sent).count();
+    const auto now = std::chrono::steady_clock::now();
+    const double round_s = std::chrono::duration<double>(now - p.sent).count();
     settle(peer, p.job.tokens.size());
     if (d.prefill_ms > 0) {
       const double rate = p.job.tokens.size() / (d.prefill_ms / 1000);
@@ -133,6 +135,8 @@ class link_logic {
     peer.report.bytes += d.bytes;
     peer.report.prefill_s += d.prefill_ms / 1000;
     peer.report.transfer_s += std::max(0.0, round_s - d.prefill_ms / 1000);
+    peer.report.encode_s += d.encode_ms / 1000;
+    peer.report.decode_s += std::chrono::duration<double>(now - p.decode_started).count();
     prefill_done out;
     out.id = p.job.id;
     out.kv = std::move(p.job.kv);

@@ -78,6 +78,7 @@ struct node_link_state {
     bool decoding = false;  ///< the stream is complete and with the decoder (its KV too)
     std::string stream;
     std::chrono::steady_clock::time_point sent;
+    std::chrono::steady_clock::time_point decode_started;
   };
   std::vector<peer> peers;
   std::unordered_map<uint64_t, pending> in_flight;  ///< by remote job id

@@ -187,19 +187,7 @@ engine_limits runtime_parts::limits() const {
     r.cooldown_s = cfg.rollout.cooldown_s;
     lim.rollout = r;
   }
-  if (cfg.node.role == node_role::decode) {
-    auto& n = lim.nodes;
-    for (const auto& text : cfg.node.peers)
-      if (auto a = parse_node_address(text)) n.peers.push_back(*a);  // validated with the config
-    n.heartbeat_s = cfg.node.heartbeat_ms / 1000.0;
-    n.heartbeat_timeout_s = cfg.node.heartbeat_timeout_ms / 1000.0;
-    n.reconnect_s = cfg.node.reconnect_ms / 1000.0;
-    n.reconnect_max_s = cfg.node.reconnect_max_ms / 1000.0;
-    n.deadline_s = cfg.node.deadline_ms / 1000.0;
-    n.chunk_bytes = cfg.node.chunk_kib * 1024;
-    n.min_remote_tokens = cfg.node.min_remote_tokens;
-    if (device) n.self = node_identity("decode node");
-  }
+  if (cfg.node.role == node_role::decode) lim.nodes = node_limits_of(cfg.node);
   lim.offload.min_generated = cfg.scheduler.offload_after_tokens;
   lim.offload.max_free_share = cfg.scheduler.offload_below_free_share;
   // The prefix cache lives where prompts are prefilled.
@@ -207,6 +195,21 @@ engine_limits runtime_parts::limits() const {
   if (cache_home)
     lim.prefix_cache_blocks = static_cast<uint32_t>(cfg.kv_cache.prefix_cache_share * cache_home->kv_pool().total_blocks());
   return lim;
+}
+
+node_limits runtime_parts::node_limits_of(const node_section& node) const {
+  node_limits n;
+  for (const auto& text : node.peers)
+    if (auto a = parse_node_address(text)) n.peers.push_back(*a);  // validated with the config
+  n.heartbeat_s = node.heartbeat_ms / 1000.0;
+  n.heartbeat_timeout_s = node.heartbeat_timeout_ms / 1000.0;
+  n.reconnect_s = node.reconnect_ms / 1000.0;
+  n.reconnect_max_s = node.reconnect_max_ms / 1000.0;
+  n.deadline_s = node.deadline_ms / 1000.0;
+  n.chunk_bytes = node.chunk_kib * 1024;
+  n.min_remote_tokens = node.min_remote_tokens;
+  if (device) n.self = node_identity("decode node");
+  return n;
 }
 
 device_identity runtime_parts::node_identity(const std::string& role) const {

@@ -89,6 +89,9 @@ class runtime_parts {
   /// This process as a node of several ([node]): `role` ("decode node") and the device, the
   /// model fingerprint and KV shape, for the handshake between nodes (pair_check).
   [[nodiscard]] device_identity node_identity(const std::string& role) const;
+  /// The node limits of a decode node configured by `node` (its peers, heartbeats, deadline,
+  /// chunk size) with node_identity("decode node"); limits() uses it for [node] role decode.
+  [[nodiscard]] node_limits node_limits_of(const node_section& node) const;
   /// The kernel threads of the target's backend (drafts and fit-draft compute on them).
   [[nodiscard]] std::shared_ptr<cpu::thread_pool> threads() const;
 };

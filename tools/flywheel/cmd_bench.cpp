@@ -20,6 +20,7 @@
 
 #include "tools/flywheel/bench_concurrency.hpp"
 #include "tools/flywheel/bench_mixed.hpp"
+#include "tools/flywheel/bench_nodes.hpp"
 #include "tools/flywheel/bench_server.hpp"
 
 #include "kernels/cpu/cpu_features.hpp"
@@ -354,10 +355,44 @@ static int bench_server_main(const arg_parser& args) {
   return 0;
 }
 
+/// Prints (or with --json dumps) a workload result and writes it to --out.
+int finish_workload(const arg_parser& args, const nlohmann::json& r, void (*print)(const nlohmann::json&)) {
+  if (args.on("json")) std::printf("%s\n", r.dump(1).c_str());
+  else print(r);
+  if (args.has("out")) {
+    std::FILE* f = std::fopen(args.str("out").c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "bench: cannot write %s\n", args.str("out").c_str());
+      return 1;
+    }
+    std::fprintf(f, "%s\n", r.dump(1).c_str());
+    std::fclose(f);
+  }
+  return 0;
+}
+
+/// `flywheel bench --workload nodes`: bench_nodes.hpp.
+int bench_nodes_main(const arg_parser& args, runtime_parts& s) {
+  nodes_bench_options o;
+  auto reps = args.integer("reps");
+  if (!reps || *reps < 1 || *reps > 1000) {
+    std::fprintf(stderr, "bench: --reps in [1, 1000]\n");
+    return 2;
+  }
+  o.reps = static_cast<int>(*reps);
+  auto r = run_nodes_bench(s, o);
+  if (!r) {
+    std::fprintf(stderr, "bench: %s\n", r.err().what().c_str());
+    return 1;
+  }
+  return finish_workload(args, *r, print_nodes_bench);
+}
+
 /// `flywheel bench --workload mixed`: bench_mixed.hpp.
 int bench_mixed_main(const arg_parser& args, runtime_parts& s) {
+  if (args.str("workload") == "nodes") return bench_nodes_main(args, s);
   if (args.str("workload") != "mixed") {
-    std::fprintf(stderr, "bench: --workload '%s' is not known; allowed: mixed\n", args.str("workload").c_str());
+    std::fprintf(stderr, "bench: --workload '%s' is not known; allowed: mixed, nodes\n", args.str("workload").c_str());
     return 2;
   }
   mixed_bench_options o;
@@ -376,18 +411,7 @@ int bench_mixed_main(const arg_parser& args, runtime_parts& s) {
     std::fprintf(stderr, "bench: %s\n", r.err().what().c_str());
     return 1;
   }
-  if (args.on("json")) std::printf("%s\n", r->dump(1).c_str());
-  else print_mixed_bench(*r);
-  if (args.has("out")) {
-    std::FILE* f = std::fopen(args.str("out").c_str(), "w");
-    if (!f) {
-      std::fprintf(stderr, "bench: cannot write %s\n", args.str("out").c_str());
-      return 1;
-    }
-    std::fprintf(f, "%s\n", r->dump(1).c_str());
-    std::fclose(f);
-  }
-  return 0;
+  return finish_workload(args, *r, print_mixed_bench);
 }
 
 int cmd_bench(int argc, char** argv) {
@@ -407,7 +431,9 @@ int cmd_bench(int argc, char** argv) {
       .option("max-tokens", "--server: max_tokens per request", "64")
       .option("api-key", "--server: sent as Authorization: Bearer KEY")
       .option("workload", "mixed: prefill/decode separation - Poisson short chats, long prompts and long "
-                          "generations through co-located, logical and physical configurations in one run")
+                          "generations through co-located, logical and physical configurations in one run; "
+                          "nodes: several machines - KV transfer between a prefill and a decode node over "
+                          "loopback vs raw TCP, and the transfer share of 256- and 1024-token generations")
       .option("chat-rate", "--workload mixed: short chat arrivals per second (Poisson)", "2")
       .option("long-rate", "--workload mixed: long-prompt arrivals per second", "0.1")
       .option("models", "compare several GGUF files (comma list, e.g. a Q8_0 and a W8A8 file) in one run: ratios vs the first")
