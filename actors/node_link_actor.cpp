@@ -8,7 +8,7 @@
 #include "actors/prefill_actor.hpp"
 #include "actors/protocol/errc_error.hpp"
 #include "runtime/base/log.hpp"
-#include "runtime/kv/kv_codec.hpp"
+#include "runtime/kv/kv_stream_reader.hpp"
 #include "runtime/sched/peer_choice.hpp"
 
 namespace fw::actors {
@@ -75,44 +75,59 @@ class link_logic {
     return promise;
   }
 
+  /// A piece of a request's stream: straight to the decoder, which writes it into the pool
+  /// while the rest is on the way.
   void chunk(kv_chunk& c) {
     auto it = st().in_flight.find(c.id);
     if (it == st().in_flight.end()) return;  // redone here already
     auto& p = it->second;
-    if (c.seq != p.next_seq) p.out_of_order = true;
-    ++p.next_seq;
-    p.stream += c.bytes;
+    if (p.aborting || p.finishing || p.out_of_order) return;
+    if (c.seq != p.next_seq++) {
+      p.out_of_order = true;  // the reply fails it over
+      return;
+    }
+    if (ctx_->faults && ctx_->faults->damage_kv_stream) {
+      std::vector<std::byte> tmp(reinterpret_cast<const std::byte*>(c.bytes.data()),
+                                 reinterpret_cast<const std::byte*>(c.bytes.data()) + c.bytes.size());
+      ctx_->faults->damage_kv_stream(p.job.id, tmp);
+      c.bytes.assign(reinterpret_cast<const char*>(tmp.data()), tmp.size());
+    }
+    p.received += c.bytes.size();
+    kv_stream_part part{c.id, std::move(c.bytes), !p.decoding, {}};
+    if (!p.decoding) {
+      part.kv = std::move(p.job.kv);
+      p.job.kv = {};
+      p.decoding = true;
+    }
+    self_->send(st().decoder, transfer_atom::value, std::move(part));
   }
 
+  /// The prefill node's reply, after its last chunk: the decoder checks the stream's length and
+  /// checksum and hands the KV back.
   void remote_done(remote_prefill_done& d) {
     auto it = st().in_flight.find(d.id);
     if (it == st().in_flight.end()) return;
     auto& p = it->second;
     if (!d.error.empty()) return fail_over(d.id, "the prefill node failed: " + d.error);
-    if (p.out_of_order || d.chunks != p.next_seq || d.bytes != p.stream.size())
-      return fail_over(d.id, "the KV stream arrived incomplete (" + std::to_string(p.stream.size()) + " of " +
+    if (p.out_of_order || d.chunks != p.next_seq || d.bytes != p.received || !p.decoding)
+      return fail_over(d.id, "the KV stream arrived incomplete (" + std::to_string(p.received) + " of " +
                                  std::to_string(d.bytes) + " bytes, " + std::to_string(p.next_seq) + " of " +
-                                 std::to_string(d.chunks) + " chunks)");
-    if (ctx_->faults && ctx_->faults->damage_kv_stream) {
-      std::vector<std::byte> tmp(reinterpret_cast<const std::byte*>(p.stream.data()),
-                                 reinterpret_cast<const std::byte*>(p.stream.data()) + p.stream.size());
-      ctx_->faults->damage_kv_stream(p.job.id, tmp);
-      p.stream.assign(reinterpret_cast<const char*>(tmp.data()), tmp.size());
-    }
-    p.decoding = true;
-    p.decode_started = std::chrono::steady_clock::now();
+                                 std::to_string(d.chunks) + " chunks" + (p.out_of_order ? ", out of order" : "") + ")");
+    p.finishing = true;
+    p.finish_sent = std::chrono::steady_clock::now();
     auto* self = self_;
     const auto* ctx = ctx_;
     const uint64_t rid = d.id;
-    self_->request(st().decoder, caf::infinite, transfer_atom::value, kv_stream_job{rid, std::move(p.stream), std::move(p.job.kv)})
+    self_->request(st().decoder, caf::infinite, transfer_atom::value, kv_stream_end{rid, d.payload_crc, false})
         .then([self, ctx, d](kv_stream_done& r) { link_logic(self, ctx).decoded(d, r); },
-              [self, ctx, rid](caf::error& err) {
-                // The decoder died with the request's KV handle: the supervisor restarts this
-                // link with it, and the scheduler re-admits what it held.
-                log_warn("node link: the KV decoder failed on request " + std::to_string(rid) + ": " +
-                         from_caf_error(err).message);
-                self->quit(caf::exit_reason::unhandled_exception);
-              });
+              [self, rid](caf::error& err) { decoder_failed(self, rid, err); });
+  }
+
+  /// The decoder died with a request's KV handle: the supervisor restarts this link with it,
+  /// and the scheduler re-admits what it held.
+  static void decoder_failed(self_ptr self, uint64_t rid, const caf::error& err) {
+    log_warn("node link: the KV decoder failed on request " + std::to_string(rid) + ": " + from_caf_error(err).message);
+    self->quit(caf::exit_reason::unhandled_exception);
   }
 
   /// The decoder is back with the request's KV.
@@ -121,8 +136,14 @@ class link_logic {
     if (it == st().in_flight.end()) return;
     auto& p = it->second;
     p.job.kv = std::move(r.kv);
-    p.decoding = false;
+    p.decoding = p.finishing = false;
     if (!r.error.empty()) return fail_over(d.id, "its KV stream was refused: " + r.error);
+    if (p.job.kv.n_tokens != p.job.tokens.size()) {
+      const uint32_t got = p.job.kv.n_tokens;
+      (void)ctx_->device->kv_pool().set_length(p.job.kv, 0);  // its rows count for nothing
+      return fail_over(d.id, "its KV stream holds " + std::to_string(got) + " tokens, the prompt " +
+                                 std::to_string(p.job.tokens.size()));
+    }
     auto& peer = st().peers[p.peer];
     const auto now = std::chrono::steady_clock::now();
     const double round_s = std::chrono::duration<double>(now - p.sent).count();
@@ -136,7 +157,7 @@ class link_logic {
     peer.report.prefill_s += d.prefill_ms / 1000;
     peer.report.transfer_s += std::max(0.0, round_s - d.prefill_ms / 1000);
     peer.report.encode_s += d.encode_ms / 1000;
-    peer.report.decode_s += std::chrono::duration<double>(now - p.decode_started).count();
+    peer.report.decode_s += std::chrono::duration<double>(now - p.finish_sent).count();
     prefill_done out;
     out.id = p.job.id;
     out.kv = std::move(p.job.kv);
@@ -155,10 +176,35 @@ class link_logic {
     p.queued_tokens -= std::min<uint64_t>(p.queued_tokens, tokens);
   }
 
-  /// A remote prefill that will not come back in time: its prompt is prefilled here.
+  /// A remote prefill that will not come back in time, or whose stream is refused: its prompt is
+  /// prefilled here. A stream the decoder has open is closed first (its KV comes back); one
+  /// whose end is with the decoder settles by itself.
   void fail_over(uint64_t rid, const std::string& why) {
     auto it = st().in_flight.find(rid);
-    if (it == st().in_flight.end() || it->second.decoding) return;  // a decoding stream ends by itself
+    if (it == st().in_flight.end() || it->second.finishing || it->second.aborting) return;
+    if (it->second.decoding) {
+      it->second.aborting = true;
+      auto* self = self_;
+      const auto* ctx = ctx_;
+      self_->request(st().decoder, caf::infinite, transfer_atom::value, kv_stream_end{rid, 0, true})
+          .then(
+              [self, ctx, rid, why](kv_stream_done& r) {
+                link_logic l(self, ctx);
+                auto at = l.st().in_flight.find(rid);
+                if (at == l.st().in_flight.end()) return;
+                at->second.job.kv = std::move(r.kv);
+                at->second.decoding = at->second.aborting = false;
+                l.redo(rid, why);
+              },
+              [self, rid](caf::error& err) { decoder_failed(self, rid, err); });
+      return;
+    }
+    redo(rid, why);
+  }
+
+  void redo(uint64_t rid, const std::string& why) {
+    auto it = st().in_flight.find(rid);
+    if (it == st().in_flight.end()) return;
     auto p = std::move(it->second);
     st().in_flight.erase(it);
     auto& peer = st().peers[p.peer];
@@ -186,7 +232,7 @@ class link_logic {
     log_warn("node link: prefill node " + p.address.text() + " lost: " + why + "; prompts are prefilled here");
     std::vector<uint64_t> mine;
     for (const auto& [rid, pend] : st().in_flight)
-      if (pend.peer == i && !pend.decoding) mine.push_back(rid);
+      if (pend.peer == i && !pend.finishing && !pend.aborting) mine.push_back(rid);
     for (uint64_t rid : mine) fail_over(rid, "the prefill node was lost (" + why + ")");
     publish();
   }
@@ -287,14 +333,33 @@ node_link_actor::behavior_type node_link(self_ptr self, const engine_context* ct
   st.hello = node_hello{node_protocol_version, "decode", ctx->limits.nodes.self};
   st.local = self->spawn<caf::detached + caf::linked>(prefill_worker, ctx, ctx->device, false);
   st.decoder = self->spawn<caf::detached + caf::linked>([ctx]() -> kv_stream_decoder::behavior_type {
-    return {[ctx](transfer_atom, kv_stream_job& j) {
-      kv_stream_done r;
-      r.id = j.id;
-      const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(j.stream.data()), j.stream.size());
-      if (auto ok = kv_decode(bytes, ctx->device->kv_pool(), j.kv); !ok) r.error = ok.err().message;
-      r.kv = std::move(j.kv);
-      return r;
-    }};
+    auto open = std::make_shared<std::unordered_map<uint64_t, kv_stream_reader>>();
+    return {
+        [ctx, open](transfer_atom, kv_stream_part& part) {
+          auto it = open->find(part.id);
+          if (it == open->end()) {
+            if (!part.first) return;
+            it = open->emplace(part.id, kv_stream_reader(ctx->device->kv_pool(), std::move(part.kv))).first;
+          }
+          // An error sticks in the reader and is the verdict at the end.
+          (void)it->second.feed(std::span<const std::byte>(reinterpret_cast<const std::byte*>(part.bytes.data()),
+                                                            part.bytes.size()));
+        },
+        [open](transfer_atom, kv_stream_end& e) {
+          kv_stream_done r;
+          r.id = e.id;
+          auto it = open->find(e.id);
+          if (it == open->end()) {
+            r.error = "no stream is open for request " + std::to_string(e.id);
+            return r;
+          }
+          if (!e.abort)
+            if (auto ok = it->second.finish(e.payload_crc); !ok) r.error = ok.err().message;
+          r.kv = it->second.take();
+          open->erase(it);
+          return r;
+        },
+    };
   });
   for (const auto& a : ctx->limits.nodes.peers) {
     node_link_state::peer p;

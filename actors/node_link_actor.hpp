@@ -29,26 +29,37 @@ namespace fw::actors {
 
 using node_link_actor = prefill_actor::extend<caf::reacts_to<chunk_atom, kv_chunk>, caf::reacts_to<tick_atom>>;
 
-/// A received stream to decode into the decode pool (kv is the request's reservation; it comes
-/// back in the reply, unchanged when the stream is refused).
-struct kv_stream_job {
+/// The node link's detached helper that decodes each request's KV stream into the decode pool
+/// piece by piece as the chunks arrive (kv_stream_reader). The first piece brings the request's
+/// reservation; the end (or an abort) returns it, with the stream's length set when it decoded.
+/// (The link itself is scheduled: an actor that has talked to another node is held by the network
+/// layer until it stops, which a detached one would block the actor system's shutdown on.)
+struct kv_stream_part {
   uint64_t id = 0;
-  std::string stream;
+  std::string bytes;
+  bool first = false;  ///< opens the request's stream, with its KV reservation
   kv_handle kv;
+};
+struct kv_stream_end {
+  uint64_t id = 0;
+  uint32_t payload_crc = 0;
+  bool abort = false;  ///< the stream is given up: hand the KV back as it is
 };
 struct kv_stream_done {
   uint64_t id = 0;
   kv_handle kv;
-  std::string error;  ///< empty: decoded
+  std::string error;  ///< empty: decoded (kv's length set)
 };
-/// The node link's detached helper that runs kv_decode (the link itself is scheduled: an actor
-/// that has talked to another node is held by the network layer until it stops, which a
-/// detached one would block the actor system's shutdown on).
-using kv_stream_decoder = caf::typed_actor<caf::replies_to<transfer_atom, kv_stream_job>::with<kv_stream_done>>;
+using kv_stream_decoder = caf::typed_actor<caf::reacts_to<transfer_atom, kv_stream_part>,
+                                           caf::replies_to<transfer_atom, kv_stream_end>::with<kv_stream_done>>;
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, kv_stream_job& x) {
-  return f(caf::meta::type_name("fw::actors::kv_stream_job"), x.id, x.stream, x.kv);
+typename Inspector::result_type inspect(Inspector& f, kv_stream_part& x) {
+  return f(caf::meta::type_name("fw::actors::kv_stream_part"), x.id, x.bytes, x.first, x.kv);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kv_stream_end& x) {
+  return f(caf::meta::type_name("fw::actors::kv_stream_end"), x.id, x.payload_crc, x.abort);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kv_stream_done& x) {
@@ -75,10 +86,12 @@ struct node_link_state {
     size_t peer = 0;
     uint32_t next_seq = 0;
     bool out_of_order = false;
-    bool decoding = false;  ///< the stream is complete and with the decoder (its KV too)
-    std::string stream;
+    bool decoding = false;   ///< the decoder has its stream open (and its KV: job.kv is empty)
+    bool finishing = false;  ///< every chunk is in; the decoder's verdict comes back by itself
+    bool aborting = false;   ///< given up; waiting for the decoder to hand the KV back
+    uint64_t received = 0;   ///< stream bytes passed to the decoder
     std::chrono::steady_clock::time_point sent;
-    std::chrono::steady_clock::time_point decode_started;
+    std::chrono::steady_clock::time_point finish_sent;
   };
   std::vector<peer> peers;
   std::unordered_map<uint64_t, pending> in_flight;  ///< by remote job id

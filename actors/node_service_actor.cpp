@@ -7,7 +7,7 @@
 #include "actors/protocol/errc_error.hpp"
 #include "runtime/base/log.hpp"
 #include "runtime/device/prefill.hpp"
-#include "runtime/kv/kv_codec.hpp"
+#include "runtime/kv/kv_stream_writer.hpp"
 
 namespace fw::actors {
 
@@ -29,40 +29,49 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 namespace {
 
-/// Prefills a job into the node's pool, encodes it and releases the KV (detached: the forward
-/// passes block its own thread).
-node_prefill_worker::behavior_type prefill_encoder(node_prefill_worker::pointer, node_service_config cfg) {
+/// Prefills a job into the node's pool, streams its KV to the service in chunks and releases
+/// it (detached: the forward passes block its own thread).
+node_prefill_worker::behavior_type prefill_encoder(node_prefill_worker::pointer self, node_service_config cfg) {
   return {
-      [cfg](prefill_atom, remote_prefill_job& job) {
-        remote_prefill_result r;
-        r.done.id = job.id;
+      [self, cfg](prefill_atom, remote_prefill_job& job) {
+        remote_prefill_done r;
+        r.id = job.id;
         if (job.wire > static_cast<uint8_t>(kv_wire::int8)) {
-          r.done.error = "unknown KV wire " + std::to_string(job.wire);
+          r.error = "unknown KV wire " + std::to_string(job.wire);
           return r;
         }
         kv_block_pool& pool = cfg.device->kv_pool();
         auto kv = pool.allocate(static_cast<uint32_t>(job.tokens.size()));
         if (!kv) {
-          r.done.error = "the prefill node's KV pool is full";
+          r.error = "the prefill node's KV pool is full";
           return r;
         }
         if (cfg.before_prefill) cfg.before_prefill(job.id);
         const auto t0 = std::chrono::steady_clock::now();
         forward_result out;
         auto ok = prefill_tokens(*cfg.device, *kv, job.tokens.data(), job.tokens.size(), 0, cfg.prefill_chunk, out);
-        r.done.prefill_ms = ms_since(t0);
-        if (!out.entropy.empty() && !job.tokens.empty()) r.done.attention_entropy = out.entropy.back();
+        r.prefill_ms = ms_since(t0);
+        if (!out.entropy.empty() && !job.tokens.empty()) r.attention_entropy = out.entropy.back();
         const auto t1 = std::chrono::steady_clock::now();
         if (!ok) {
-          r.done.error = ok.err().message;
-        } else if (auto stream = kv_encode(pool, *kv, static_cast<kv_wire>(job.wire)); !stream) {
-          r.done.error = stream.err().message;
+          r.error = ok.err().message;
+        } else if (auto w = kv_stream_writer::open(pool, *kv, static_cast<kv_wire>(job.wire)); !w) {
+          r.error = w.err().message;
         } else {
-          r.stream.assign(reinterpret_cast<const char*>(stream->data()), stream->size());
-          r.done.bytes = stream->size();
+          // The service forwards each chunk as it comes: the first are on the network while the
+          // rest are encoded.
+          auto service = caf::actor_cast<node_chunk_sink>(self->current_sender());
+          const size_t step = std::max<uint32_t>(job.chunk_bytes, 4096);
+          while (!w->done()) {
+            kv_chunk c{job.id, r.chunks++, std::string(std::min<uint64_t>(step, w->size() - w->written()), '\0')};
+            w->read(reinterpret_cast<std::byte*>(c.bytes.data()), c.bytes.size());
+            self->send(service, chunk_atom::value, std::move(c));
+          }
+          r.bytes = w->size();
+          r.payload_crc = w->payload_crc();
         }
         if (auto rel = pool.release(*kv); !rel) log_warn("prefill node: releasing a prefill's KV: " + rel.err().message);
-        r.done.encode_ms = ms_since(t1);
+        r.encode_ms = ms_since(t1);
         return r;
       },
   };
@@ -94,6 +103,13 @@ node_service_actor::behavior_type node_service(node_service_actor::stateful_poin
         return mine;
       },
       [=](ping_atom) { return ok_atom::value; },
+      [=](chunk_atom, kv_chunk& c) {
+        if (caf::actor_cast<caf::actor_addr>(self->current_sender()) != self->state.worker.address()) return;  // only its own worker's
+        auto it = self->state.out.find(c.id);
+        if (it == self->state.out.end()) return;
+        c.id = it->second.id;
+        self->send(it->second.dest, chunk_atom::value, std::move(c));
+      },
       [=](prefill_atom, remote_prefill_job& job) -> caf::result<remote_prefill_done> {
         auto sender = self->current_sender();
         if (!sender || !self->state.accepted.count(to_string(sender->node()))) {
@@ -103,27 +119,23 @@ node_service_actor::behavior_type node_service(node_service_actor::stateful_poin
           done.error = "this node did not pass the handshake (send hello first)";
           return done;
         }
-        // The worker prefills and encodes; this actor stays free for hellos and heartbeats, and
-        // sends the stream (the worker never talks to another node).
+        // The worker prefills and streams; this actor stays free for hellos and heartbeats, and
+        // forwards the chunks (the worker never talks to another node).
         auto promise = self->make_response_promise<remote_prefill_done>();
-        auto dest = caf::actor_cast<node_chunk_sink>(sender);
-        const uint32_t step = std::max<uint32_t>(job.chunk_bytes, 4096);
+        const uint64_t theirs = job.id, mine = ++self->state.next_job;
+        self->state.out[mine] = {caf::actor_cast<node_chunk_sink>(sender), theirs};
+        job.id = mine;
         self->request(self->state.worker, caf::infinite, prefill_atom::value, std::move(job))
-            .then([=](remote_prefill_result& r) mutable {
-              const auto t0 = std::chrono::steady_clock::now();
-              const char* p = r.stream.data();
-              for (size_t at = 0; at < r.stream.size(); at += step) {
-                kv_chunk c{r.done.id, r.done.chunks++, std::string(p + at, std::min<size_t>(step, r.stream.size() - at))};
-                self->send(dest, chunk_atom::value, std::move(c));
-              }
-              r.done.encode_ms += ms_since(t0);
-              if (r.done.error.empty()) {
+            .then([=](remote_prefill_done& r) mutable {
+              self->state.out.erase(mine);
+              r.id = theirs;
+              if (r.error.empty()) {
                 count(&node_service_counters::prefills);
-                count(&node_service_counters::bytes, r.done.bytes);
+                count(&node_service_counters::bytes, r.bytes);
               } else {
                 count(&node_service_counters::failed);
               }
-              promise.deliver(std::move(r.done));
+              promise.deliver(std::move(r));
             });
         return promise;
       },

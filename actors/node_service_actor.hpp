@@ -1,8 +1,8 @@
 // node_service_actor: the prefill node's side of several nodes. Published on [node] listen by
 // actors/prefill_node; a decode node connects, says hello (the handshake is refused, naming both
 // sides, on another protocol version, model file, KV format or shape), then sends prompts: each
-// is prefilled into this node's own KV pool, encoded with kv_codec, sent back in chunks and
-// released. The service runs on CAF's scheduler and answers hellos and heartbeats at once; the
+// is prefilled into this node's own KV pool, encoded with kv_codec piece by piece while the
+// chunks already encoded go out, and released. The service runs on CAF's scheduler and answers hellos and heartbeats at once; the
 // forward passes run on its linked detached worker, one job at a time. (An actor that talks to
 // another node is held by the network layer until it stops: a detached one would block the
 // actor system's shutdown.) Garbage on the port never
@@ -17,6 +17,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "actors/protocol/node_protocol.hpp"
 #include "runtime/device/backend.hpp"
@@ -37,23 +38,22 @@ struct node_service_config {
   std::function<void(uint64_t job)> before_prefill;  ///< tests: a slow or stalled node
 };
 
-/// The service's detached helper: prefill + kv_encode of one job, the stream in the reply.
-struct remote_prefill_result {
-  remote_prefill_done done;
-  std::string stream;
-};
+/// The service's detached helper: the prefill of one job, then its KV stream encoded piece by
+/// piece (kv_stream_writer) and sent to the service as (chunk_atom, kv_chunk) while it encodes
+/// the rest, then the reply. The job's id is the service's own (see node_service_state::out).
 using node_prefill_worker =
-    caf::typed_actor<caf::replies_to<prefill_atom, remote_prefill_job>::with<remote_prefill_result>>;
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, remote_prefill_result& x) {
-  return f(caf::meta::type_name("fw::actors::remote_prefill_result"), x.done, x.stream);
-}
+    caf::typed_actor<caf::replies_to<prefill_atom, remote_prefill_job>::with<remote_prefill_done>>;
 
 struct node_service_state {
   explicit node_service_state(caf::local_actor*) {}
   std::set<std::string> accepted;  ///< rendered node ids of peers that passed the handshake
   node_prefill_worker worker;      ///< linked: its crash takes the service down (peers fail over)
+  struct outgoing {
+    node_chunk_sink dest;  ///< the requester
+    uint64_t id = 0;       ///< its id for the job
+  };
+  std::unordered_map<uint64_t, outgoing> out;  ///< by the service's job id: where the worker's chunks go
+  uint64_t next_job = 0;
   static inline const char* name = "fw.node_service";
 };
 

@@ -8,9 +8,11 @@
 //                                               refused peer's prompts are refused
 //   (ping_atom) -> ok_atom                      heartbeat
 //   (prefill_atom, remote_prefill_job) -> remote_prefill_done
-//       before the reply the service sends the KV stream (kv_codec) to the requester as
-//       (chunk_atom, kv_chunk) messages in order; the reply says how many and how long the stream
-//       is, and kv_codec's checksums guard its content.
+//       before the reply the service sends the KV stream (kv_codec, produced piece by piece by
+//       kv_stream_writer while it goes out) to the requester as (chunk_atom, kv_chunk) messages
+//       in order; the reply says how many, how long the stream is and its payload checksum (the
+//       streamed header carries 0 there), and the requester decodes each piece as it arrives
+//       (kv_stream_reader).
 // The decode node's side takes (chunk_atom, kv_chunk) in its node link (actors/node_link_actor).
 // Every type here is registered on both sides (add_node_types).
 #pragma once
@@ -30,7 +32,7 @@
 namespace fw::actors {
 
 /// Bumped on any change to the messages of this header; peers of another version are refused.
-inline constexpr uint32_t node_protocol_version = 1;
+inline constexpr uint32_t node_protocol_version = 2;
 
 struct node_hello {
   uint32_t protocol = 0;     ///< node_protocol_version of the sender
@@ -56,14 +58,17 @@ struct remote_prefill_done {
   uint32_t chunks = 0;      ///< kv_chunk messages sent before this reply
   uint64_t bytes = 0;       ///< the stream's length
   double prefill_ms = 0;    ///< forward passes on the prefill node
-  double encode_ms = 0;     ///< kv_encode and the sends
+  double encode_ms = 0;     ///< encoding the stream and handing its chunks to the network layer
+  uint32_t payload_crc = 0; ///< CRC32C of the stream's payload (kv_stream_writer::payload_crc)
   float attention_entropy = -1;  ///< of the last prefilled row's last layer; < 0: unknown
   std::string error;        ///< empty: the stream is complete
 };
 
 using node_service_actor =
     caf::typed_actor<caf::replies_to<hello_atom, node_hello>::with<node_hello>, caf::replies_to<ping_atom>::with<ok_atom>,
-                     caf::replies_to<prefill_atom, remote_prefill_job>::with<remote_prefill_done>>;
+                     caf::replies_to<prefill_atom, remote_prefill_job>::with<remote_prefill_done>,
+                     // from its own worker only (the chunks it forwards); anyone else's are dropped
+                     caf::reacts_to<chunk_atom, kv_chunk>>;
 
 /// What receives the chunks: the requester of a remote prefill (the decode node's node link).
 using node_chunk_sink = caf::typed_actor<caf::reacts_to<chunk_atom, kv_chunk>>;
@@ -86,7 +91,7 @@ typename Inspector::result_type inspect(Inspector& f, kv_chunk& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, remote_prefill_done& x) {
   return f(caf::meta::type_name("fw::actors::remote_prefill_done"), x.id, x.chunks, x.bytes, x.prefill_ms, x.encode_ms,
-           x.attention_entropy, x.error);
+           x.payload_crc, x.attention_entropy, x.error);
 }
 
 inline void add_node_types(caf::actor_system_config& cfg) {

@@ -1,4 +1,7 @@
 #include "runtime/kv/kv_codec.hpp"
+#include "runtime/kv/kv_codec_detail.hpp"
+#include "runtime/kv/kv_stream_reader.hpp"
+#include "runtime/kv/kv_stream_writer.hpp"
 
 #include <nmmintrin.h>
 
@@ -17,23 +20,6 @@ namespace {
 constexpr char magic[4] = {'F', 'W', 'K', 'V'};
 // A stream larger than this is refused before anything is allocated (hostile headers).
 constexpr uint64_t max_payload = uint64_t{1} << 40;
-
-error bad(std::string msg) { return make_error(errc::invalid_argument, "kv stream: " + std::move(msg)); }
-
-size_t row_bytes(kv_wire w, uint32_t hd) {
-  switch (w) {
-    case kv_wire::f32: return size_t{hd} * 4;
-    case kv_wire::f16: return size_t{hd} * 2;
-    case kv_wire::int8: return 4 + size_t{hd};
-  }
-  return 0;
-}
-
-/// Payload bytes of a shape, or 0 when it overflows max_payload.
-uint64_t payload_for(kv_wire w, uint32_t layers, uint32_t heads, uint32_t hd, uint32_t n) {
-  const unsigned __int128 b = static_cast<unsigned __int128>(layers) * heads * 2 * n * row_bytes(w, hd);
-  return b > max_payload ? 0 : static_cast<uint64_t>(b);
-}
 
 template <class T>
 void put(std::byte* p, T v) { std::memcpy(p, &v, sizeof v); }
@@ -103,61 +89,142 @@ void row_to_float(const void* tile, kv_dtype d, bool transposed, uint32_t bt, ui
   }
 }
 
-/// The first cnt tokens of one block's (layer, head) K and V tiles as wire rows at k_out / v_out.
-void tile_rows(const kv_block_pool& pool, uint32_t b, uint32_t layer, uint32_t head, uint32_t cnt, kv_wire w,
-               std::byte* k_out, std::byte* v_out) {
+}  // namespace
+
+namespace kv_detail {
+
+error bad(std::string msg) { return make_error(errc::invalid_argument, "kv stream: " + std::move(msg)); }
+
+size_t row_bytes(kv_wire w, uint32_t hd) {
+  switch (w) {
+    case kv_wire::f32: return size_t{hd} * 4;
+    case kv_wire::f16: return size_t{hd} * 2;
+    case kv_wire::int8: return 4 + size_t{hd};
+  }
+  return 0;
+}
+
+uint64_t payload_for(kv_wire w, uint32_t layers, uint32_t heads, uint32_t hd, uint32_t n) {
+  const unsigned __int128 b = static_cast<unsigned __int128>(layers) * heads * 2 * n * row_bytes(w, hd);
+  return b > max_payload ? 0 : static_cast<uint64_t>(b);
+}
+
+void tile_rows(const kv_block_pool& pool, uint32_t b, uint32_t layer, uint32_t head, bool v, uint32_t cnt, kv_wire w,
+               std::byte* out) {
   const kv_layout& l = pool.layout();
   const uint32_t bt = l.block_tokens, hd = l.head_dim;
   const size_t es = l.elem_bytes(), rb = row_bytes(w, hd);
-  (void)rb;
-  const auto* kt = static_cast<const std::byte*>(pool.k_data(b, layer, head));
-  const auto* vt = static_cast<const std::byte*>(pool.v_data(b, layer, head));
+  const auto* tile = static_cast<const std::byte*>(v ? pool.v_data(b, layer, head) : pool.k_data(b, layer, head));
   if (native(w, l.dtype)) {
-    if (es == 2) transpose_k(reinterpret_cast<const uint16_t*>(kt), reinterpret_cast<uint16_t*>(k_out), bt, hd, cnt, false);
-    else transpose_k(reinterpret_cast<const float*>(kt), reinterpret_cast<float*>(k_out), bt, hd, cnt, false);
-    std::memcpy(v_out, vt, size_t{cnt} * hd * es);
+    if (v) std::memcpy(out, tile, size_t{cnt} * hd * es);
+    else if (es == 2) transpose_k(reinterpret_cast<const uint16_t*>(tile), reinterpret_cast<uint16_t*>(out), bt, hd, cnt, false);
+    else transpose_k(reinterpret_cast<const float*>(tile), reinterpret_cast<float*>(out), bt, hd, cnt, false);
     return;
   }
   float x[1024];
   for (uint32_t t = 0; t < cnt; ++t) {
-    row_to_float(kt, l.dtype, true, bt, hd, t, x);
-    encode_row(w, x, hd, k_out + t * rb);
-    row_to_float(vt, l.dtype, false, bt, hd, t, x);
-    encode_row(w, x, hd, v_out + t * rb);
+    row_to_float(tile, l.dtype, !v, bt, hd, t, x);
+    encode_row(w, x, hd, out + t * rb);
   }
 }
 
-/// The inverse: wire rows into the first cnt tokens of one block's tiles.
-void store_rows(kv_block_pool& pool, uint32_t b, uint32_t layer, uint32_t head, uint32_t cnt, kv_wire w,
-                const std::byte* k_in, const std::byte* v_in) {
+void store_rows(kv_block_pool& pool, uint32_t b, uint32_t layer, uint32_t head, bool v, uint32_t cnt, kv_wire w,
+                const std::byte* in) {
   const kv_layout& l = pool.layout();
   const uint32_t bt = l.block_tokens, hd = l.head_dim;
   const size_t es = l.elem_bytes(), rb = row_bytes(w, hd);
-  auto* kt = static_cast<std::byte*>(pool.k_data(b, layer, head));
-  auto* vt = static_cast<std::byte*>(pool.v_data(b, layer, head));
+  auto* tile = static_cast<std::byte*>(v ? pool.v_data(b, layer, head) : pool.k_data(b, layer, head));
   if (native(w, l.dtype)) {
-    if (es == 2) transpose_k(reinterpret_cast<uint16_t*>(kt), reinterpret_cast<const uint16_t*>(k_in), bt, hd, cnt, true);
-    else transpose_k(reinterpret_cast<float*>(kt), reinterpret_cast<const float*>(k_in), bt, hd, cnt, true);
-    std::memcpy(vt, v_in, size_t{cnt} * hd * es);
+    if (v) std::memcpy(tile, in, size_t{cnt} * hd * es);
+    else if (es == 2) transpose_k(reinterpret_cast<uint16_t*>(tile), reinterpret_cast<const uint16_t*>(in), bt, hd, cnt, true);
+    else transpose_k(reinterpret_cast<float*>(tile), reinterpret_cast<const float*>(in), bt, hd, cnt, true);
     return;
   }
-  float k[1024], v[1024];
+  float x[1024];
   uint16_t h[1024];
   for (uint32_t t = 0; t < cnt; ++t) {
-    decode_row(w, k_in + t * rb, hd, k);
-    decode_row(w, v_in + t * rb, hd, v);
+    decode_row(w, in + t * rb, hd, x);
     if (l.dtype == kv_dtype::f32) {
-      auto* kf = reinterpret_cast<float*>(kt);
-      for (uint32_t e = 0; e < hd; ++e) kf[size_t{e} * bt + t] = k[e];
-      std::memcpy(vt + size_t{t} * hd * 4, v, size_t{hd} * 4);
+      if (v) {
+        std::memcpy(tile + size_t{t} * hd * 4, x, size_t{hd} * 4);
+      } else {
+        auto* kf = reinterpret_cast<float*>(tile);
+        for (uint32_t e = 0; e < hd; ++e) kf[size_t{e} * bt + t] = x[e];
+      }
+    } else if (v) {
+      cpu::fp32_to_fp16_row(x, reinterpret_cast<uint16_t*>(tile + size_t{t} * hd * 2), hd);
     } else {
-      cpu::fp32_to_fp16_row(k, h, hd);
-      auto* kh = reinterpret_cast<uint16_t*>(kt);
+      cpu::fp32_to_fp16_row(x, h, hd);
+      auto* kh = reinterpret_cast<uint16_t*>(tile);
       for (uint32_t e = 0; e < hd; ++e) kh[size_t{e} * bt + t] = h[e];
-      cpu::fp32_to_fp16_row(v, reinterpret_cast<uint16_t*>(vt + size_t{t} * hd * 2), hd);
     }
   }
 }
+
+bool int8_scales_ok(const std::byte* rows, size_t n_rows, size_t rb) {
+  for (size_t r = 0; r < n_rows; ++r) {
+    const float sc = get<float>(rows + r * rb);
+    if (!std::isfinite(sc) || sc < 0 || !std::isfinite(sc * 127.0f)) return false;
+  }
+  return true;
+}
+
+void write_header(std::byte* hd, const kv_stream_info& in, uint32_t payload_crc) {
+  std::memcpy(hd, magic, 4);
+  put<uint16_t>(hd + 4, kv_stream_version);
+  put<uint8_t>(hd + 6, static_cast<uint8_t>(in.wire));
+  put<uint8_t>(hd + 7, 0);
+  put<uint32_t>(hd + 8, in.n_layer);
+  put<uint32_t>(hd + 12, in.n_head_kv);
+  put<uint32_t>(hd + 16, in.head_dim);
+  put<uint32_t>(hd + 20, in.n_tokens);
+  put<uint64_t>(hd + 24, in.payload_bytes);
+  put<uint32_t>(hd + 32, payload_crc);
+  put<uint32_t>(hd + 36, crc32c(std::span<const std::byte>(hd, 36)));
+}
+
+uint32_t header_payload_crc(const std::byte* hd) { return get<uint32_t>(hd + 32); }
+
+expected<kv_stream_info> read_header(std::span<const std::byte> bytes) {
+  if (bytes.size() < kv_stream_header_bytes)
+    return bad("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the " +
+               std::to_string(kv_stream_header_bytes) + "-byte header");
+  const std::byte* h = bytes.data();
+  if (std::memcmp(h, magic, 4) != 0) return bad("not a KV stream (bad magic)");
+  kv_stream_info in;
+  in.version = get<uint16_t>(h + 4);
+  if (in.version != kv_stream_version)
+    return bad("version " + std::to_string(in.version) + " is not supported (this build reads version " +
+               std::to_string(kv_stream_version) + ")");
+  if (get<uint32_t>(h + 36) != crc32c(bytes.first(36))) return bad("header checksum mismatch (corrupted header)");
+  const auto w = get<uint8_t>(h + 6);
+  if (w > static_cast<uint8_t>(kv_wire::int8)) return bad("unknown element format " + std::to_string(w));
+  in.wire = static_cast<kv_wire>(w);
+  if (get<uint8_t>(h + 7) != 0) return bad("reserved header byte is not 0");
+  in.n_layer = get<uint32_t>(h + 8);
+  in.n_head_kv = get<uint32_t>(h + 12);
+  in.head_dim = get<uint32_t>(h + 16);
+  in.n_tokens = get<uint32_t>(h + 20);
+  in.payload_bytes = get<uint64_t>(h + 24);
+  const uint64_t want = payload_for(in.wire, in.n_layer, in.n_head_kv, in.head_dim, in.n_tokens);
+  if ((want == 0 && in.n_tokens > 0 && in.n_layer > 0 && in.n_head_kv > 0 && in.head_dim > 0) ||
+      in.payload_bytes != want)
+    return bad("the header's payload size " + std::to_string(in.payload_bytes) + " does not match its shape");
+  return in;
+}
+
+expected<void> check_shape(const kv_stream_info& info, const kv_layout& l) {
+  if (info.n_layer != l.n_layer || info.n_head_kv != l.n_head_kv || info.head_dim != l.head_dim)
+    return bad("shape " + std::to_string(info.n_layer) + " layers x " + std::to_string(info.n_head_kv) + " KV heads x " +
+               std::to_string(info.head_dim) + " does not match the destination pool's " + std::to_string(l.n_layer) +
+               " x " + std::to_string(l.n_head_kv) + " x " + std::to_string(l.head_dim));
+  if (l.head_dim > 1024) return bad("head_dim above 1024 is not supported");
+  return {};
+}
+
+}  // namespace kv_detail
+
+namespace {
 
 __attribute__((target("sse4.2"))) uint32_t crc32c_hw(const std::byte* p, size_t n, uint32_t crc) {
   uint64_t c = ~crc;
@@ -197,107 +264,48 @@ uint64_t kv_f32_bytes(const kv_layout& l, uint32_t n) {
 }
 
 expected<std::vector<std::byte>> kv_encode(const kv_block_pool& pool, const kv_handle& h, kv_wire wire, uint32_t count) {
-  if (!pool.owns(h) && !h.empty()) return bad("the handle is not a live allocation of the source pool");
-  const kv_layout& l = pool.layout();
-  if (l.head_dim > 1024) return bad("head_dim above 1024 is not supported");
-  const uint32_t n = std::min(count, h.n_tokens);
-  const uint64_t payload = payload_for(wire, l.n_layer, l.n_head_kv, l.head_dim, n);
-  if (payload == 0 && n > 0) return bad("the sequence is too large to encode");
-  std::vector<std::byte> out(kv_stream_header_bytes + payload);
-  std::byte* p = out.data() + kv_stream_header_bytes;
-  const size_t rb = row_bytes(wire, l.head_dim);
-  for (uint32_t layer = 0; layer < l.n_layer; ++layer)
-    for (uint32_t head = 0; head < l.n_head_kv; ++head) {
-      for (uint32_t t0 = 0; t0 < n; t0 += l.block_tokens) {
-        const uint32_t b = h.blocks[t0 / l.block_tokens], cnt = std::min(l.block_tokens, n - t0);
-        tile_rows(pool, b, layer, head, cnt, wire, p + size_t{t0} * rb, p + (size_t{n} + t0) * rb);
-      }
-      p += 2 * size_t{n} * rb;
-    }
-  std::byte* hd = out.data();
-  std::memcpy(hd, magic, 4);
-  put<uint16_t>(hd + 4, kv_stream_version);
-  put<uint8_t>(hd + 6, static_cast<uint8_t>(wire));
-  put<uint8_t>(hd + 7, 0);
-  put<uint32_t>(hd + 8, l.n_layer);
-  put<uint32_t>(hd + 12, l.n_head_kv);
-  put<uint32_t>(hd + 16, l.head_dim);
-  put<uint32_t>(hd + 20, n);
-  put<uint64_t>(hd + 24, payload);
-  put<uint32_t>(hd + 32, crc32c(std::span<const std::byte>(out).subspan(kv_stream_header_bytes)));
-  put<uint32_t>(hd + 36, crc32c(std::span<const std::byte>(out.data(), 36)));
+  auto w = kv_stream_writer::open(pool, h, wire, count);
+  if (!w) return w.err();
+  std::vector<std::byte> out(w->size());
+  w->read(out.data(), out.size());
+  kv_stream_info in;
+  in.wire = wire;
+  in.n_layer = pool.layout().n_layer;
+  in.n_head_kv = pool.layout().n_head_kv;
+  in.head_dim = pool.layout().head_dim;
+  in.n_tokens = w->tokens();
+  in.payload_bytes = w->size() - kv_stream_header_bytes;
+  kv_detail::write_header(out.data(), in, w->payload_crc());  // whole: the checksum in its header
   return out;
 }
 
 expected<kv_stream_info> kv_peek(std::span<const std::byte> bytes) {
-  if (bytes.size() < kv_stream_header_bytes)
-    return bad("truncated: " + std::to_string(bytes.size()) + " bytes, shorter than the " +
-               std::to_string(kv_stream_header_bytes) + "-byte header");
-  const std::byte* h = bytes.data();
-  if (std::memcmp(h, magic, 4) != 0) return bad("not a KV stream (bad magic)");
-  kv_stream_info in;
-  in.version = get<uint16_t>(h + 4);
-  if (in.version != kv_stream_version)
-    return bad("version " + std::to_string(in.version) + " is not supported (this build reads version " +
-               std::to_string(kv_stream_version) + ")");
-  if (get<uint32_t>(h + 36) != crc32c(bytes.first(36))) return bad("header checksum mismatch (corrupted header)");
-  const auto w = get<uint8_t>(h + 6);
-  if (w > static_cast<uint8_t>(kv_wire::int8)) return bad("unknown element format " + std::to_string(w));
-  in.wire = static_cast<kv_wire>(w);
-  if (get<uint8_t>(h + 7) != 0) return bad("reserved header byte is not 0");
-  in.n_layer = get<uint32_t>(h + 8);
-  in.n_head_kv = get<uint32_t>(h + 12);
-  in.head_dim = get<uint32_t>(h + 16);
-  in.n_tokens = get<uint32_t>(h + 20);
-  in.payload_bytes = get<uint64_t>(h + 24);
-  const uint64_t want = payload_for(in.wire, in.n_layer, in.n_head_kv, in.head_dim, in.n_tokens);
-  if ((want == 0 && in.n_tokens > 0 && in.n_layer > 0 && in.n_head_kv > 0 && in.head_dim > 0) ||
-      in.payload_bytes != want)
-    return bad("the header's payload size " + std::to_string(in.payload_bytes) + " does not match its shape");
-  const uint64_t got = bytes.size() - kv_stream_header_bytes;
+  auto in = kv_detail::read_header(bytes);
+  if (!in) return in;
+  const uint64_t want = in->payload_bytes, got = bytes.size() - kv_stream_header_bytes;
   if (got != want)
-    return bad(std::string(got < want ? "truncated" : "trailing bytes") + ": payload is " + std::to_string(got) +
-               " bytes, the header says " + std::to_string(want));
+    return kv_detail::bad(std::string(got < want ? "truncated" : "trailing bytes") + ": payload is " + std::to_string(got) +
+                          " bytes, the header says " + std::to_string(want));
   return in;
 }
 
 expected<void> kv_decode(std::span<const std::byte> bytes, kv_block_pool& dst, kv_handle& to) {
   auto info = kv_peek(bytes);
   if (!info) return info.err();
-  const kv_layout& l = dst.layout();
-  if (info->n_layer != l.n_layer || info->n_head_kv != l.n_head_kv || info->head_dim != l.head_dim)
-    return bad("shape " + std::to_string(info->n_layer) + " layers x " + std::to_string(info->n_head_kv) + " KV heads x " +
-               std::to_string(info->head_dim) + " does not match the destination pool's " + std::to_string(l.n_layer) +
-               " x " + std::to_string(l.n_head_kv) + " x " + std::to_string(l.head_dim));
-  if (l.head_dim > 1024) return bad("head_dim above 1024 is not supported");
+  if (auto ok = kv_detail::check_shape(*info, dst.layout()); !ok) return ok;
   const auto payload = bytes.subspan(kv_stream_header_bytes);
-  if (get<uint32_t>(bytes.data() + 32) != crc32c(payload)) return bad("payload checksum mismatch (corrupted data)");
-  const uint32_t n = info->n_tokens;
+  if (kv_detail::header_payload_crc(bytes.data()) != crc32c(payload))
+    return kv_detail::bad("payload checksum mismatch (corrupted data)");
+  // A sender can forge checksums: every int8 row scale is checked before anything is written.
   if (info->wire == kv_wire::int8) {
-    // A sender can forge checksums: every row scale must be a finite, non-negative number whose
-    // products with int8 values stay finite, before anything is written.
-    const size_t rb = row_bytes(kv_wire::int8, l.head_dim);
-    for (size_t off = 0; off < payload.size(); off += rb) {
-      const float sc = get<float>(payload.data() + off);
-      if (!std::isfinite(sc) || sc < 0 || !std::isfinite(sc * 127.0f)) return bad("an int8 row scale is not a finite non-negative number");
-    }
+    const size_t rb = kv_detail::row_bytes(kv_wire::int8, info->head_dim);
+    if (!kv_detail::int8_scales_ok(payload.data(), payload.size() / rb, rb))
+      return kv_detail::bad("an int8 row scale is not a finite non-negative number");
   }
-  kv_handle grown = to;
-  if (!dst.reserve(grown, n))
-    return make_error(errc::out_of_memory, "kv stream: the destination pool has too few free blocks for " +
-                                               std::to_string(n) + " tokens");
-  const size_t rb = row_bytes(info->wire, l.head_dim);
-  const std::byte* p = payload.data();
-  for (uint32_t layer = 0; layer < l.n_layer; ++layer)
-    for (uint32_t head = 0; head < l.n_head_kv; ++head) {
-      for (uint32_t t0 = 0; t0 < n; t0 += l.block_tokens) {
-        const uint32_t b = grown.blocks[t0 / l.block_tokens], cnt = std::min(l.block_tokens, n - t0);
-        store_rows(dst, b, layer, head, cnt, info->wire, p + size_t{t0} * rb, p + (size_t{n} + t0) * rb);
-      }
-      p += 2 * size_t{n} * rb;
-    }
-  if (auto ok = dst.set_length(grown, n); !ok) return ok.err();
-  to = std::move(grown);
+  kv_stream_reader r(dst, to);
+  if (auto ok = r.feed(bytes); !ok) return ok;
+  if (auto ok = r.finish(kv_detail::header_payload_crc(bytes.data())); !ok) return ok;
+  to = r.take();
   return {};
 }
 
