@@ -13,6 +13,31 @@
 
 namespace fw::kv_detail {
 
+/// Where a stream is: its units go block by block through (layer, head)'s K rows, then its V rows,
+/// then the next head, then the next layer.
+struct unit_cursor {
+  uint32_t layer = 0, head = 0, t0 = 0;  ///< t0: the unit's first token
+  bool v = false;
+  /// Rows in the unit at the cursor.
+  [[nodiscard]] uint32_t rows(uint32_t block_tokens, uint32_t n_tokens) const {
+    return block_tokens < n_tokens - t0 ? block_tokens : n_tokens - t0;
+  }
+  void advance(uint32_t block_tokens, uint32_t n_tokens, uint32_t n_head_kv) {
+    t0 += block_tokens;
+    if (t0 < n_tokens) return;
+    t0 = 0;
+    if (!v) {
+      v = true;
+      return;
+    }
+    v = false;
+    if (++head == n_head_kv) {
+      head = 0;
+      ++layer;
+    }
+  }
+};
+
 /// An invalid_argument error whose message starts with "kv stream: ".
 error bad(std::string msg);
 /// Bytes of one wire row of head_dim hd.

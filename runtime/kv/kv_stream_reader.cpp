@@ -10,7 +10,7 @@ namespace fw {
 size_t kv_stream_reader::unit_bytes() const {
   if (!header_done_) return kv_stream_header_bytes;
   const uint32_t bt = dst_->layout().block_tokens;
-  return size_t{std::min(bt, info_.n_tokens - t0_)} * rb_;
+  return size_t{at_.rows(bt, info_.n_tokens)} * rb_;
 }
 
 expected<void> kv_stream_reader::consume(const std::byte* unit) {
@@ -31,27 +31,15 @@ expected<void> kv_stream_reader::consume(const std::byte* unit) {
     return {};
   }
   const uint32_t bt = dst_->layout().block_tokens;
-  const uint32_t cnt = std::min(bt, info_.n_tokens - t0_);
+  const uint32_t cnt = at_.rows(bt, info_.n_tokens);
   const size_t bytes = size_t{cnt} * rb_;
   // A sender can forge checksums: a row scale that is not a number is refused before it is stored.
   if (info_.wire == kv_wire::int8 && !kv_detail::int8_scales_ok(unit, cnt, rb_))
     return kv_detail::bad("an int8 row scale is not a finite non-negative number");
   crc_ = crc32c(std::span<const std::byte>(unit, bytes), crc_);
-  kv_detail::store_rows(*dst_, to_.blocks[t0_ / bt], layer_, head_, v_, cnt, info_.wire, unit);
+  kv_detail::store_rows(*dst_, to_.blocks[at_.t0 / bt], at_.layer, at_.head, at_.v, cnt, info_.wire, unit);
   payload_left_ -= bytes;
-  t0_ += bt;
-  if (t0_ >= info_.n_tokens) {
-    t0_ = 0;
-    if (!v_) {
-      v_ = true;
-    } else {
-      v_ = false;
-      if (++head_ == info_.n_head_kv) {
-        head_ = 0;
-        ++layer_;
-      }
-    }
-  }
+  at_.advance(bt, info_.n_tokens, info_.n_head_kv);
   return {};
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/kv/kv_codec.hpp"
+#include "runtime/kv/kv_codec_detail.hpp"
 
 namespace fw {
 
@@ -48,8 +49,7 @@ class kv_stream_reader {
   uint64_t received_ = 0, payload_left_ = 0;
   uint32_t crc_ = 0;
   std::vector<std::byte> pending_;  // a unit that arrived in pieces
-  uint32_t layer_ = 0, head_ = 0, t0_ = 0;
-  bool v_ = false;
+  kv_detail::unit_cursor at_;
 };
 
 }  // namespace fw

@@ -30,7 +30,7 @@ expected<kv_stream_writer> kv_stream_writer::open(const kv_block_pool& pool, con
 
 size_t kv_stream_writer::next_unit_bytes() const {
   if (!header_done_) return kv_stream_header_bytes;
-  return size_t{std::min(pool_->layout().block_tokens, info_.n_tokens - t0_)} * rb_;
+  return size_t{at_.rows(pool_->layout().block_tokens, info_.n_tokens)} * rb_;
 }
 
 void kv_stream_writer::emit_unit(std::byte* out) {
@@ -39,23 +39,11 @@ void kv_stream_writer::emit_unit(std::byte* out) {
     header_done_ = true;
     return;
   }
-  const uint32_t bt = pool_->layout().block_tokens, n = info_.n_tokens;
-  const uint32_t cnt = std::min(bt, n - t0_);
-  kv_detail::tile_rows(*pool_, blocks_[t0_ / bt], layer_, head_, v_, cnt, info_.wire, out);
+  const uint32_t bt = pool_->layout().block_tokens;
+  const uint32_t cnt = at_.rows(bt, info_.n_tokens);
+  kv_detail::tile_rows(*pool_, blocks_[at_.t0 / bt], at_.layer, at_.head, at_.v, cnt, info_.wire, out);
   crc_ = crc32c(std::span<const std::byte>(out, size_t{cnt} * rb_), crc_);
-  t0_ += bt;
-  if (t0_ >= n) {
-    t0_ = 0;
-    if (!v_) {
-      v_ = true;
-    } else {
-      v_ = false;
-      if (++head_ == info_.n_head_kv) {
-        head_ = 0;
-        ++layer_;
-      }
-    }
-  }
+  at_.advance(bt, info_.n_tokens, info_.n_head_kv);
 }
 
 size_t kv_stream_writer::read(std::byte* out, size_t max_bytes) {

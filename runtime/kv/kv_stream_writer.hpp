@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/kv/kv_codec.hpp"
+#include "runtime/kv/kv_codec_detail.hpp"
 
 namespace fw {
 
@@ -46,8 +47,7 @@ class kv_stream_writer {
   std::vector<std::byte> unit_;
   size_t unit_at_ = 0;
   bool header_done_ = false;
-  uint32_t layer_ = 0, head_ = 0, t0_ = 0;
-  bool v_ = false;
+  kv_detail::unit_cursor at_;
 };
 
 }  // namespace fw

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "runtime/kv/kv_codec.hpp"
+#include "tests/unit/kv_test_pools.hpp"
 
 namespace fw {
 namespace {
@@ -19,38 +20,10 @@ constexpr float f16_rel_tolerance = 1.0f / 2048;  // 11 significant bits
 
 kv_layout shape(uint32_t block_tokens, kv_dtype dt = kv_dtype::f32, uint32_t layers = 3, uint32_t heads = 2,
                 uint32_t hd = 64) {
-  kv_layout l;
-  l.n_layer = layers;
-  l.n_head_kv = heads;
-  l.head_dim = hd;
-  l.block_tokens = block_tokens;
-  l.dtype = dt;
-  return l;
+  return test::kv_shape(block_tokens, dt, layers, heads, hd);
 }
-
-std::unique_ptr<kv_block_pool> make_pool(kv_layout l, uint32_t blocks = 64) {
-  auto p = kv_block_pool::create(kv_block_pool::next_pool_id(), l, blocks);
-  EXPECT_TRUE(p.has_value());
-  return std::move(*p);
-}
-
-kv_handle fill(kv_block_pool& pool, uint32_t n, uint32_t seed = 5) {
-  auto h = pool.allocate(n);
-  EXPECT_TRUE(h.has_value());
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 2.0f);
-  const auto& l = pool.layout();
-  std::vector<float> k(l.head_dim), v(l.head_dim);
-  for (uint32_t t = 0; t < n; ++t)
-    for (uint32_t layer = 0; layer < l.n_layer; ++layer)
-      for (uint32_t head = 0; head < l.n_head_kv; ++head) {
-        for (auto& x : k) x = d(rng);
-        for (auto& x : v) x = d(rng);
-        pool.write_token(*h, t, layer, head, k.data(), v.data());
-      }
-  EXPECT_TRUE(pool.set_length(*h, n).has_value());
-  return *h;
-}
+std::unique_ptr<kv_block_pool> make_pool(kv_layout l, uint32_t blocks = 64) { return test::make_kv_pool(l, blocks); }
+kv_handle fill(kv_block_pool& pool, uint32_t n, uint32_t seed = 5) { return test::fill_kv(pool, n, seed); }
 
 /// Largest |a - b| / tol(a) over every element of the first n tokens; tol(a) = rel * |a| + abs.
 double worst(const kv_block_pool& a, const kv_handle& ha, const kv_block_pool& b, const kv_handle& hb, uint32_t n,

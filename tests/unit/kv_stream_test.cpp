@@ -11,43 +11,16 @@
 
 #include "runtime/kv/kv_stream_reader.hpp"
 #include "runtime/kv/kv_stream_writer.hpp"
+#include "tests/unit/kv_test_pools.hpp"
 
 namespace fw {
 namespace {
 
 kv_layout shape(uint32_t block_tokens, kv_dtype dt, uint32_t heads = 2, uint32_t hd = 64) {
-  kv_layout l;
-  l.n_layer = 3;
-  l.n_head_kv = heads;
-  l.head_dim = hd;
-  l.block_tokens = block_tokens;
-  l.dtype = dt;
-  return l;
+  return test::kv_shape(block_tokens, dt, 3, heads, hd);
 }
-
-std::unique_ptr<kv_block_pool> make_pool(kv_layout l, uint32_t blocks = 64) {
-  auto p = kv_block_pool::create(kv_block_pool::next_pool_id(), l, blocks);
-  EXPECT_TRUE(p.has_value());
-  return std::move(*p);
-}
-
-kv_handle fill(kv_block_pool& pool, uint32_t n, uint32_t seed = 3) {
-  auto h = pool.allocate(n);
-  EXPECT_TRUE(h.has_value());
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 2.0f);
-  const auto& l = pool.layout();
-  std::vector<float> k(l.head_dim), v(l.head_dim);
-  for (uint32_t t = 0; t < n; ++t)
-    for (uint32_t layer = 0; layer < l.n_layer; ++layer)
-      for (uint32_t head = 0; head < l.n_head_kv; ++head) {
-        for (auto& x : k) x = d(rng);
-        for (auto& x : v) x = d(rng);
-        pool.write_token(*h, t, layer, head, k.data(), v.data());
-      }
-  EXPECT_TRUE(pool.set_length(*h, n).has_value());
-  return *h;
-}
+std::unique_ptr<kv_block_pool> make_pool(kv_layout l, uint32_t blocks = 64) { return test::make_kv_pool(l, blocks); }
+kv_handle fill(kv_block_pool& pool, uint32_t n, uint32_t seed = 3) { return test::fill_kv(pool, n, seed); }
 
 /// The whole stream read out in pieces of `piece` bytes (the last may be shorter).
 std::vector<std::byte> read_all(kv_stream_writer& w, size_t piece) {
