@@ -16,8 +16,15 @@ namespace {
 constexpr uint32_t fallback_chunk = 64;
 }  // namespace
 
-prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<prefill_state>, const engine_context* ctx,
+prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<prefill_state> self, const engine_context* ctx,
                                             backend* device, bool fallback) {
+  // Chunks sized by time only where decode steps wait behind them: on the decode device.
+  if (ctx->limits.prefill_chunk_s > 0 && device == ctx->device) {
+    prefill_chunk_budget::limits l;
+    l.target_s = ctx->limits.prefill_chunk_s;
+    l.max_chunk = fallback ? std::min(ctx->limits.prefill_chunk, fallback_chunk) : ctx->limits.prefill_chunk;
+    self->state.budget.emplace(l);
+  }
   return {
       [=](prefill_atom, prefill_job& job) -> caf::result<prefill_done> {
         if (ctx->faults && ctx->faults->crash_prefill && ctx->faults->crash_prefill(job.id))
@@ -27,10 +34,18 @@ prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<pref
         forward_result out;
         uint32_t chunk = fallback ? std::min(ctx->limits.prefill_chunk, fallback_chunk) : ctx->limits.prefill_chunk;
         if (job.chunk > 0) chunk = job.chunk;  // a rollout stage without logical PD: one forward
-        auto r = prefill_tokens(*device, job.kv, job.tokens.data(), job.tokens.size(),
-                                static_cast<int32_t>(job.kv.n_tokens), chunk, out);
-        if (!r) return to_caf_error(r.err());
+        prefill_chunking chunking{[chunk](int32_t, size_t) { return chunk; }, {}};
+        if (auto& budget = self->state.budget; budget && job.chunk == 0) {
+          chunking.size = [&budget](int32_t pos, size_t left) { return budget->next(static_cast<uint32_t>(pos), left); };
+          chunking.ran = [&budget](int32_t pos, uint32_t rows, double s) {
+            budget->observe(static_cast<uint32_t>(pos), rows, s);
+          };
+        }
         prefill_done done;
+        auto r = prefill_tokens(*device, job.kv, job.tokens.data(), job.tokens.size(),
+                                static_cast<int32_t>(job.kv.n_tokens), chunking, out, &done.chunks);
+        if (!r) return to_caf_error(r.err());
+        done.rows = static_cast<uint32_t>(job.tokens.size());
         done.id = job.id;
         done.kv = std::move(job.kv);
         if (!out.entropy.empty() && !job.tokens.empty()) done.attention_entropy = out.entropy.back();

@@ -7,8 +7,11 @@
 
 #include <caf/typed_event_based_actor.hpp>
 
+#include <optional>
+
 #include "actors/engine_context.hpp"
 #include "actors/protocol/prefill_protocol.hpp"
+#include "runtime/sched/prefill_chunk_budget.hpp"
 
 namespace fw::actors {
 
@@ -16,6 +19,9 @@ struct prefill_state {
   // CAF constructs a state from the actor pointer when it can; with C++20 aggregate
   // parenthesized init that would turn the pointer into the first member. Take it explicitly.
   explicit prefill_state(caf::local_actor*) {}
+  /// On a device that also decodes, with [scheduler] prefill_chunk_ms: sizes the chunks from the
+  /// ones this worker ran.
+  std::optional<prefill_chunk_budget> budget;
   static inline const char* name = "fw.prefill";
 };
 

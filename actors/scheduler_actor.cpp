@@ -216,6 +216,8 @@ class scheduler_logic {
 
   /// A prefill into the decode pool finished (co-located, or the fallback of a physical pair).
   void prefilled(prefill_done& d) {
+    st().prefill_chunks += d.chunks;
+    st().prefill_chunk_rows += d.rows;
     if (st().table.prefilled(d.id) == request_table::after_prefill::release) {
       ignore_error("scheduler: releasing a cancelled request's KV", pool().release(d.kv));
       st().requests.erase(d.id);
@@ -240,6 +242,8 @@ class scheduler_logic {
 
   /// The prefill device finished a prompt (d.kv in its pool): move the KV to the decode device.
   void prefilled_remote(prefill_done& d) {
+    st().prefill_chunks += d.chunks;
+    st().prefill_chunk_rows += d.rows;
     auto it = st().staged.find(d.id);
     if (it == st().staged.end()) {
       ignore_error("scheduler: releasing an unknown prefill's KV", cache_pool().release(d.kv));
@@ -775,6 +779,8 @@ class scheduler_logic {
     s.prefix_cache_query_tokens = pc.query_tokens;
     s.prefix_cache_blocks = pc.blocks;
     s.decisions = st().decisions;
+    s.prefill_chunks = st().prefill_chunks;
+    s.prefill_chunk_rows = st().prefill_chunk_rows;
     s.degradation = st().degradation;
     if (st().predictor.fitted()) {
       s.predictor_a = st().predictor.a();

@@ -114,6 +114,7 @@ struct scheduler_state {
   static constexpr size_t decision_window = 8192;
   std::vector<float> decision_us;
   uint64_t decisions = 0;
+  uint64_t prefill_chunks = 0, prefill_chunk_rows = 0;  ///< forwards of finished prefills, and their rows
   uint64_t worker_restarts = 0;
   uint64_t rejected = 0;  ///< requests refused before they entered the table
   prefix_cache cache{16, 0};  ///< earlier prompts' KV blocks (owned here: the pool's one owner)

@@ -31,6 +31,8 @@ struct prefill_done {
   double ms = 0;  ///< time spent in forward passes
   float attention_entropy = -1;  ///< of the last prefilled row's last layer; < 0: unknown
   double done_s = 0;  ///< steady-clock seconds when the prefill finished (prefill-to-decode latency)
+  uint32_t chunks = 0;  ///< forward passes the prompt took
+  uint32_t rows = 0;    ///< prompt rows they ran
 };
 
 using prefill_actor = caf::typed_actor<caf::replies_to<prefill_atom, prefill_job>::with<prefill_done>>;
@@ -42,7 +44,7 @@ typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_done& x) {
-  return f(caf::meta::type_name("fw::actors::prefill_done"), x.id, x.kv, x.ms, x.attention_entropy, x.done_s);
+  return f(caf::meta::type_name("fw::actors::prefill_done"), x.id, x.kv, x.ms, x.attention_entropy, x.done_s, x.chunks, x.rows);
 }
 
 inline void add_prefill_types(caf::actor_system_config& cfg) {

@@ -53,6 +53,8 @@ struct scheduler_stats {
   uint64_t prefix_cache_hit_tokens = 0;    ///< prompt tokens copied instead of recomputed
   uint64_t prefix_cache_query_tokens = 0;  ///< prompt tokens looked up
   uint64_t prefix_cache_blocks = 0;        ///< blocks the cache holds now (pool used = both)
+  uint64_t prefill_chunks = 0;             ///< forward passes of the prefills finished so far
+  uint64_t prefill_chunk_rows = 0;         ///< prompt rows they ran (mean chunk: rows / chunks)
   // Separate prefill and decode devices (all zero when co-located).
   bool physical = false;                   ///< a prefill device besides the decode device
   uint64_t prefill_kv_used_blocks = 0;     ///< the prefill device's pool (cached prefixes not counted)
@@ -111,7 +113,7 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
   return f(caf::meta::type_name("fw::actors::scheduler_stats"), x.waiting, x.prefilling, x.decoding,
            x.kv_used_blocks, x.kv_total_blocks, x.completed, x.failed, x.worker_restarts, x.requeued, x.resumed,
            x.peak_waiting, x.peak_running, x.prefix_cache_queries, x.prefix_cache_hits, x.prefix_cache_hit_tokens,
-           x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.physical, x.prefill_kv_used_blocks,
+           x.prefix_cache_query_tokens, x.prefix_cache_blocks, x.prefill_chunks, x.prefill_chunk_rows, x.physical, x.prefill_kv_used_blocks,
            x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,
            x.kv_transfer_bytes, x.kv_transfer_f32_bytes, x.kv_transfer_seconds, x.kv_transfer_refused,
            x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.degradation, x.predictor_a, x.predictor_b, x.predictor_steps, x.admission_holds, x.rollout_stage, x.rollout_share,

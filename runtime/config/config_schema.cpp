@@ -304,6 +304,7 @@ std::vector<section> build_sections() {
       {integer("max_batch", &scheduler_section::max_batch, 1, 1024),
        integer("max_queue", &scheduler_section::max_queue, 1, 1 << 20),
        integer("prefill_chunk", &scheduler_section::prefill_chunk, 1, 1 << 16),
+       number("prefill_chunk_ms", &scheduler_section::prefill_chunk_ms, 0, 60000, false, "0 = off"),
        boolean("decode_priority", &scheduler_section::decode_priority),
        number("prefill_deadline_s", &scheduler_section::prefill_deadline_s, 0, 3600, false, "0 = none"),
        integer("offload_after_tokens", &scheduler_section::offload_after_tokens, 0, 1 << 20),

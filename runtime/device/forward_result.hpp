@@ -15,6 +15,9 @@ struct forward_result {
   std::vector<float> logits;   ///< n_vocab floats per logits row
   std::vector<float> hidden;   ///< n_embd floats per logits row (after the output norm); empty unless asked
   std::vector<float> entropy;  ///< per logits row: attention entropy (nats) of the last layer run, mean over heads; empty when not measured
+  /// Seconds the forward computed, from when the device was granted (after any wait behind
+  /// other work) to the end; 0 where the backend does not measure it.
+  double compute_s = 0;
 
   /// Row i's logits (n_vocab floats).
   [[nodiscard]] std::span<const float> logits_row(size_t i, size_t n_vocab) const {
@@ -24,6 +27,7 @@ struct forward_result {
     logits.clear();
     hidden.clear();
     entropy.clear();
+    compute_s = 0;
   }
 };
 

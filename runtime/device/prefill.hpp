@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "runtime/base/expected.hpp"
 #include "runtime/device/backend.hpp"
@@ -15,5 +16,15 @@ namespace fw {
 /// last row's logits and, where the backend measures it, its attention entropy.
 expected<void> prefill_tokens(backend& b, kv_handle& kv, const int32_t* tokens, size_t n, int32_t start,
                               uint32_t chunk, forward_result& out);
+
+/// Chunks sized as the prompt goes: `size(position, left)` gives the next chunk's rows (at least
+/// 1 is taken), `ran(position, rows, compute_s)` hears each chunk's compute time (may be empty).
+struct prefill_chunking {
+  std::function<uint32_t(int32_t position, size_t left)> size;
+  std::function<void(int32_t position, uint32_t rows, double compute_s)> ran;
+};
+/// As above, chunk by chunk as `chunking` says; `chunks` (may be null) counts the forwards.
+expected<void> prefill_tokens(backend& b, kv_handle& kv, const int32_t* tokens, size_t n, int32_t start,
+                              const prefill_chunking& chunking, forward_result& out, uint32_t* chunks = nullptr);
 
 }  // namespace fw

@@ -40,6 +40,10 @@ struct engine_limits {
   uint32_t max_batch = 16;        ///< sequences decoded together
   uint32_t max_queue = 256;       ///< waiting requests before refusing
   uint32_t prefill_chunk = 256;   ///< prompt rows per prefill forward (decode interleaves)
+  /// [scheduler] prefill_chunk_ms in seconds: on a device that also decodes, each prefill chunk
+  /// is sized so that its predicted time stays within this (prefill_chunk_budget), at most
+  /// prefill_chunk rows; 0: chunks of prefill_chunk rows.
+  double prefill_chunk_s = 0;
   double request_timeout_s = 600; ///< unfinished requests fail after this
   /// [scheduler] admission_tpot_ms in seconds: the predicted decode step a new sequence may not
   /// push the batch past (decode_time_predictor); 0: off.

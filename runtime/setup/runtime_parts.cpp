@@ -137,6 +137,7 @@ engine_limits runtime_parts::limits() const {
   lim.max_batch = cfg.scheduler.max_batch;
   lim.max_queue = cfg.scheduler.max_queue;
   lim.prefill_chunk = cfg.scheduler.prefill_chunk;
+  lim.prefill_chunk_s = cfg.scheduler.prefill_chunk_ms / 1000.0;
   lim.admission_tpot_s = cfg.scheduler.admission_tpot_ms / 1000.0;
   lim.request_timeout_s = cfg.scheduler.request_timeout_s > 0 ? cfg.scheduler.request_timeout_s
                                                               : std::numeric_limits<double>::infinity();

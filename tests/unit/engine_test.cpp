@@ -613,3 +613,42 @@ TEST_F(engine_test, shutdown_fails_in_flight_requests_and_returns) {
 
 }  // namespace
 }  // namespace fw::actors
+
+namespace fw::actors {
+namespace {
+
+// [scheduler] prefill_chunk_ms: on the device that decodes, each prefill chunk is sized by the
+// fitted chunk-time model. A budget no chunk meets takes the smallest chunks (16 rows after the
+// 32-row first one), a generous one the largest (prefill_chunk); the tokens never change.
+TEST_F(engine_test, a_prefill_time_budget_sizes_the_chunks_and_keeps_the_tokens) {
+  std::vector<int32_t> prompt;
+  for (int j = 0; j < 400; ++j) prompt.push_back(3 + (j * 37) % 250);
+  auto run_with = [&](double budget_s) {
+    tweak_ = [budget_s](engine_limits& l) {
+      l.prefill_chunk = 256;
+      l.prefill_chunk_s = budget_s;
+    };
+    auto e = start(4096, 16, 512);
+    EXPECT_TRUE(e);
+    auto r = e->run(prompt, greedy(12));
+    EXPECT_TRUE(r.ok()) << r.final.error;
+    auto s = e->stats();
+    EXPECT_TRUE(s);
+    expect_no_leak(*e);
+    return std::make_tuple(r.tokens, s->prefill_chunks, s->prefill_chunk_rows);
+  };
+  const auto [fixed_tokens, fixed_chunks, fixed_rows] = run_with(0);
+  const auto [tight_tokens, tight_chunks, tight_rows] = run_with(1e-7);
+  const auto [loose_tokens, loose_chunks, loose_rows] = run_with(10.0);
+  // The prompt's last token goes into the first decode step: 399 rows are prefilled.
+  EXPECT_EQ(fixed_chunks, 2u);  // 256 + 143
+  EXPECT_EQ(tight_chunks, 1u + (399u - 32u + 15u) / 16u);
+  EXPECT_EQ(loose_chunks, 1u + 2u);  // 32, then 256 + 111
+  for (auto rows : {fixed_rows, tight_rows, loose_rows}) EXPECT_EQ(rows, 399u);
+  EXPECT_EQ(tight_tokens, fixed_tokens);
+  EXPECT_EQ(loose_tokens, fixed_tokens);
+  EXPECT_EQ(fixed_tokens.size(), 12u);
+}
+
+}  // namespace
+}  // namespace fw::actors

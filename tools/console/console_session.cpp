@@ -282,6 +282,11 @@ console_session::outcome console_session::cmd_stats() {
                             ? 100.0 * (1.0 - double(s->prefix_cache_hit_tokens) / s->prefix_cache_query_tokens)
                             : 0.0,
                         static_cast<unsigned long long>(s->prefix_cache_blocks));
+  if (s->prefill_chunks > 0)
+    out_ << format_line("prefill chunks: %llu prompt tokens in %llu forwards (%.1f tokens each)\n",
+                        static_cast<unsigned long long>(s->prefill_chunk_rows),
+                        static_cast<unsigned long long>(s->prefill_chunks),
+                        double(s->prefill_chunk_rows) / double(s->prefill_chunks));
   if (s->physical || s->offload_device) out_ << pd_line(*s);
   if (s->predictor_steps > 0)
     out_ << format_line("decode-time model: t = %.3g s x context tokens + %.3g s x layers per sequence (fitted on %llu "

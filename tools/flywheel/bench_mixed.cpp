@@ -127,6 +127,11 @@ std::vector<variant> variants(const config& base, const mixed_bench_options& o) 
     c.scheduler.decode_priority = true;
     c.scheduler.prefill_chunk = o.logical_chunk;
     v.push_back({"logical", c});
+    if (o.logical_chunk_ms > 0) {
+      c.scheduler.prefill_chunk = 512;
+      c.scheduler.prefill_chunk_ms = o.logical_chunk_ms;
+      v.push_back({"logical-budget", c});
+    }
   }
   {
     config c = base;

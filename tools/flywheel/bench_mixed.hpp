@@ -27,6 +27,9 @@ struct mixed_bench_options {
   int long_generations = 2;      ///< requests at t = 0 that generate long_generation_tokens
   int long_generation_tokens = 512;
   uint32_t logical_chunk = 64;   ///< prefill chunk of the logical configuration
+  /// > 0: also "logical-budget", the logical configuration with chunks of at most 512 tokens
+  /// sized to this many ms each ([scheduler] prefill_chunk_ms)
+  double logical_chunk_ms = 20;
   double slo_ttft_s = 0.5;       ///< goodput: requests within both SLOs per second
   double slo_tpot_s = 0.05;
   uint64_t seed = 7;

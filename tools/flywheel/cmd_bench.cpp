@@ -406,6 +406,12 @@ int bench_mixed_main(const arg_parser& args, runtime_parts& s) {
   o.duration_s = *dur;
   o.short_rate = *rate;
   o.long_rate = *lrate;
+  auto chunk_ms = args.number("chunk-ms");
+  if (!chunk_ms || *chunk_ms < 0 || *chunk_ms > 60000) {
+    std::fprintf(stderr, "bench: --chunk-ms in [0, 60000]\n");
+    return 2;
+  }
+  o.logical_chunk_ms = *chunk_ms;
   auto r = run_mixed_bench(s, o);
   if (!r) {
     std::fprintf(stderr, "bench: %s\n", r.err().what().c_str());
@@ -436,6 +442,8 @@ int cmd_bench(int argc, char** argv) {
                           "loopback vs raw TCP, and the transfer share of 256- and 1024-token generations")
       .option("chat-rate", "--workload mixed: short chat arrivals per second (Poisson)", "2")
       .option("long-rate", "--workload mixed: long-prompt arrivals per second", "0.1")
+      .option("chunk-ms", "--workload mixed: the logical-budget configuration's [scheduler] prefill_chunk_ms "
+                          "(0 = leave it out)", "20")
       .option("models", "compare several GGUF files (comma list, e.g. a Q8_0 and a W8A8 file) in one run: ratios vs the first")
       .option("out", "--server / --models / --workload: also write the JSON result to this file")
       .flag("json", "print one JSON object");

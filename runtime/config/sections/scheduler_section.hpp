@@ -10,6 +10,10 @@ struct scheduler_section {
   uint32_t max_batch = 16;          ///< sequences decoded together in one step
   uint32_t max_queue = 256;         ///< requests waiting for admission before new ones are refused
   uint32_t prefill_chunk = 512;     ///< prompt tokens per prefill step
+  /// On a device that also decodes: each prefill chunk is sized (at most prefill_chunk tokens)
+  /// so that its predicted time stays within this many ms, from a fit of the chunks run so far,
+  /// so a decode step waits behind at most about this much prefill. 0: off.
+  double prefill_chunk_ms = 0;
   /// Decode steps go before waiting prefill chunks on a device doing both (logical separation):
   /// a decode step waits behind at most one chunk. false: first come, first served (co-located).
   bool decode_priority = true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <thread>
@@ -302,6 +303,12 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
 expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out) {
   priority_gate::hold lock(forward_gate_, b.urgent);
   out.clear();
+  // The compute time, after the gate: what prefill_chunk_budget fits.
+  struct timer {
+    forward_result& out;
+    std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+    ~timer() { out.compute_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+  } timed{out};
   const int64_t m = static_cast<int64_t>(b.rows());
   if (m == 0) return {};
   const int64_t e = cfg_.n_embd, ff = cfg_.n_ff;
