@@ -302,9 +302,9 @@ expected<void> kv_decode(std::span<const std::byte> bytes, kv_block_pool& dst, k
     if (!kv_detail::int8_scales_ok(payload.data(), payload.size() / rb, rb))
       return kv_detail::bad("an int8 row scale is not a finite non-negative number");
   }
-  kv_stream_reader r(dst, to);
+  kv_stream_reader r(dst, to, /*payload_checked=*/true);
   if (auto ok = r.feed(bytes); !ok) return ok;
-  if (auto ok = r.finish(kv_detail::header_payload_crc(bytes.data())); !ok) return ok;
+  if (auto ok = r.finish(); !ok) return ok;
   to = r.take();
   return {};
 }

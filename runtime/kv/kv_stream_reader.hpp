@@ -24,7 +24,10 @@ namespace fw {
 class kv_stream_reader {
  public:
   /// Writes into `to` (default constructed: allocated in dst; else grown to the stream's tokens).
-  kv_stream_reader(kv_block_pool& dst, kv_handle to) : dst_(&dst), to_(std::move(to)) {}
+  /// `payload_checked`: the caller has verified the whole payload (its checksum and int8 scales,
+  /// as kv_decode does before it writes anything), so neither is computed again.
+  kv_stream_reader(kv_block_pool& dst, kv_handle to, bool payload_checked = false)
+      : dst_(&dst), to_(std::move(to)), checked_(payload_checked) {}
 
   /// The next bytes of the stream. The first error is kept: later calls return it.
   expected<void> feed(std::span<const std::byte> bytes);
@@ -45,6 +48,7 @@ class kv_stream_reader {
   kv_stream_info info_;
   uint32_t header_crc_ = 0;
   bool header_done_ = false;
+  bool checked_ = false;
   size_t rb_ = 0;
   uint64_t received_ = 0, payload_left_ = 0;
   uint32_t crc_ = 0;
