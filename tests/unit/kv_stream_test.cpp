@@ -29,8 +29,27 @@ std::vector<std::byte> read_all(kv_stream_writer& w, size_t piece) {
   while (!w.done()) {
     const size_t n = w.read(buf.data(), buf.size());
     EXPECT_GT(n, 0u);
+    if (n == 0) break;  // a writer that stalls fails, it does not hang
     out.insert(out.end(), buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(n));
   }
+  return out;
+}
+
+/// The stream of n random tokens in a pool of this dtype (block 16), read out in 4 KiB pieces,
+/// and its payload checksum.
+struct written_stream {
+  std::vector<std::byte> bytes;
+  uint32_t payload_crc = 0;
+};
+written_stream stream_of(kv_dtype dt, kv_wire wire, uint32_t n) {
+  auto src = make_pool(shape(16, dt));
+  auto h = fill(*src, n);
+  auto w = kv_stream_writer::open(*src, h, wire);
+  EXPECT_TRUE(w.has_value());
+  if (!w) return {};
+  written_stream out;
+  out.bytes = read_all(*w, 4096);
+  out.payload_crc = w->payload_crc();
   return out;
 }
 
@@ -114,17 +133,13 @@ TEST(kv_stream_test, the_reader_in_pieces_of_any_size_stores_what_kv_decode_stor
 }
 
 TEST(kv_stream_test, the_length_counts_only_after_a_verified_finish) {
-  auto src = make_pool(shape(16, kv_dtype::f16));
-  auto h = fill(*src, 20);
-  auto w = kv_stream_writer::open(*src, h, kv_wire::f16);
-  ASSERT_TRUE(w.has_value());
-  const auto stream = read_all(*w, 4096);
+  const auto [stream, crc] = stream_of(kv_dtype::f16, kv_wire::f16, 20);
   auto dst = make_pool(shape(16, kv_dtype::f16), 8);
   auto existing = fill(*dst, 3, 9);  // a reservation with 3 tokens, grown by the stream
   kv_stream_reader r(*dst, existing);
   ASSERT_TRUE(r.feed(stream).has_value());
   // Every byte is in, the checksum is not verified yet: a wrong one is refused at finish.
-  auto bad = r.finish(w->payload_crc() ^ 1u);
+  auto bad = r.finish(crc ^ 1u);
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.err().message.find("payload checksum mismatch"), std::string::npos) << bad.err().message;
   const kv_handle after = r.take();
@@ -136,12 +151,7 @@ TEST(kv_stream_test, the_length_counts_only_after_a_verified_finish) {
 }
 
 TEST(kv_stream_test, damaged_cut_extended_and_forged_streams_are_refused) {
-  auto src = make_pool(shape(16, kv_dtype::f32));
-  auto h = fill(*src, 20);
-  auto w = kv_stream_writer::open(*src, h, kv_wire::int8);
-  ASSERT_TRUE(w.has_value());
-  const auto good = read_all(*w, 4096);
-  const uint32_t crc = w->payload_crc();
+  const auto [good, crc] = stream_of(kv_dtype::f32, kv_wire::int8, 20);
   auto refused = [&](std::vector<std::byte> bytes, const std::string& what, bool at_feed) {
     auto dst = make_pool(shape(16, kv_dtype::f32), 8);
     kv_stream_reader r(*dst, kv_handle{});
