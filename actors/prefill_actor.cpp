@@ -18,11 +18,12 @@ constexpr uint32_t fallback_chunk = 64;
 
 prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<prefill_state> self, const engine_context* ctx,
                                             backend* device, bool fallback) {
+  const uint32_t max_chunk = fallback ? std::min(ctx->limits.prefill_chunk, fallback_chunk) : ctx->limits.prefill_chunk;
   // Chunks sized by time only where decode steps wait behind them: on the decode device.
   if (ctx->limits.prefill_chunk_s > 0 && device == ctx->device) {
     prefill_chunk_budget::limits l;
     l.target_s = ctx->limits.prefill_chunk_s;
-    l.max_chunk = fallback ? std::min(ctx->limits.prefill_chunk, fallback_chunk) : ctx->limits.prefill_chunk;
+    l.max_chunk = max_chunk;
     self->state.budget.emplace(l);
   }
   return {
@@ -32,8 +33,8 @@ prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<pref
         if (!fallback && ctx->faults && ctx->faults->stall_prefill) ctx->faults->stall_prefill(job.id);
         const auto t0 = std::chrono::steady_clock::now();
         forward_result out;
-        uint32_t chunk = fallback ? std::min(ctx->limits.prefill_chunk, fallback_chunk) : ctx->limits.prefill_chunk;
-        if (job.chunk > 0) chunk = job.chunk;  // a rollout stage without logical PD: one forward
+        // A rollout stage without logical PD: one forward.
+        const uint32_t chunk = job.chunk > 0 ? job.chunk : max_chunk;
         prefill_chunking chunking{[chunk](int32_t, size_t) { return chunk; }, {}};
         if (auto& budget = self->state.budget; budget && job.chunk == 0) {
           chunking.size = [&budget](int32_t pos, size_t left) { return budget->next(static_cast<uint32_t>(pos), left); };
