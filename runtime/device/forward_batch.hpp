@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/base/expected.hpp"
 #include "runtime/kv/kv_handle.hpp"
 
 namespace fw {
@@ -43,5 +44,17 @@ struct forward_batch {
                         bool all_logits);
   void clear();  ///< removes the rows; want_hidden, n_layers and urgent stay
 };
+
+class kv_block_pool;
+
+/// What a backend does before computing a batch: checks every row (token in the vocabulary,
+/// sequence present) and makes room in each sequence's handle for its rows. Returns each
+/// sequence's end position (its length after the forward). Errors: invalid_argument for a bad
+/// token, internal for a missing sequence, out_of_memory (nothing reserved past the pool) when
+/// the pool cannot hold the new tokens.
+expected<std::vector<int32_t>> reserve_batch(const forward_batch& b, kv_block_pool& pool, uint32_t n_vocab);
+
+/// After a forward: sets each sequence's length to its end position where it grew.
+expected<void> commit_batch(const forward_batch& b, kv_block_pool& pool, const std::vector<int32_t>& end_pos);
 
 }  // namespace fw

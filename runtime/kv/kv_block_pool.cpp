@@ -185,15 +185,26 @@ expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_han
   const uint32_t src_bt = src.layout_.block_tokens;
   const uint32_t dst_bt = layout_.block_tokens;
   const size_t hd = layout_.head_dim;
+  const bool same_tiles = src_bt == dst_bt && src.layout_.dtype == layout_.dtype;
+  if (!same_tiles && (!host_addressable() || !src.host_addressable()))
+    return make_error(errc::unsupported, "cannot convert kv tokens between pools " + std::to_string(src.pool_id_) +
+                                             " and " + std::to_string(pool_id_) + " on a device (block size or type differ)");
+  // A device's storage copies in any direction; between host pools, memcpy.
+  const kv_storage& via = host_addressable() ? *src.storage_ : *storage_;
   for (uint32_t l = 0; l < layout_.n_layer; ++l) {
     for (uint32_t hh = 0; hh < layout_.n_head_kv; ++hh) {
-      if (src_bt == dst_bt && src.layout_.dtype == layout_.dtype) {
+      if (same_tiles) {
         // Whole tiles at a time (a K tile is transposed: copy all of it).
         const size_t eb = layout_.elem_bytes();
         for (uint32_t t = 0; t < n; t += dst_bt) {
           const uint32_t i = t / dst_bt;
-          std::memcpy(k_data(to.blocks[i], l, hh), src.k_data(from.blocks[i], l, hh), tile_bytes_);
-          std::memcpy(v_data(to.blocks[i], l, hh), src.v_data(from.blocks[i], l, hh), std::min(dst_bt, n - t) * hd * eb);
+          auto* dk = static_cast<std::byte*>(k_data(to.blocks[i], l, hh));
+          auto* dv = static_cast<std::byte*>(v_data(to.blocks[i], l, hh));
+          if (auto ok = via.copy(dk, static_cast<const std::byte*>(src.k_data(from.blocks[i], l, hh)), tile_bytes_); !ok) return ok;
+          if (auto ok = via.copy(dv, static_cast<const std::byte*>(src.v_data(from.blocks[i], l, hh)),
+                                 std::min(dst_bt, n - t) * hd * eb);
+              !ok)
+            return ok;
         }
       } else {  // token by token, converting the element type if it differs
         std::vector<float> kt(hd), vt(hd);

@@ -148,6 +148,11 @@ class kv_block_pool {
   [[nodiscard]] std::span<const std::byte> block_data(uint32_t block) const;
 
   [[nodiscard]] uint32_t pool_id() const { return pool_id_; }
+  /// False when the blocks live in a device's memory: the host accessors above (k_data, k,
+  /// write_token, read_token, v_row, block_data) must not be used then; copy_tokens still works.
+  [[nodiscard]] bool host_addressable() const { return storage_->host_addressable(); }
+  /// Where the blocks live ("host", "cuda:0").
+  [[nodiscard]] const char* where() const { return storage_->where(); }
   [[nodiscard]] const kv_layout& layout() const { return layout_; }
 
  private:

@@ -293,6 +293,8 @@ expected<void> kv_decode(std::span<const std::byte> bytes, kv_block_pool& dst, k
   auto info = kv_peek(bytes);
   if (!info) return info.err();
   if (auto ok = kv_detail::check_shape(*info, dst.layout()); !ok) return ok;
+  if (!dst.host_addressable())
+    return make_error(errc::unsupported, std::string("kv_codec decodes into host pools only; this pool is on ") + dst.where());
   const auto payload = bytes.subspan(kv_stream_header_bytes);
   if (kv_detail::header_payload_crc(bytes.data()) != crc32c(payload))
     return kv_detail::bad("payload checksum mismatch (corrupted data)");

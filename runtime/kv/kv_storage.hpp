@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 #include "runtime/base/expected.hpp"
@@ -23,6 +24,15 @@ class kv_storage {
   [[nodiscard]] virtual uint32_t n_blocks() const = 0;
   /// "host", "cuda:0", ... for reports.
   [[nodiscard]] virtual const char* where() const = 0;
+  /// True when block() is host memory the CPU may read and write; false for a device's memory,
+  /// which only copy() and the device's kernels touch.
+  [[nodiscard]] virtual bool host_addressable() const { return true; }
+  /// Copies n bytes from src to dst, where each is in this storage or in host memory (a device
+  /// storage copies in any direction). errc::internal when the device reports a failure.
+  virtual expected<void> copy(std::byte* dst, const std::byte* src, size_t n) const {
+    std::memcpy(dst, src, n);
+    return {};
+  }
 };
 
 class host_kv_storage final : public kv_storage {

@@ -10,6 +10,8 @@ namespace fw {
 expected<kv_stream_writer> kv_stream_writer::open(const kv_block_pool& pool, const kv_handle& h, kv_wire wire,
                                                   uint32_t count) {
   if (!pool.owns(h) && !h.empty()) return kv_detail::bad("the handle is not a live allocation of the source pool");
+  if (!pool.host_addressable())
+    return make_error(errc::unsupported, std::string("kv_codec encodes host pools only; this pool is on ") + pool.where());
   const kv_layout& l = pool.layout();
   if (l.head_dim > 1024) return kv_detail::bad("head_dim above 1024 is not supported");
   kv_stream_writer w;

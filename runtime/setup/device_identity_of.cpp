@@ -5,6 +5,9 @@
 #include <span>
 
 #include "runtime/kv/kv_codec.hpp"
+#ifdef FW_HAVE_CUDA
+#include "runtime/device/cuda/cuda_backend.hpp"
+#endif
 
 namespace fw {
 
@@ -36,7 +39,15 @@ std::string model_fingerprint(const gguf_file& f) {
 device_identity device_identity_of(const std::string& name, backend& b, const std::string& fingerprint) {
   device_identity d;
   d.name = name;
-  d.kind = "cpu";  // the only backend of this build; the CUDA backend sets its own fields
+  d.kind = "cpu";
+#ifdef FW_HAVE_CUDA
+  if (auto* g = dynamic_cast<cuda_backend*>(&b)) {
+    d.kind = "cuda";
+    d.cuda_runtime = g->info().runtime;
+    d.cuda_driver = g->info().driver;
+    d.compute_capability = std::to_string(g->info().cc_major) + "." + std::to_string(g->info().cc_minor);
+  }
+#endif
   d.model_fingerprint = fingerprint;
   d.kv_format_version = kv_stream_version;
   const kv_layout& l = b.kv_pool().layout();

@@ -6,6 +6,9 @@
 
 #include "runtime/base/log.hpp"
 #include "runtime/device/cpu/cpu_backend.hpp"
+#ifdef FW_HAVE_CUDA
+#include "runtime/device/cuda/cuda_backend.hpp"
+#endif
 #include "runtime/device/verify_cost.hpp"
 #include "runtime/setup/device_identity_of.hpp"
 #include "runtime/plugin/kinds/live_draft.hpp"
@@ -74,8 +77,17 @@ expected<void> check_devices(const config& cfg) {
   for (size_t i = 0; i < cfg.devices.size(); ++i) {
     const auto& d = cfg.devices[i];
     const std::string where = "devices[" + std::to_string(i) + "]";
+#ifndef FW_HAVE_CUDA
     if (d.kind == device_kind::cuda)
-      add(where + ": kind = \"cuda\" is not supported: this build has no CUDA backend yet (use kind = \"cpu\")");
+      add(where + ": kind = \"cuda\" is not supported: this build has no CUDA backend (nvcc was not found when it was "
+                  "built; install the CUDA toolkit and rebuild, or use kind = \"cpu\")");
+#else
+    if (d.kind == device_kind::cuda && (cfg.devices.size() != 1 || d.role != device_role::both))
+      add(where + ": a CUDA device runs as the only device, with role = \"both\" (GPU prefill/decode pairs and "
+                  "offload need KV transfer out of GPU memory, which this version does not have)");
+    if (d.kind == device_kind::cuda && cfg.node.role != node_role::both)
+      add(where + ": a CUDA device cannot be a node of several yet (the KV stream reads host pools); use kind = \"cpu\"");
+#endif
   }
   size_t prefill = 0, decode = 0, both = 0, offload = 0;
   for (const auto& d : cfg.devices) {
@@ -221,11 +233,30 @@ device_identity runtime_parts::node_identity(const std::string& role) const {
 
 std::shared_ptr<cpu::thread_pool> runtime_parts::threads() const {
   auto* cpu = dynamic_cast<cpu_backend*>(device.get());
-  return cpu ? cpu->thread_pool() : nullptr;
+  return cpu ? cpu->thread_pool() : host_threads;
 }
 
 expected<std::unique_ptr<backend>> runtime_parts::make_backend(uint32_t tokens) const {
-  auto o = backend_options(cfg, the_device(cfg), tokens, kernels);
+  const device_section& dev = the_device(cfg);
+  if (dev.kind == device_kind::cuda) {
+#ifdef FW_HAVE_CUDA
+    if (!kernels.empty())
+      return make_error(errc::unsupported, "compute.kernel_plugins are CPU kernels; a CUDA device runs its own (drop them)");
+    if (observer) return make_error(errc::unsupported, "calibration and quality reports run on the CPU backend (kind = \"cpu\")");
+    cuda_backend_options o;
+    o.device = static_cast<int>(dev.id);
+    o.kv_tokens = tokens;
+    o.kv_block_tokens = cfg.kv_cache.block_tokens;
+    o.kv_type = to_kv_dtype(cfg.kv_cache.type);
+    o.decode_priority = cfg.scheduler.decode_priority;
+    auto b = cuda_backend::create(m->config(), m->weights(), o);
+    if (!b) return make_error(b.err().code, "devices: kind = \"cuda\", id = " + std::to_string(dev.id) + ": " + b.err().message);
+    return std::unique_ptr<backend>(std::move(*b));
+#else
+    return make_error(errc::unsupported, "kind = \"cuda\": this build has no CUDA backend");
+#endif
+  }
+  auto o = backend_options(cfg, dev, tokens, kernels);
   o.observer = observer;
   return std::unique_ptr<backend>(std::make_unique<cpu_backend>(m->config(), m->weights(), std::move(o)));
 }
@@ -250,15 +281,19 @@ draft_registry registry_with(std::shared_ptr<plugin_host> host) {
 draft_registry runtime_parts::drafts() const { return registry_with(plugins); }
 
 expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
-                                                cpu_backend& target_backend, uint32_t kv_tokens,
-                                                std::shared_ptr<plugin_host> plugins, cpu_backend_options draft_options) {
+                                                backend& target_backend, uint32_t kv_tokens,
+                                                std::shared_ptr<plugin_host> plugins, cpu_backend_options draft_options,
+                                                std::shared_ptr<cpu::thread_pool> threads) {
+  if (!threads)
+    if (auto* cpu = dynamic_cast<cpu_backend*>(&target_backend)) threads = cpu->thread_pool();
+  if (!threads) threads = std::make_shared<cpu::thread_pool>(std::max(1, draft_options.threads));
   draft_context ctx;
   ctx.spec = &spec;
   ctx.target = std::move(target);
   ctx.target_backend = &target_backend;
-  ctx.threads = target_backend.thread_pool();
+  ctx.threads = threads;
   ctx.kv_tokens = kv_tokens;
-  draft_options.shared_threads = target_backend.thread_pool();  // drafting and verifying never overlap
+  draft_options.shared_threads = threads;  // drafting and verifying never overlap
   ctx.make_backend = [draft_options](const model& dm, uint32_t tokens) -> expected<std::unique_ptr<backend>> {
     cpu_backend_options o = draft_options;
     o.kv_tokens = tokens;
@@ -268,10 +303,10 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
 }
 
 expected<std::unique_ptr<drafter>> runtime_parts::make_draft(const speculative_section& spec) const {
-  auto* cpu = dynamic_cast<cpu_backend*>(device.get());
-  if (!cpu) return make_error(errc::invalid_argument, "no target backend to draft for");
-  // A separate draft model's backend keeps this config's KV settings (no kernel plugins).
-  return make_drafter(spec, m, *cpu, n_ctx, plugins, backend_options(cfg, the_device(cfg), n_ctx, {}));
+  if (!device) return make_error(errc::invalid_argument, "no target backend to draft for");
+  // A separate draft model's backend keeps this config's KV settings (no kernel plugins); next
+  // to a GPU target it runs on the host threads.
+  return make_drafter(spec, m, *device, n_ctx, plugins, backend_options(cfg, the_device(cfg), n_ctx, {}), threads());
 }
 
 expected<void> runtime_parts::rebuild_draft() {
@@ -329,6 +364,10 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
     if (!t) p.warnings.push_back("supervisor.telemetry_plugins: " + t.err().message + "; that telemetry is off");
     else p.telemetry.push_back(std::move(*t));
   }
+  if (the_device(p.cfg).kind != device_kind::cpu)
+    p.host_threads = std::make_shared<cpu::thread_pool>(device_threads(p.cfg, the_device(p.cfg)) > 0
+                                                            ? device_threads(p.cfg, the_device(p.cfg))
+                                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   auto be = p.make_backend(p.kv_tokens);
   if (!be) return be.err();
   p.device = std::move(*be);

@@ -56,6 +56,9 @@ class runtime_parts {
   uint32_t n_ctx = 0;      ///< context window per sequence (cfg.model.ctx_size resolved)
   uint32_t kv_tokens = 0;  ///< the device's KV pool capacity in tokens
   std::vector<std::shared_ptr<quant_kernel>> kernels;  ///< [compute] kernel_plugins, following reloads
+  /// Host threads for drafts and tools when the device is not the CPU (a CUDA device); null when
+  /// the CPU backend's own kernel threads serve.
+  std::shared_ptr<cpu::thread_pool> host_threads;
   std::unique_ptr<backend> device;          ///< the decode device (and the prefill one unless separate)
   /// [[devices]] role = "prefill": a separate prefill device (own threads and KV pool); null when
   /// `device` prefills too. Hand it to the engine (engine_options::prefill_device).
@@ -92,12 +95,14 @@ class runtime_parts {
   /// The node limits of a decode node configured by `node` (its peers, heartbeats, deadline,
   /// chunk size) with node_identity("decode node"); limits() uses it for [node] role decode.
   [[nodiscard]] node_limits node_limits_of(const node_section& node) const;
-  /// The kernel threads of the target's backend (drafts and fit-draft compute on them).
+  /// The kernel threads of the target's backend (drafts and fit-draft compute on them), or
+  /// host_threads when the target is a GPU.
   [[nodiscard]] std::shared_ptr<cpu::thread_pool> threads() const;
 };
 
 /// Refuses, with a message naming the [[devices]] entry, what this build cannot run: a CUDA
-/// device (no CUDA backend yet) and device sets other than one "both" device or a "prefill" +
+/// device in a build without the CUDA backend, a CUDA device in any role but the one "both"
+/// device of a single node, and device sets other than one "both" device or a "prefill" +
 /// "decode" pair, each optionally with one "offload" device. No model is loaded.
 expected<void> check_devices(const config& cfg);
 
@@ -109,13 +114,14 @@ uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc);
 uint32_t resolve_kv_tokens(const config& cfg, const model_config& mc, const device_section& dev);
 
 /// The draft `spec` asks for, through the draft registry (built-in kinds, and "plugin:NAME"
-/// through `plugins` when given), over a CPU target backend; a separate draft model gets its
-/// own CPU backend (draft_options, with kv_tokens and the target's threads). Null for
-/// draft = "none".
+/// through `plugins` when given), over the target backend; a separate draft model gets its own
+/// CPU backend (draft_options, with kv_tokens) on `threads`: the target's kernel threads when
+/// it is a CPU backend and threads is null. Null for draft = "none".
 expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec, std::shared_ptr<const model> target,
-                                                cpu_backend& target_backend, uint32_t kv_tokens,
+                                                backend& target_backend, uint32_t kv_tokens,
                                                 std::shared_ptr<plugin_host> plugins = nullptr,
-                                                cpu_backend_options draft_options = {});
+                                                cpu_backend_options draft_options = {},
+                                                std::shared_ptr<cpu::thread_pool> threads = nullptr);
 
 /// Builds everything `cfg` describes (see the header comment).
 expected<runtime_parts> build_runtime(config cfg, const build_options& options = {});

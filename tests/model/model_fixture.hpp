@@ -2,6 +2,8 @@
 // with a reason when scripts/setup.sh has not fetched it.
 #pragma once
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,7 +14,12 @@
 
 namespace fw::test {
 
-inline std::string real_model_path() { return std::string(FW_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf"; }
+/// The bundled model; FW_REAL_MODEL names another copy (a GPU host, where the tests run from a
+/// packed folder: tools/gpu-check.sh).
+inline std::string real_model_path() {
+  if (const char* p = std::getenv("FW_REAL_MODEL"); p && *p) return p;
+  return std::string(FW_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
 
 inline std::shared_ptr<const model> real_model() {
   static std::shared_ptr<const model> m = []() -> std::shared_ptr<const model> {

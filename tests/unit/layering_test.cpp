@@ -22,6 +22,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
       {"kernels/format", {}},
       {"kernels/ref", {"kernels/format"}},
       {"kernels/cpu", {"kernels/format", "kernels/ref"}},
+      {"kernels/cuda", {"kernels/format"}},
       {"runtime/base", {}},
       {"runtime/config/sections", {}},
       // Policies: pure code over base only.
@@ -38,6 +39,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
       {"runtime/model", {"runtime/base", "runtime/gguf", "runtime/text", "kernels/format", "runtime/model/arch"}},
       {"runtime/device", {"runtime/base", "runtime/kv", "runtime/model"}},
       {"runtime/device/cpu", {"runtime/device", "kernels/cpu", "runtime/model/arch"}},
+      {"runtime/device/cuda", {"runtime/device", "kernels/cuda", "kernels/cpu", "runtime/model/arch"}},
       {"runtime/spec/drafts", {"runtime/spec", "runtime/device", "runtime/model", "runtime/sample", "runtime/gguf",
                                "kernels/cpu", "runtime/config/sections"}},
       {"runtime/step", {"runtime/device", "runtime/spec", "runtime/spec/drafts", "runtime/sample", "runtime/text",
@@ -45,7 +47,7 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
       {"runtime/plugin", {"runtime/base", "runtime/device", "runtime/spec/drafts", "runtime/config/sections", "runtime/supervise", "include/flywheel"}},
       {"runtime/plugin/kinds", {"runtime/plugin"}},
       {"runtime/quant", {"runtime/base", "runtime/model", "runtime/gguf", "runtime/device", "kernels/format", "kernels/cpu"}},
-      {"runtime/setup", {"runtime/config", "runtime/device/cpu", "runtime/step", "runtime/plugin/kinds",
+      {"runtime/setup", {"runtime/config", "runtime/device/cpu", "runtime/device/cuda", "runtime/step", "runtime/plugin/kinds",
                          "runtime/spec/drafts", "runtime/metrics", "runtime/supervise"}},
       {"actors", {"actors/protocol", "runtime/setup", "runtime/metrics"}},
       {"actors/protocol", {"runtime/setup"}},
@@ -84,7 +86,7 @@ TEST(layering_test, every_folder_of_the_engine_has_a_layer) {
     for (const auto& e : fs::recursive_directory_iterator(root / top)) {
       if (!e.is_regular_file()) continue;
       const auto ext = e.path().extension();
-      if (ext != ".hpp" && ext != ".cpp") continue;
+      if (ext != ".hpp" && ext != ".cpp" && ext != ".cu") continue;
       const std::string folder = folder_of(fs::relative(e.path(), root).string());
       EXPECT_TRUE(allowed_edges().count(folder)) << folder << " (of " << e.path() << ") has no entry in the layer table";
     }
@@ -99,7 +101,7 @@ TEST(layering_test, no_source_includes_a_folder_above_its_layer) {
     for (const auto& e : fs::recursive_directory_iterator(root / top)) {
       if (!e.is_regular_file()) continue;
       const auto ext = e.path().extension();
-      if (ext != ".hpp" && ext != ".cpp") continue;
+      if (ext != ".hpp" && ext != ".cpp" && ext != ".cu") continue;
       const std::string rel = fs::relative(e.path(), root).string();
       const std::string folder = folder_of(rel);
       if (!allowed_edges().count(folder)) continue;  // reported by the test above

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/flywheel/bench_concurrency.hpp"
+#include "tools/flywheel/bench_gpu.hpp"
 #include "tools/flywheel/bench_mixed.hpp"
 #include "tools/flywheel/bench_nodes.hpp"
 #include "tools/flywheel/bench_server.hpp"
@@ -388,11 +389,25 @@ int bench_nodes_main(const arg_parser& args, runtime_parts& s) {
   return finish_workload(args, *r, print_nodes_bench);
 }
 
+/// `flywheel bench --workload gpu`: bench_gpu.hpp.
+int bench_gpu_main(const arg_parser& args, runtime_parts& s) {
+  gpu_bench_options o;
+  for (const auto& d : s.cfg.devices)
+    if (d.kind == device_kind::cuda) o.device = static_cast<int>(d.id);
+  auto r = run_gpu_bench(s, o);
+  if (!r) {
+    std::fprintf(stderr, "bench: %s\n", r.err().what().c_str());
+    return 1;
+  }
+  return finish_workload(args, *r, print_gpu_bench);
+}
+
 /// `flywheel bench --workload mixed`: bench_mixed.hpp.
 int bench_mixed_main(const arg_parser& args, runtime_parts& s) {
   if (args.str("workload") == "nodes") return bench_nodes_main(args, s);
+  if (args.str("workload") == "gpu") return bench_gpu_main(args, s);
   if (args.str("workload") != "mixed") {
-    std::fprintf(stderr, "bench: --workload '%s' is not known; allowed: mixed, nodes\n", args.str("workload").c_str());
+    std::fprintf(stderr, "bench: --workload '%s' is not known; allowed: mixed, nodes, gpu\n", args.str("workload").c_str());
     return 2;
   }
   mixed_bench_options o;
@@ -439,7 +454,9 @@ int cmd_bench(int argc, char** argv) {
       .option("workload", "mixed: prefill/decode separation - Poisson short chats, long prompts and long "
                           "generations through co-located, logical and physical configurations in one run; "
                           "nodes: several machines - KV transfer between a prefill and a decode node over "
-                          "loopback vs raw TCP, and the transfer share of 256- and 1024-token generations")
+                          "loopback vs raw TCP, and the transfer share of 256- and 1024-token generations; "
+                          "gpu: copy bandwidth, each weight format's product at Llama-3-8B shapes, and the "
+                          "model's decode step against its weights / bandwidth (a CUDA device)")
       .option("chat-rate", "--workload mixed: short chat arrivals per second (Poisson)", "2")
       .option("long-rate", "--workload mixed: long-prompt arrivals per second", "0.1")
       .option("chunk-ms", "--workload mixed: the logical-budget configuration's [scheduler] prefill_chunk_ms "

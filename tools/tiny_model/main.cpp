@@ -3,10 +3,12 @@
 //                       [--type f32|f16|bf16|q8_0|q4_0|q4_1] [--layers N] [--embd N] [--ff N]
 //                       [--heads N] [--kv-heads N] [--head-dim N] [--ctx N] [--vocab-size N]
 //                       [--sliding-window N] [--outliers N] [--seed S] [--untied] [--rope-freqs]
-//                       [--shape qwen2-7b|qwen2-1.5b|llama-7b]
+//                       [--shape qwen2-7b|qwen2-1.5b|llama-7b|llama3-8b|llama3-70b]
+// --type also takes w4a16 (flywheel's 4-bit format, groups of 128, round to nearest).
 // --outliers N: the first N channels of every layer norm are 16x larger (outlier activations).
 // --shape: a real model's sizes (random weights, untied head, a padded vocabulary) for speed
-//          measurements; later options override its sizes.
+//          measurements; later options override its sizes (llama3-70b --layers 4: four layers
+//          of the 70B model's dimensions, for per-layer GPU timings that fit a short loan).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -20,11 +22,11 @@ int usage(const char* msg) {
   if (msg) std::fprintf(stderr, "flywheel-tiny-model: %s\n", msg);
   std::fprintf(stderr,
                "usage: flywheel-tiny-model --out FILE [--arch llama|qwen2|qwen3|phi3] [--vocab bpe|spm]\n"
-               "                           [--type f32|f16|bf16|q8_0|q4_0|q4_1]\n"
+               "                           [--type f32|f16|bf16|q8_0|q4_0|q4_1|w4a16]\n"
                "                           [--layers N] [--embd N] [--ff N] [--heads N] [--kv-heads N]\n"
                "                           [--head-dim N] [--ctx N] [--vocab-size N] [--sliding-window N]\n"
                "                           [--outliers N] [--seed S] [--untied] [--rope-freqs]\n"
-               "                           [--shape qwen2-7b|qwen2-1.5b|llama-7b]\n");
+               "                           [--shape qwen2-7b|qwen2-1.5b|llama-7b|llama3-8b|llama3-70b]\n");
   return 2;
 }
 
@@ -36,6 +38,10 @@ bool parse_uint(const char* s, uint64_t& out) {
 }
 
 bool parse_type(std::string_view s, fw::ggml_type& out) {
+  if (s == "w4a16") {
+    out = fw::ggml_type::fw_w4a16_g128;
+    return true;
+  }
   for (fw::ggml_type t : {fw::ggml_type::f32, fw::ggml_type::f16, fw::ggml_type::bf16,
                           fw::ggml_type::q8_0, fw::ggml_type::q4_0, fw::ggml_type::q4_1}) {
     if (fw::type_traits(t).name == s) {
@@ -93,18 +99,21 @@ int main(int argc, char** argv) {
       spec.vocab = val;
     } else if (arg == "--shape") {
       // Sizes from the models' published configs; random weights.
-      struct shape { const char* name; const char* arch; int embd, layers, heads, kv, ff, vocab; };
+      struct shape { const char* name; const char* arch; int embd, layers, heads, kv, ff, vocab; float rope_base; };
       static constexpr shape shapes[] = {
-          {"qwen2-7b", "qwen2", 3584, 28, 28, 4, 18944, 152064},
-          {"qwen2-1.5b", "qwen2", 1536, 28, 12, 2, 8960, 151936},
-          {"llama-7b", "llama", 4096, 32, 32, 32, 11008, 32000},
+          {"qwen2-7b", "qwen2", 3584, 28, 28, 4, 18944, 152064, 1000000.f},
+          {"qwen2-1.5b", "qwen2", 1536, 28, 12, 2, 8960, 151936, 1000000.f},
+          {"llama-7b", "llama", 4096, 32, 32, 32, 11008, 32000, 10000.f},
+          {"llama3-8b", "llama", 4096, 32, 32, 8, 14336, 128256, 500000.f},
+          {"llama3-70b", "llama", 8192, 80, 64, 8, 28672, 128256, 500000.f},
       };
       const shape* sh = nullptr;
       for (const auto& c : shapes)
         if (std::string_view(val) == c.name) sh = &c;
-      if (!sh) return usage("unknown --shape (qwen2-7b, qwen2-1.5b, llama-7b)");
+      if (!sh) return usage("unknown --shape (qwen2-7b, qwen2-1.5b, llama-7b, llama3-8b, llama3-70b)");
       spec.arch = sh->arch, spec.n_embd = sh->embd, spec.n_layer = sh->layers, spec.n_head = sh->heads;
-      spec.n_head_kv = sh->kv, spec.n_ff = sh->ff, spec.vocab_size = sh->vocab, spec.n_ctx = 4096;
+      spec.n_head_kv = sh->kv, spec.n_ff = sh->ff, spec.vocab_size = sh->vocab, spec.n_ctx = 8192;
+      spec.rope_base = sh->rope_base;
       spec.tied_output = false, spec.fast_random = true;
     } else if (arg == "--head-dim") {
       if (!parse_uint(val, n) || n == 0 || n > 1024) return usage("--head-dim needs 1..1024");

@@ -1,8 +1,11 @@
 #include "tools/tiny_model/tiny_model.hpp"
 
+#include "kernels/format/fw_formats.hpp"
+
 #include <algorithm>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "kernels/format/quant_ref.hpp"
@@ -81,6 +84,40 @@ uint32_t file_type_of(ggml_type t) {  // llama_ftype numbering
 std::vector<uint8_t> encode(ggml_type type, const std::vector<float>& values) {
   std::vector<uint8_t> out(row_bytes(type_traits(type), values.size()));
   quantize_row_ref(type, values.data(), out.data(), static_cast<int64_t>(values.size()));
+  return out;
+}
+
+/// Random quantized blocks straight from random bytes (no float weights made and rounded): the
+/// nibbles / int8 values uniform, every block's scale set so that the weights' standard deviation
+/// is `sd`. For large shapes (a Llama-3-8B file in seconds instead of minutes); empty for the
+/// float formats, which take the float path.
+std::vector<uint8_t> random_blocks(ggml_type t, uint64_t n, float sd, uint64_t& state) {
+  const auto tr = type_traits(t);
+  uint32_t block = 0, group = 0;  // bytes per block; fw_w4a16 group size
+  float d = 0;
+  switch (t) {
+    case ggml_type::q4_0: block = 18, d = sd / 4.61f; break;  // (q - 8), q uniform in 0..15: sd 4.61
+    case ggml_type::q4_1: block = 20, d = sd / 4.61f; break;
+    case ggml_type::q8_0: block = 34, d = sd / 73.9f; break;  // int8 uniform: sd 73.9
+    case ggml_type::fw_w4a16_g32: group = 32; break;
+    case ggml_type::fw_w4a16_g64: group = 64; break;
+    case ggml_type::fw_w4a16_g128: group = 128; break;
+    default: return {};
+  }
+  if (group) block = 4 + group / 2, d = sd / 4.61f;
+  std::vector<uint8_t> out(row_bytes(tr, n));
+  for (size_t i = 0; i < out.size(); i += 8) {  // splitmix64
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(out.data() + i, &z, std::min<size_t>(8, out.size() - i));
+  }
+  const uint16_t dh = fp32_to_fp16(d), mh = fp32_to_fp16(-7.5f * d);
+  for (size_t b = 0; b + block <= out.size(); b += block) {
+    std::memcpy(out.data() + b, &dh, 2);
+    if (t != ggml_type::q4_0 && t != ggml_type::q8_0) std::memcpy(out.data() + b + 2, &mh, 2);  // the offset
+  }
   return out;
 }
 
@@ -262,6 +299,11 @@ expected<gguf_writer> build(const tiny_model_spec& spec) {
     w.add_string("tokenizer.chat_template", tiny_model_chat_template());
   }
   w.add_uint32("general.quantization_version", 2);
+  if (type_traits(spec.weight_type).flywheel) {  // flywheel's own format: its version key, as `flywheel quantize` writes
+    w.add_uint32(fw_quant_version_key, fw_quant_version);
+    w.add_string("flywheel.quant.scheme", "w4a16");
+    w.add_string("flywheel.quant.method", "round to nearest (random weights)");
+  }
 
   normal_source rng(spec.seed, spec.fast_random);
   auto values = [&](uint64_t n, float scale) {
@@ -269,7 +311,15 @@ expected<gguf_writer> build(const tiny_model_spec& spec) {
     for (float& x : v) x = rng.next() * scale;
     return v;
   };
+  uint64_t byte_state = spec.seed;
   auto matrix = [&](const std::string& name, uint64_t ne0, uint64_t ne1) {
+    if (spec.fast_random) {
+      auto blocks = random_blocks(spec.weight_type, ne0 * ne1, 1.0f / std::sqrt(static_cast<float>(ne0)), byte_state);
+      if (!blocks.empty()) {
+        w.add_tensor(name, {ne0, ne1}, spec.weight_type, std::move(blocks));
+        return;
+      }
+    }
     w.add_tensor(name, {ne0, ne1}, spec.weight_type,
                  encode(spec.weight_type, values(ne0 * ne1, 1.0f / std::sqrt(static_cast<float>(ne0)))));
   };

@@ -30,8 +30,9 @@ struct tiny_model_spec {
   int sliding_window = 0;     ///< <arch>.attention.sliding_window when > 0
   /// A rope_freqs.weight table (Llama 3.1's per-pair angle divisors), 1 + i / 4 for pair i.
   bool rope_freqs = false;
-  /// One uniform draw per weight instead of a sum of 12 (same mean and variance): for large
-  /// shapes, where 12 draws per weight take minutes.
+  /// One uniform draw per weight instead of a sum of 12 (same mean and variance), and quantized
+  /// matrices made from random bytes (uniform values under a scale of the same variance): for
+  /// large shapes, where 12 draws per weight take minutes.
   bool fast_random = false;
   int n_embd = 64;
   int n_layer = 2;

@@ -313,20 +313,8 @@ expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out)
   if (m == 0) return {};
   const int64_t e = cfg_.n_embd, ff = cfg_.n_ff;
   // Validate rows and make room in every sequence's KV handle before computing anything.
-  std::vector<int32_t> end_pos(b.kv.size(), 0);
-  for (int64_t r = 0; r < m; ++r) {
-    if (b.tokens[r] < 0 || static_cast<uint32_t>(b.tokens[r]) >= cfg_.n_vocab)
-      return make_error(errc::invalid_argument, "token id " + std::to_string(b.tokens[r]) + " is outside the vocabulary");
-    if (b.seq[r] >= b.kv.size()) return make_error(errc::internal, "batch row names a missing sequence");
-    end_pos[b.seq[r]] = std::max(end_pos[b.seq[r]], b.positions[r] + 1);
-  }
-  for (size_t s = 0; s < b.kv.size(); ++s) {
-    // Callers that planned the step (the batch decoder) reserved already: only the lock-free
-    // capacity check then; the book is consulted when the handle must grow.
-    if (pool_.capacity(*b.kv[s]) < static_cast<uint32_t>(end_pos[s]) &&
-        !pool_.reserve(*b.kv[s], static_cast<uint32_t>(end_pos[s])))
-      return make_error(errc::out_of_memory, "KV cache pool exhausted (" + std::to_string(pool_.free_blocks()) + " free blocks)");
-  }
+  auto end_pos = reserve_batch(b, pool_, cfg_.n_vocab);
+  if (!end_pos) return end_pos.err();
 
   x_.resize(m * e);
   xn_.resize(m * e);
@@ -344,11 +332,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out)
   batch_ = nullptr;
   out_ = nullptr;
 
-  for (size_t s = 0; s < b.kv.size(); ++s)
-    if (b.kv[s]->n_tokens < static_cast<uint32_t>(end_pos[s])) {
-      if (auto ok = pool_.set_length(*b.kv[s], end_pos[s]); !ok) return ok.err();
-    }
-  return {};
+  return commit_batch(b, pool_, *end_pos);
 }
 
 // -- llama_ops over this backend's buffers (batch_, rows_ set by forward) --
