@@ -120,7 +120,7 @@ __global__ void combine_kernel(const float* __restrict__ scratch, int64_t querie
     const int e = lane + 32 * i;
     if (e < hd) out[r * ldo + static_cast<int64_t>(h) * hd + e] = acc[i] * inv;
   }
-  if (entropy && lane == 0) entropy[qi] = softmax_entropy(total);
+  if (entropy && lane == 0) entropy[qi] = fmaxf(0.f, softmax_entropy(total));  // as the CPU paths clamp rounding below 0
 }
 
 }  // namespace

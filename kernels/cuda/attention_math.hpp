@@ -26,6 +26,7 @@ struct softmax_part {
 /// Adds one score to a running part; returns the factor the part's old value sum must be
 /// scaled by (the new score's own weight is e^(s - m) after the call: weight_of(p, s)).
 FW_HD float softmax_add(softmax_part& p, float s) {
+  if (s == -INFINITY) return 1.f;  // weight 0: nothing changes
   if (s <= p.m) {
     const float e = expf(s - p.m);
     p.t += e * (s - p.m);

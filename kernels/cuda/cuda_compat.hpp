@@ -14,6 +14,11 @@
 #else
 #define FW_HD inline
 #endif
+#if defined(__CUDA_ARCH__)  // nvcc's device pass (its host pass and g++ do not know the pragma)
+#define FW_UNROLL _Pragma("unroll")
+#else
+#define FW_UNROLL
+#endif
 
 namespace fw::cuda {
 

@@ -36,40 +36,40 @@ FW_HD int64_t row_bytes_of(wfmt f, int64_t k) {
 template <wfmt F>
 FW_HD void decode_chunk(const uint8_t* row, int64_t j, float* out) {
   if constexpr (F == wfmt::f32) {
-    for (int i = 0; i < 32; ++i) out[i] = load_f32(row + (32 * j + i) * 4);
+    FW_UNROLL for (int i = 0; i < 32; ++i) out[i] = load_f32(row + (32 * j + i) * 4);
   } else if constexpr (F == wfmt::f16) {
-    for (int i = 0; i < 32; ++i) out[i] = half_to_float(load_u16(row + (32 * j + i) * 2));
+    FW_UNROLL for (int i = 0; i < 32; ++i) out[i] = half_to_float(load_u16(row + (32 * j + i) * 2));
   } else if constexpr (F == wfmt::bf16) {
-    for (int i = 0; i < 32; ++i) out[i] = bf16_to_float(load_u16(row + (32 * j + i) * 2));
+    FW_UNROLL for (int i = 0; i < 32; ++i) out[i] = bf16_to_float(load_u16(row + (32 * j + i) * 2));
   } else if constexpr (F == wfmt::q4_0) {
     const uint8_t* b = row + j * 18;
     const float d = half_to_float(load_u16(b));
-    for (int i = 0; i < 16; ++i) {
+    FW_UNROLL for (int i = 0; i < 16; ++i) {
       out[i] = d * static_cast<float>((b[2 + i] & 0x0f) - 8);
       out[i + 16] = d * static_cast<float>((b[2 + i] >> 4) - 8);
     }
   } else if constexpr (F == wfmt::q4_1) {
     const uint8_t* b = row + j * 20;
     const float d = half_to_float(load_u16(b)), m = half_to_float(load_u16(b + 2));
-    for (int i = 0; i < 16; ++i) {
+    FW_UNROLL for (int i = 0; i < 16; ++i) {
       out[i] = d * static_cast<float>(b[4 + i] & 0x0f) + m;
       out[i + 16] = d * static_cast<float>(b[4 + i] >> 4) + m;
     }
   } else if constexpr (F == wfmt::q8_0) {
     const uint8_t* b = row + j * 34;
     const float d = half_to_float(load_u16(b));
-    for (int i = 0; i < 32; ++i) out[i] = d * static_cast<float>(static_cast<int8_t>(b[2 + i]));
+    FW_UNROLL for (int i = 0; i < 32; ++i) out[i] = d * static_cast<float>(static_cast<int8_t>(b[2 + i]));
   } else if constexpr (F == wfmt::w8) {
     const float d = load_f32(row);
     const uint8_t* q = row + 32 + 32 * j;
-    for (int i = 0; i < 32; ++i) out[i] = d * static_cast<float>(static_cast<int8_t>(q[i]));
+    FW_UNROLL for (int i = 0; i < 32; ++i) out[i] = d * static_cast<float>(static_cast<int8_t>(q[i]));
   } else {
     constexpr int g = F == wfmt::w4g32 ? 32 : F == wfmt::w4g64 ? 64 : 128;
     constexpr int per_group = g / 32;
     const uint8_t* grp = row + (j / per_group) * (4 + g / 2);
     const float d = half_to_float(load_u16(grp)), m = half_to_float(load_u16(grp + 2));
     const uint8_t* q = grp + 4 + (j % per_group) * 16;
-    for (int i = 0; i < 16; ++i) {
+    FW_UNROLL for (int i = 0; i < 16; ++i) {
       out[i] = d * static_cast<float>(q[i] & 0x0f) + m;
       out[i + 16] = d * static_cast<float>(q[i] >> 4) + m;
     }

@@ -22,9 +22,11 @@ namespace {
 
 using namespace fw;
 
-// A divergence between devices must be a near-tie on the CPU: the two best logits within this.
-constexpr float near_tie = 0.05f;
-// Logits of GPU and CPU forwards agree within this share of the logits' range (tiny models).
+// A divergence between the GPU (f32 activations) and the CPU backend (int8 activations for the
+// quantized formats) must be a near-tie on the CPU: the two best logits within this.
+constexpr float near_tie = 0.25f;
+// Logits of the GPU and of the CPU on the same weights dequantized to f32 (both f32 activations,
+// sums in other orders) agree within this share of the logits' range (tiny models).
 constexpr double logit_tolerance = 2e-3;
 
 cuda_backend_options gpu_options(uint32_t kv_tokens = 4096) {
@@ -82,11 +84,18 @@ TEST(cuda_backend_test, every_architecture_and_weight_format_of_the_tiny_models_
     tiny_model_spec spec;
     spec.arch = c.arch, spec.weight_type = c.type, spec.rope_freqs = c.rope_freqs;
     spec.n_embd = 128, spec.n_head = 4, spec.n_head_kv = 2, spec.n_ff = 256, spec.n_layer = 2;
-    auto m = test::load_tiny(spec, std::string("cuda_") + c.arch + "_" + std::string(type_traits(c.type).name));
+    const std::string tag = std::string("cuda_") + c.arch + "_" + std::string(type_traits(c.type).name);
+    auto m = test::load_tiny(spec, tag);
     ASSERT_TRUE(m);
     auto gpu = cuda_backend::create(m->config(), m->weights(), gpu_options(1024));
     ASSERT_TRUE(gpu) << gpu.err().message;
-    auto cpu = cpu_of(*m, 1024);
+    // The reference: the same file with every matrix dequantized to f32 at load (exactly the
+    // values the GPU decodes), on the CPU backend.
+    weight_load_options f32;
+    f32.convert_to = ggml_type::f32;
+    auto ref = model::load(test::temp_dir() + "/" + tag + ".gguf", f32);
+    ASSERT_TRUE(ref) << ref.err().message;
+    auto cpu = cpu_of(**ref, 1024);
     const std::vector<int32_t> prompt{1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57};
     const auto a = test::greedy_decode(*cpu, prompt, 12, 8, true);
     const auto b = test::greedy_decode(**gpu, prompt, 12, 8, true);
@@ -97,7 +106,7 @@ TEST(cuda_backend_test, every_architecture_and_weight_format_of_the_tiny_models_
       for (size_t i = 0; i < a.logits[s].size(); ++i)
         ASSERT_NEAR(b.logits[s][i], a.logits[s][i], logit_tolerance * range) << "step " << s << " logit " << i;
     }
-    expect_same_or_near_tie(a, b, c.arch);
+    EXPECT_EQ(a.tokens, b.tokens) << c.arch;
   }
 }
 

@@ -146,7 +146,7 @@ struct cuda_backend::impl {
 
     lane(impl& i, const model_config& c) : im(i), cfg(c) {}
     ~lane() override {
-      for (auto& [k, g] : graphs) cudaGraphExecDestroy(g);
+      clear_graphs();
       if (stream) cudaStreamDestroy(stream);
     }
 
@@ -168,9 +168,17 @@ struct cuda_backend::impl {
         moved = true;
       }
       const size_t e = cfg.n_embd, R = cap_rows, O = cap_out, F = 4;
+      // Captured graphs hold these addresses: drop them whenever anything moves, errors included.
+      struct drop_graphs {
+        lane& l;
+        bool& moved;
+        ~drop_graphs() {
+          if (moved) l.clear_graphs();
+        }
+      } guard{*this, moved};
       auto grow = [&](device_buffer& b, size_t n) -> expected<void> {
         auto r = b.reserve(n);
-        if (!r) return r.err();
+        if (!r) return moved = true, r.err();
         moved = moved || *r;
         return {};
       };
@@ -184,11 +192,12 @@ struct cuda_backend::impl {
                             {&h_meta_f, R * std::max<size_t>(cfg.n_rot, 1) * F}, {&h_logits, O * size_t{cfg.n_vocab} * F},
                             {&h_entropy, R * cfg.n_head * F}, {&h_hidden, O * e * F}})
         if (auto ok = buf->reserve(n); !ok) return ok.err();
-      if (moved) {
-        for (auto& [k, g] : graphs) cudaGraphExecDestroy(g);
-        graphs.clear();
-      }
       return {};
+    }
+
+    void clear_graphs() {
+      for (auto& [k, g] : graphs) cudaGraphExecDestroy(g);
+      graphs.clear();
     }
 
     void mm(const cuda::weight_desc& w, const float* in, int64_t ldx, int64_t m, float* y, int64_t ldy) {
@@ -275,7 +284,10 @@ struct cuda_backend::impl {
   std::unique_ptr<lane> urgent, background;  ///< background null: one stream for everything
   std::vector<std::string> formats;          ///< weight types uploaded, for kernel_paths
   const float* rope_freqs = nullptr;         ///< host copy (the model's): rope angles are made on the host
-  std::atomic<bool> graphs_ok{true};         ///< false once a capture failed: eager from then on
+  std::atomic<bool> graphs_ok{true};         ///< false after capture_failures_max failures: eager from then on
+  int capture_failures = 0;                  ///< (the urgent lane's; under its mutex)
+  static constexpr int capture_failures_max = 3;
+  static constexpr size_t graphs_max = 64;   ///< captured shapes kept per lane; more: the cache starts over
 
   ~impl() {
     urgent.reset(), background.reset();
@@ -345,6 +357,7 @@ cuda_backend::cuda_backend(const model_config& config, cuda_backend_options opts
     : cfg_(config), opts_(opts), impl_(std::make_unique<impl>()) {}
 
 cuda_backend::~cuda_backend() {
+  cudaSetDevice(opts_.device);
   if (impl_) {
     if (impl_->urgent) cudaStreamSynchronize(impl_->urgent->stream);
     if (impl_->background) cudaStreamSynchronize(impl_->background->stream);
@@ -361,6 +374,10 @@ expected<std::unique_ptr<cuda_backend>> cuda_backend::create(const model_config&
     return make_error(errc::unsupported, "the CUDA backend's attention handles head sizes that are multiples of 32 up to "
                                          "256; this model's is " + std::to_string(config.head_dim));
   if (config.n_rot % 2 != 0) return make_error(errc::unsupported, "the CUDA backend needs an even rotary dimension");
+  if (config.n_embd % 32 != 0 || config.n_ff % 32 != 0 || config.q_dim() % 32 != 0)
+    return make_error(errc::unsupported, "the CUDA backend's products need widths that are multiples of 32 (n_embd " +
+                                             std::to_string(config.n_embd) + ", n_ff " + std::to_string(config.n_ff) +
+                                             ", q " + std::to_string(config.q_dim()) + ")");
   std::unique_ptr<cuda_backend> b(new cuda_backend(config, opts));
   b->info_ = *info;
   if (auto e = cudaSetDevice(opts.device); e != cudaSuccess) return cuda_error("cudaSetDevice", e);
@@ -387,6 +404,9 @@ expected<std::unique_ptr<cuda_backend>> cuda_backend::create(const model_config&
     if (auto e = cudaStreamCreateWithPriority(&im.background->stream, cudaStreamNonBlocking, lo); e != cudaSuccess)
       return cuda_error("stream", e);
   }
+  // The pool's clearing and the uploads ran on the default stream, which the lanes' non-blocking
+  // streams do not wait for: finish them before the first forward.
+  if (auto e = cudaDeviceSynchronize(); e != cudaSuccess) return cuda_error("weight upload", e);
   return b;
 }
 
@@ -518,11 +538,12 @@ expected<void> cuda_backend::forward(const forward_batch& b, forward_result& out
                               cudaGraphInstantiate(&exec, g, 0) == cudaSuccess;
         if (g) cudaGraphDestroy(g);
         if (captured) {
+          if (L.graphs.size() >= impl::graphs_max) L.clear_graphs();  // e.g. verification of many k
           it = L.graphs.emplace(key, exec).first;
           ++graph_captures_;
         } else {
           (void)cudaGetLastError();
-          im.graphs_ok = false;  // this device cannot capture: run eagerly from now on
+          if (++im.capture_failures >= impl::capture_failures_max) im.graphs_ok = false;  // run eagerly from now on
         }
       }
     }
@@ -563,7 +584,7 @@ std::vector<kernel_report> cuda_backend::kernel_paths() const {
     kernel_report r;
     r.weight_type = f;
     r.path = sm + " (decoded in registers, f32 activations)";
-    if (f == "w8a8") r.note = "int8 weights with f32 activations on the GPU (no int8 tensor-core path yet)";
+    if (f == "fw_w8a8") r.note = "int8 weights with f32 activations on the GPU (no int8 tensor-core path yet)";
     out.push_back(std::move(r));
   }
   kernel_report a;
