@@ -40,8 +40,17 @@ void offer_offload(decode_actor::stateful_pointer<decode_state> self, const engi
     if (!self->state.pinned.count(s->id()))
       cands.push_back({s->id(), static_cast<uint32_t>(s->generated().size()), s->kv().n_tokens, s->remaining()});
   const double free_share = pool.total_blocks() ? double(pool.free_blocks()) / pool.total_blocks() : 0.0;
+  offload_step step;
+  if (const auto& p = self->state.predictor; p.fitted() && ctx->limits.offload.max_step_s > 0) {
+    double sum = 0;  // the whole batch's contexts, pinned sequences too
+    for (const sequence* q : dec.sequences()) sum += q->kv().n_tokens + 1;
+    const double n_layer = ctx->m->config().n_layer;
+    step.predicted_s = p.step_seconds(sum, static_cast<double>(dec.active()), n_layer);
+    step.per_token_s = p.a();
+    step.per_row_s = p.b() * n_layer;
+  }
   for (uint64_t id : choose_offload(std::move(cands), free_share, off.free_blocks(), off.layout().block_tokens,
-                                    ctx->limits.offload)) {
+                                    ctx->limits.offload, step)) {
     sequence_box box{std::make_shared<sequence_box::holder>()};
     box.h->seq = dec.take(id);
     if (box.h->seq) self->send(scheduler, offload_atom::value, std::move(box));
@@ -117,6 +126,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         const auto step_t0 = std::chrono::steady_clock::now();
         step_result res = st.decoder->step();
         const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_t0).count();
+        if (!offload && rows > 0) st.predictor.observe(static_cast<double>(sum_context), rows, ctx->m->config().n_layer, step_s);
         // Counters and the scheduler first, so that what a client reads after its final event
         // already includes this step.
         if (!offload && ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());

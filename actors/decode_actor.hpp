@@ -19,6 +19,7 @@
 #include "actors/protocol/decode_protocol.hpp"
 #include "actors/protocol/front_door_protocol.hpp"
 #include "actors/protocol/scheduler_protocol.hpp"
+#include "runtime/sched/decode_time_predictor.hpp"
 #include "runtime/step/batch_decoder.hpp"
 
 namespace fw::actors {
@@ -32,6 +33,8 @@ struct decode_state {
   /// Prefill-finish times of sequences that joined since the last step (their first step is next).
   std::vector<double> joined_prefilled_s;
   std::unordered_set<uint64_t> pinned;  ///< sequences that may not be offloaded
+  /// This device's steps (t = a*L + b*N), for offloading for time ([scheduler] offload_tpot_ms).
+  decode_time_predictor predictor;
   static inline const char* name = "fw.decode";
 };
 

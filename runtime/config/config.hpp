@@ -40,6 +40,7 @@
 #include "runtime/config/sections/server_section.hpp"
 #include "runtime/config/sections/speculative_section.hpp"
 #include "runtime/config/sections/node_section.hpp"
+#include "runtime/config/sections/quantize_section.hpp"
 #include "runtime/config/sections/rollout_section.hpp"
 #include "runtime/config/sections/supervisor_section.hpp"
 
@@ -62,6 +63,7 @@ struct config {
   supervisor_section supervisor;
   rollout_section rollout;
   node_section node;
+  quantize_section quantize;
   std::vector<device_section> devices = {device_section{}};  ///< default: one cpu device, role both
   std::string source_path;  ///< the file parsed (or the name given to from_string); empty: built-in
 

@@ -310,6 +310,7 @@ std::vector<section> build_sections() {
        integer("offload_after_tokens", &scheduler_section::offload_after_tokens, 0, 1 << 20),
        number("offload_below_free_share", &scheduler_section::offload_below_free_share, 0, 1, false,
               "1 = whenever a sequence is long enough"),
+       number("offload_tpot_ms", &scheduler_section::offload_tpot_ms, 0, 60000, false, "0 = off"),
        number("request_timeout_s", &scheduler_section::request_timeout_s, 0, 7 * 86400, false,
               "0 = none"),
        number("admission_tpot_ms", &scheduler_section::admission_tpot_ms, 0, 60000, false, "0 = off")}));
@@ -381,6 +382,15 @@ std::vector<section> build_sections() {
        integer("deadline_ms", &node_section::deadline_ms, 1, 3600000),
        integer("chunk_kib", &node_section::chunk_kib, 4, 1 << 20),
        integer("min_remote_tokens", &node_section::min_remote_tokens, 0, 1 << 20)}));
+  s.push_back(make_section<quantize_section>(
+      "quantize", &config::quantize,
+      {text("scheme", &quantize_section::scheme, false),
+       text("calib", &quantize_section::calib, true),
+       integer("group", &quantize_section::group, 32, 128),
+       enumerated("method", &quantize_section::method, quantize_method_names),
+       enumerated("act", &quantize_section::act, quantize_activations_names),
+       integer("budget_mib", &quantize_section::budget_mib, 0, 1 << 24),
+       string_list("layers", &quantize_section::layers)}));
   s.push_back(make_section<alerts_section>(
       "alerts", &config::alerts,
       {number("min_acceptance_rate", &alerts_section::min_acceptance_rate, 0, 1, false),

@@ -203,6 +203,7 @@ engine_limits runtime_parts::limits() const {
   if (cfg.node.role == node_role::decode) lim.nodes = node_limits_of(cfg.node);
   lim.offload.min_generated = cfg.scheduler.offload_after_tokens;
   lim.offload.max_free_share = cfg.scheduler.offload_below_free_share;
+  lim.offload.max_step_s = cfg.scheduler.offload_tpot_ms / 1000.0;
   // The prefix cache lives where prompts are prefilled.
   backend* cache_home = prefill_device ? prefill_device.get() : device.get();
   if (cache_home)

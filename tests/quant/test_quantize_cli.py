@@ -4,7 +4,8 @@ The bundled model is exported to f16 (the reference), quantized to W8A8 calibrat
 the calibration prompts with a quality report, loaded, run and described by `flywheel info`; bad
 calibration files and missing flags get clear errors and leave no output; Ctrl-C during a run
 leaves neither the output nor its .partial file. A tiny random model with outlier channels goes
-through W4A16 (AWQ and round-to-nearest) and mixed precision; tiny qwen2 and phi3 models go
+through W4A16 (AWQ and round-to-nearest) and mixed precision (from flags and from a [quantize]
+config section, flags winning); tiny qwen2 and phi3 models go
 through the per-tensor q8_0 conversion (and the calibrated schemes refuse them by name).
 """
 import json
@@ -135,6 +136,32 @@ def main():
     rc, _, err = run("quantize", "--model", tiny, "--scheme", "mixed", "--calib", queries, "--layers", "0:w8a8",
                      "--out", mixed)
     check(rc == 2 and "does not name layer 1" in err, "a per-layer table must name every layer: " + err.strip())
+
+    # The same from the config: [quantize] gives scheme, calibration file and the per-layer table;
+    # a flag on the command line wins over it.
+    def quant_config(name, body):
+        path = os.path.join(d, name + ".toml")
+        with open(path, "w") as f:
+            f.write(f'[model]\npath = "{tiny}"\n[quantize]\n{body}\n')
+        return path
+    cfg = quant_config("mixed", f'scheme = "mixed"\ncalib = "{queries}"\nlayers = ["0:w8a8", "1:w4a16"]')
+    j = os.path.join(d, "tiny-mixed-config.json")
+    rc, _, err = run("quantize", "--config", cfg, "--out", mixed, "--json", j)
+    types = {}
+    if rc == 0:
+        for site in json.load(open(j))["sites"]:
+            types.setdefault(site["layer"], set()).add(site["type"])
+    check(rc == 0 and types.get(0) == {"fw_w8a8"} and types.get(1) == {"fw_w4a16_g128"},
+          f"[quantize] layers picks each layer's scheme: {types} {err[-200:]}")
+    rc, _, err = run("quantize", "--config", cfg, "--scheme", "w4a16", "--out", mixed, "--json", j)
+    types = {site["type"] for site in json.load(open(j))["sites"]} if rc == 0 else set()
+    check(rc == 0 and types == {"fw_w4a16_g128"}, f"--scheme overrides [quantize] scheme: {types} {err[-200:]}")
+    bad_cfg = quant_config("bad-layers", f'scheme = "mixed"\ncalib = "{queries}"\nlayers = ["0:w8a8"]')
+    rc, _, err = run("quantize", "--config", bad_cfg, "--out", os.path.join(d, "bad-layers.gguf"))
+    check(rc == 2 and "quantize.layers" in err and "does not name layer 1" in err
+          and not os.path.exists(os.path.join(d, "bad-layers.gguf")), "a bad [quantize] layers table is refused by key: " + err.strip())
+    rc, _, err = run("quantize", "--config", quant_config("bad-method", 'method = "fast"'), "--out", os.path.join(d, "y.gguf"))
+    check(rc == 2 and "method" in err and "rtn" in err, "an unknown [quantize] method is refused with the choices: " + err.strip())
 
     # Other architectures: the plain schemes convert tensor by tensor (biases and norms stay f32),
     # the calibrated ones are refused by name.

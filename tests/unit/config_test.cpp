@@ -129,7 +129,25 @@ TEST(config_test, unknown_section_lists_the_sections) {
   const auto msg = error_of("[model]\nctx_size = 512\n\n[schedular]\nmax_batch = 3\n");
   EXPECT_EQ(msg,
             "bad.toml:4:2: unknown section [schedular] (did you mean 'scheduler'?); allowed: model, "
-            "compute, kv_cache, sampling, scheduler, speculative, plugins, server, supervisor, rollout, node, alerts, logging, devices");
+            "compute, kv_cache, sampling, scheduler, speculative, plugins, server, supervisor, rollout, node, quantize, alerts, logging, devices");
+}
+
+TEST(config_test, the_quantize_section_parses_and_refuses_bad_values_by_key) {
+  auto ok = config::from_string(
+      "[quantize]\nscheme = \"mixed\"\ncalib = \"q.txt\"\ngroup = 64\nmethod = \"rtn\"\nact = \"static\"\n"
+      "budget_mib = 90\nlayers = [\"0-5:w8a8\", \"6-29:w4a16\"]\n",
+      "q.toml");
+  ASSERT_TRUE(ok) << ok.err().message;
+  EXPECT_EQ(ok->quantize.scheme, "mixed");
+  EXPECT_EQ(ok->quantize.calib, "q.txt");
+  EXPECT_EQ(ok->quantize.group, 64u);
+  EXPECT_EQ(ok->quantize.method, quantize_method::rtn);
+  EXPECT_EQ(ok->quantize.act, quantize_activations::static_);
+  EXPECT_EQ(ok->quantize.budget_mib, 90u);
+  EXPECT_EQ(ok->quantize.layers, (std::vector<std::string>{"0-5:w8a8", "6-29:w4a16"}));
+  EXPECT_NE(error_of("[quantize]\nmethod = \"fast\"\n").find("auto, rtn"), std::string::npos);
+  EXPECT_NE(error_of("[quantize]\ngroup = 256\n").find("group"), std::string::npos);
+  EXPECT_NE(error_of("[quantize]\nscheme = \"\"\n").find("scheme"), std::string::npos);
 }
 
 TEST(config_test, node_roles_need_their_addresses_and_refuse_the_others) {
@@ -155,7 +173,7 @@ TEST(config_test, unknown_key_lists_the_allowed_keys) {
   const auto msg = error_of("[scheduler]\nmax_batch = 4\nmax_batchh = 8\n");
   EXPECT_EQ(msg,
             "bad.toml:3:1: unknown key 'max_batchh' in [scheduler] (did you mean 'max_batch'?); "
-            "allowed: max_batch, max_queue, prefill_chunk, prefill_chunk_ms, decode_priority, prefill_deadline_s, offload_after_tokens, offload_below_free_share, request_timeout_s, admission_tpot_ms");
+            "allowed: max_batch, max_queue, prefill_chunk, prefill_chunk_ms, decode_priority, prefill_deadline_s, offload_after_tokens, offload_below_free_share, offload_tpot_ms, request_timeout_s, admission_tpot_ms");
   // No suggestion when nothing is close.
   const auto far = error_of("[logging]\ncolour = true\n");
   EXPECT_EQ(far, "bad.toml:2:1: unknown key 'colour' in [logging]; allowed: level");
@@ -381,7 +399,7 @@ TEST(config_test, set_rejects_unknown_and_ambiguous_keys) {
   config c;
   EXPECT_EQ(c.set("scheduler.max_batchh", "3").err().message,
             "unknown key 'max_batchh' in [scheduler] (did you mean 'max_batch'?); allowed: max_batch, "
-            "max_queue, prefill_chunk, prefill_chunk_ms, decode_priority, prefill_deadline_s, offload_after_tokens, offload_below_free_share, request_timeout_s, admission_tpot_ms");
+            "max_queue, prefill_chunk, prefill_chunk_ms, decode_priority, prefill_deadline_s, offload_after_tokens, offload_below_free_share, offload_tpot_ms, request_timeout_s, admission_tpot_ms");
   EXPECT_TRUE(contains(c.set("schedular.max_batch", "3").err().message,
               "unknown section 'schedular' in key 'schedular.max_batch' (did you mean "
                         "'scheduler'?)"));

@@ -56,6 +56,8 @@ class pd_separation_test : public ::testing::Test {
     std::optional<kv_wire> degraded_wire;  ///< the KV wire while link-degraded; unset: wire
     std::shared_ptr<const engine_faults> faults;
     std::optional<rollout_limits> rollout;
+    double offload_free_share = 1.0;  ///< offload mode: move for memory below this free share
+    double offload_step_s = 0;        ///< offload mode: move while the predicted step exceeds this
   };
 
   static std::unique_ptr<engine> start(const setup& s) {
@@ -79,7 +81,8 @@ class pd_separation_test : public ::testing::Test {
     if (s.m == mode::offload) {
       o.offload_device = device(1, true, 4096);
       lim.offload.min_generated = 6;  // every sequence of these tests is a long tail
-      lim.offload.max_free_share = 1.0;
+      lim.offload.max_free_share = s.offload_free_share;
+      lim.offload.max_step_s = s.offload_step_s;
     }
     auto e = engine::start(model_, std::move(dec), lim, std::move(o));
     EXPECT_TRUE(e) << (e ? "" : e.err().what());
@@ -334,6 +337,28 @@ TEST_F(pd_separation_test, a_refused_offload_stream_leaves_the_sequence_decoding
   EXPECT_GE(st->offloaded, 2u);  // the refused one may move on a later step
   EXPECT_EQ(st->failed, 0u);
   expect_pools_empty(*e);
+}
+
+TEST_F(pd_separation_test, sequences_move_for_time_when_the_predicted_decode_step_exceeds_the_target) {
+  // No memory pressure ever (free share 0): only the decode-time predictor can move them. With a
+  // target no step meets, every long tail moves once the fit has seen steps; without one, none.
+  const auto prompts = first_prompts(3);
+  const auto want = reference(prompts, 30);
+  for (double target : {1e-9, 0.0}) {
+    setup s;
+    s.m = mode::offload;
+    s.offload_free_share = 0;
+    s.offload_step_s = target;
+    auto e = start(s);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(run_all(*e, prompts, 30), want) << "target " << target;
+    auto st = e->stats();
+    ASSERT_TRUE(st);
+    if (target > 0) EXPECT_EQ(st->offloaded, prompts.size());
+    else EXPECT_EQ(st->offloaded, 0u);
+    EXPECT_EQ(st->failed, 0u);
+    expect_pools_empty(*e);
+  }
 }
 
 TEST_F(pd_separation_test, the_prefix_cache_serves_the_pair_from_the_prefill_pool) {

@@ -439,7 +439,11 @@ console_session::outcome console_session::cmd_devices() {
   }
   if (backend* off = engine_.offload_device())
     out_ << "offload: " << off->summary() << pool_line(*off) << "; sequences past "
-         << cfg_.scheduler.offload_after_tokens << " generated tokens finish here\n";
+         << cfg_.scheduler.offload_after_tokens << " generated tokens finish here"
+         << (cfg_.scheduler.offload_tpot_ms > 0
+                 ? format_line(" (also while the predicted decode step exceeds %g ms)", cfg_.scheduler.offload_tpot_ms)
+                 : std::string())
+         << "\n";
   if (&dev != &pre || engine_.offload_device())
     if (auto s = engine_.stats()) out_ << pd_line(*s);
   const auto peers = engine_.peers();

@@ -18,6 +18,7 @@
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
 #include "tools/flywheel/quality_runner.hpp"
+#include "runtime/config/sections/quantize_section.hpp"
 
 namespace fw::cli {
 namespace {
@@ -69,7 +70,7 @@ expected<std::vector<quant_scheme>> parse_layer_table(const std::string& text, u
   return out;
 }
 
-int recommend(const arg_parser& args, const model& m) {
+int recommend(const arg_parser& args, const model& m, uint32_t config_budget_mib) {
   if (m.config().architecture != "llama" || m.config().q_dim() != m.config().n_embd) {
     std::printf("recommended scheme: q8_0\n  the calibrated schemes (w8a8, w4a16, mixed) run the llama architecture; "
                 "this model is '%s': q8_0, q4_0 and q4_1 convert it tensor by tensor\n",
@@ -86,6 +87,8 @@ int recommend(const arg_parser& args, const model& m) {
       return 2;
     }
     budget = static_cast<uint64_t>(*b) << 20;
+  } else {
+    budget = static_cast<uint64_t>(config_budget_mib) << 20;  // [quantize] budget_mib; 0: half of memory
   }
   const auto a = advise_scheme(hw, mf, budget);
   std::printf("recommended scheme: %s\n  %s\n", a.fits ? std::string(scheme_name(a.scheme)).c_str() : "none", a.reason.c_str());
@@ -100,20 +103,24 @@ int cmd_quantize(int argc, char** argv) {
   arg_parser args("quantize");
   model_session::declare_flags(args);
   args.option("out", "GGUF file to write (written to OUT.partial first; nothing is left behind on an error or Ctrl-C)")
-      .option("scheme", std::string("target scheme: ") + std::string(scheme_names()), "w8a8")
-      .option("calib", "calibration queries: one per line, like the ones you serve (w8a8, w4a16, mixed)")
+      .option("scheme", std::string("target scheme: ") + std::string(scheme_names()) + " (default: [quantize] scheme, w8a8)")
+      .option("calib", "calibration queries: one per line, like the ones you serve (w8a8, w4a16, mixed; default: "
+                       "[quantize] calib)")
       .option("calib-max", "the longest N queries of --calib are used", "100")
       .option("calib-batch", "queries per calibration forward pass", "4")
       .option("ema", "EMA factor of the activation statistics across batches", "0.9")
       .option("calib-noise", "fraction of queries that also get a perturbed copy (typos), 0..1", "0")
-      .option("group", "W4A16 group size: 32, 64 or 128", "128")
-      .option("method", "auto (AWQ for 4-bit, SmoothQuant for 8-bit) or rtn (plain round-to-nearest)", "auto")
+      .option("group", "W4A16 group size: 32, 64 or 128 (default: [quantize] group, 128)")
+      .option("method", "auto (AWQ for 4-bit, SmoothQuant for 8-bit) or rtn (plain round-to-nearest) (default: "
+                        "[quantize] method, auto)")
       .option("alpha", "SmoothQuant migration strength, 0..1, or auto (searched per product on the calibration rows)", "0.5")
-      .option("act", "W8A8 activations: dynamic (per token) or static (per tensor, from calibration)", "dynamic")
+      .option("act", "W8A8 activations: dynamic (per token) or static (per tensor, from calibration) (default: "
+                     "[quantize] act, dynamic)")
       .option("embd-type", "type of the token embedding and an untied output head (default: q8_0 for the calibrated "
                            "schemes, the scheme's type otherwise)")
-      .option("budget-mib", "mixed: size budget of the file; --recommend: the memory budget")
-      .option("layers", "mixed: a per-layer table, e.g. 0-5:w8a8,6-29:w4a16")
+      .option("budget-mib", "mixed: size budget of the file; --recommend: the memory budget (default: [quantize] "
+                            "budget_mib)")
+      .option("layers", "mixed: a per-layer table, e.g. 0-5:w8a8,6-29:w4a16 (default: [quantize] layers)")
       .option("samples", "calibration input rows kept per product for the scale search", "256")
       .option("seed", "seed of --calib-noise", "1")
       .flag("report", "after writing, measure the quality against the source (flywheel eval)")
@@ -126,11 +133,24 @@ int cmd_quantize(int argc, char** argv) {
     std::fprintf(stderr, "quantize: %s\n", msg.c_str());
     return code;
   };
-  const auto scheme = scheme_by_name(args.str("scheme"));
-  if (!scheme) return fail("--scheme '" + args.str("scheme") + "': choose " + std::string(scheme_names()), 2);
+  // [quantize] in the config gives what the flags do not.
+  auto cfg = model_session::load_config(args);
+  if (!cfg) return fail(cfg.err().what(), 2);
+  const quantize_section& qs = cfg->quantize;
+  auto flag_or = [&](const char* flag, std::string from_config) { return args.has(flag) ? args.str(flag) : from_config; };
+  const std::string scheme_text = flag_or("scheme", qs.scheme);
+  const auto scheme = scheme_by_name(scheme_text);
+  if (!scheme)
+    return fail(std::string(args.has("scheme") ? "--scheme" : "quantize.scheme") + " '" + scheme_text + "': choose " +
+                    std::string(scheme_names()),
+                2);
+  std::string layers_text = args.has("layers") ? args.str("layers") : std::string();
+  if (!args.has("layers"))
+    for (const auto& entry : qs.layers) layers_text += (layers_text.empty() ? "" : ",") + entry;
+  const std::string calib_path = flag_or("calib", qs.calib);
   auto calib_max = args.integer("calib-max", 1);
   auto calib_batch = args.integer("calib-batch", 1);
-  auto group = args.integer("group", 1);
+  auto group = args.has("group") ? args.integer("group", 1) : expected<int64_t>(static_cast<int64_t>(qs.group));
   auto samples = args.integer("samples", 8);
   auto seed = args.integer("seed", 0);
   for (const auto* v : {&calib_max, &calib_batch, &group, &samples, &seed})
@@ -142,7 +162,8 @@ int cmd_quantize(int argc, char** argv) {
   if (!ema || !(*ema >= 0 && *ema < 1)) return fail("--ema must be in [0, 1)", 2);
   if (!noise || !(*noise >= 0 && *noise <= 1)) return fail("--calib-noise must be in [0, 1]", 2);
   if (!alpha || !(alpha_auto || (*alpha >= 0 && *alpha <= 1))) return fail("--alpha must be in [0, 1] or auto", 2);
-  const std::string method = args.str("method"), act = args.str("act");
+  const std::string method = flag_or("method", std::string(enum_name(quantize_method_names, qs.method)));
+  const std::string act = flag_or("act", std::string(enum_name(quantize_activations_names, qs.act)));
   if (method != "auto" && method != "rtn") return fail("--method must be auto or rtn", 2);
   if (act != "dynamic" && act != "static") return fail("--act must be dynamic or static", 2);
   std::optional<ggml_type> embd;
@@ -162,27 +183,25 @@ int cmd_quantize(int argc, char** argv) {
   o.embd_type = embd;
   if (o.static_activations && o.scheme != quant_scheme::w8a8 && o.scheme != quant_scheme::mixed)
     return fail("--act static applies to w8a8 (and mixed) only", 2);
-  if (o.scheme == quant_scheme::w4a16 && !w4a16_type(o.group)) return fail("--group must be 32, 64 or 128", 2);
+  if (o.scheme == quant_scheme::w4a16 && !w4a16_type(o.group)) return fail("--group / quantize.group must be 32, 64 or 128", 2);
   const bool calibrated = is_flywheel_scheme(o.scheme) && (o.activation_aware || o.scheme == quant_scheme::mixed || o.static_activations);
-  if (calibrated && !args.has("calib") && !args.on("recommend"))
-    return fail("--scheme " + args.str("scheme") +
+  if (calibrated && calib_path.empty() && !args.on("recommend"))
+    return fail("--scheme " + scheme_text +
                     " is calibrated on your own queries: give --calib FILE (one query per line; e.g. "
                     "conf/calibration/prompts.txt), or --method rtn for uncalibrated round-to-nearest",
                 2);
 
   // Read the calibration file before loading anything: a bad file fails fast.
   std::vector<std::string> texts;
-  if (calibrated && args.has("calib")) {
+  if (calibrated && !calib_path.empty()) {
     calibration_options co;
     co.max_queries = static_cast<uint32_t>(*calib_max);
     co.noise = *noise;
     co.seed = static_cast<uint64_t>(*seed);
-    auto t = read_calibration_file(args.str("calib"), co);
+    auto t = read_calibration_file(calib_path, co);
     if (!t) return fail(t.err().message, 2);
     texts = std::move(*t);
   }
-  auto cfg = model_session::load_config(args);
-  if (!cfg) return fail(cfg.err().what(), 2);
   const std::string src_path = cfg->model.path;
   calibration_run_options cro;
   cro.batch = static_cast<uint32_t>(*calib_batch);
@@ -203,21 +222,23 @@ int cmd_quantize(int argc, char** argv) {
   auto parts = build_runtime(*cfg, bo);
   if (!parts) return fail(parts.err().what(), 1);
   const model& m = *parts->m;
-  if (args.on("recommend")) return recommend(args, m);
+  if (args.on("recommend")) return recommend(args, m, qs.budget_mib);
   const auto& mc = m.config();
-  if (args.has("layers")) {
-    if (o.scheme != quant_scheme::mixed) return fail("--layers needs --scheme mixed", 2);
-    auto table = parse_layer_table(args.str("layers"), mc.n_layer);
-    if (!table) return fail(table.err().message, 2);
+  if (args.has("layers") && o.scheme != quant_scheme::mixed) return fail("--layers needs --scheme mixed", 2);
+  if (!layers_text.empty() && o.scheme == quant_scheme::mixed) {
+    auto table = parse_layer_table(layers_text, mc.n_layer);
+    if (!table) return fail(std::string(args.has("layers") ? "" : "quantize.layers: ") + table.err().message, 2);
     o.layer_schemes = std::move(*table);
   }
   if (args.has("budget-mib")) {
     auto b = args.integer("budget-mib", 1);
     if (!b) return fail(b.err().message, 2);
     o.budget_bytes = static_cast<uint64_t>(*b) << 20;
+  } else if (o.scheme == quant_scheme::mixed && o.layer_schemes.empty()) {
+    o.budget_bytes = static_cast<uint64_t>(qs.budget_mib) << 20;
   }
   if (o.scheme == quant_scheme::mixed && o.layer_schemes.empty() && o.budget_bytes == 0)
-    return fail("--scheme mixed needs --budget-mib N or --layers TABLE", 2);
+    return fail("--scheme mixed needs --budget-mib N or --layers TABLE (or [quantize] budget_mib / layers)", 2);
 
   calibration_summary summary;
   const calibrator* calp = nullptr;
@@ -255,8 +276,8 @@ int cmd_quantize(int argc, char** argv) {
   }
   const auto file_bytes = std::filesystem::file_size(path);
   std::printf("quantize: %s -> %s: scheme %s, %.2f bits per weight in the layers, %.1f MiB file\n", src_path.c_str(),
-              path.c_str(), args.str("scheme").c_str(), res->bits_per_weight(), file_bytes / 1048576.0);
-  nlohmann::json j = {{"source", src_path}, {"out", path}, {"scheme", args.str("scheme")},
+              path.c_str(), scheme_text.c_str(), res->bits_per_weight(), file_bytes / 1048576.0);
+  nlohmann::json j = {{"source", src_path}, {"out", path}, {"scheme", scheme_text},
                       {"file_bytes", file_bytes}, {"bits_per_weight", res->bits_per_weight()}};
   if (!res->sites.empty()) {
     // Mean relative output error per site kind, round-to-nearest vs the chosen scales.
@@ -287,7 +308,7 @@ int cmd_quantize(int argc, char** argv) {
     run.model_path = path;
     run.ref_path = src_path;
     run.text_path = args.str("text");
-    if (args.has("calib")) run.queries_path = args.str("calib");
+    if (!calib_path.empty()) run.queries_path = calib_path;
     run.options.cancel = &cancel;
     auto chunks = args.integer("chunks", 0);
     if (!chunks) return fail(chunks.err().message, 2);

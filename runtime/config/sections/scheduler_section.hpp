@@ -24,6 +24,9 @@ struct scheduler_section {
   /// there while the decode device's free KV share is below offload_below_free_share.
   uint32_t offload_after_tokens = 512;
   double offload_below_free_share = 0.25;
+  /// With an offload device: such sequences also move while the decode-time predictor expects
+  /// the decode device's step to take longer than this many ms. 0: off.
+  double offload_tpot_ms = 0;
   double request_timeout_s = 600;   ///< whole-request limit; 0: none
   /// A new sequence joins the decode batch only while the decode-time predictor (t = a*L + b*N,
   /// fitted online) expects a step within this many ms; an idle device always takes one. 0: off.
