@@ -160,6 +160,10 @@ def main():
     rc, _, err = run("quantize", "--config", bad_cfg, "--out", os.path.join(d, "bad-layers.gguf"))
     check(rc == 2 and "quantize.layers" in err and "does not name layer 1" in err
           and not os.path.exists(os.path.join(d, "bad-layers.gguf")), "a bad [quantize] layers table is refused by key: " + err.strip())
+    rc, _, err = run("quantize", "--config", quant_config("layers-not-mixed", f'scheme = "w4a16"\ncalib = "{queries}"\nlayers = ["0-1:w8a8"]'),
+                     "--out", os.path.join(d, "z.gguf"))
+    check(rc == 2 and "quantize.layers applies to scheme" in err and not os.path.exists(os.path.join(d, "z.gguf")),
+          "a [quantize] table beside a scheme that cannot use it is refused: " + err.strip())
     rc, _, err = run("quantize", "--config", quant_config("bad-method", 'method = "fast"'), "--out", os.path.join(d, "y.gguf"))
     check(rc == 2 and "method" in err and "rtn" in err, "an unknown [quantize] method is refused with the choices: " + err.strip())
 

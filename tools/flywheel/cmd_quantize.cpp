@@ -225,6 +225,9 @@ int cmd_quantize(int argc, char** argv) {
   if (args.on("recommend")) return recommend(args, m, qs.budget_mib);
   const auto& mc = m.config();
   if (args.has("layers") && o.scheme != quant_scheme::mixed) return fail("--layers needs --scheme mixed", 2);
+  // A config whose own scheme cannot use its table says so (a --scheme flag may override it).
+  if (!args.has("layers") && !args.has("scheme") && !qs.layers.empty() && o.scheme != quant_scheme::mixed)
+    return fail("quantize.layers applies to scheme = \"mixed\"; this config's scheme is \"" + scheme_text + "\"", 2);
   if (!layers_text.empty() && o.scheme == quant_scheme::mixed) {
     auto table = parse_layer_table(layers_text, mc.n_layer);
     if (!table) return fail(std::string(args.has("layers") ? "" : "quantize.layers: ") + table.err().message, 2);
