@@ -3,21 +3,26 @@
 // moving average (value = ema * value + (1 - ema) * batch value; the first batch sets it), the
 // per-tensor maximum the same way (a static activation scale), and a bounded sample of input
 // rows (every row until the sample is full, then rows spread evenly over later batches) that
-// the scale search measures output error on. Thread-safety: a plain value.
+// the scale search measures output error on; optionally the Gram matrix sum x x^T over every row
+// not in that sample (GPTQ's H; the sample stays held out from it). Thread-safety: a plain value.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "kernels/cpu/thread_pool.hpp"
 
 namespace fw {
 
 class activation_stats {
  public:
   activation_stats() = default;
-  activation_stats(int64_t width, double ema, uint32_t max_samples);
+  /// gram: also sum x x^T over the rows not sampled (width^2 floats).
+  activation_stats(int64_t width, double ema, uint32_t max_samples, bool gram = false);
 
-  /// One calibration batch: rows rows of width() floats, ld apart.
-  void add_batch(const float* x, int64_t ld, int64_t rows);
+  /// One calibration batch: rows rows of width() floats, ld apart. pool: runs the Gram product
+  /// (null: one thread).
+  void add_batch(const float* x, int64_t ld, int64_t rows, cpu::thread_pool* pool = nullptr);
 
   int64_t width() const { return width_; }
   uint64_t batches() const { return batches_; }
@@ -30,6 +35,9 @@ class activation_stats {
   float tensor_max() const { return tensor_max_; }
   /// Sampled rows, row-major, samples() rows of width().
   const std::vector<float>& samples() const { return samples_; }
+  /// sum of x x^T over every row not in samples() (those stay held out from it), width x width
+  /// row-major; empty unless asked for.
+  const std::vector<float>& gram() const { return gram_; }
   int64_t samples_count() const { return static_cast<int64_t>(samples_.size()) / (width_ ? width_ : 1); }
 
  private:
@@ -40,6 +48,7 @@ class activation_stats {
   std::vector<float> max_abs_, mean_abs_;
   float tensor_max_ = 0;
   std::vector<float> samples_;
+  std::vector<float> gram_;
   uint32_t replace_next_ = 0;  ///< round-robin slot once the sample is full
 };
 

@@ -13,10 +13,10 @@ void calibrator_reset(std::vector<std::array<activation_stats, calibrated_sites>
                       int64_t n_embd, int64_t n_ff, const calibration_run_options& o) {
   stats_.assign(n_layer, {});
   for (auto& l : stats_) {
-    l[static_cast<int>(activation_site::qkv_in)] = activation_stats(n_embd, o.ema, o.max_samples);
-    l[static_cast<int>(activation_site::attn_out_in)] = activation_stats(n_embd, o.ema, o.max_samples);
-    l[static_cast<int>(activation_site::gate_up_in)] = activation_stats(n_embd, o.ema, o.max_samples);
-    l[static_cast<int>(activation_site::down_in)] = activation_stats(n_ff, o.ema, o.max_samples);
+    l[static_cast<int>(activation_site::qkv_in)] = activation_stats(n_embd, o.ema, o.max_samples, o.gram);
+    l[static_cast<int>(activation_site::attn_out_in)] = activation_stats(n_embd, o.ema, o.max_samples, o.gram);
+    l[static_cast<int>(activation_site::gate_up_in)] = activation_stats(n_embd, o.ema, o.max_samples, o.gram);
+    l[static_cast<int>(activation_site::down_in)] = activation_stats(n_ff, o.ema, o.max_samples, o.gram);
   }
 }
 
@@ -25,7 +25,7 @@ void calibrator_reset(std::vector<std::array<activation_stats, calibrated_sites>
 void calibrator::observe(uint32_t layer, activation_site site, const float* x, int64_t ld, int64_t rows, int64_t width) {
   if (!recording_ || site == activation_site::layer_out || layer >= stats_.size()) return;
   auto& s = stats_[layer][static_cast<int>(site)];
-  if (s.width() == width) s.add_batch(x, ld, rows);
+  if (s.width() == width) s.add_batch(x, ld, rows, options_.pool);
 }
 
 expected<calibration_summary> calibrator::run(backend& b, uint32_t n_layer, int64_t n_embd, int64_t n_ff,

@@ -24,6 +24,8 @@ struct calibration_run_options {
   uint32_t batch = 4;          ///< queries per forward pass (SPEC: larger makes scales too conservative)
   double ema = 0.9;            ///< EMA factor of the statistics
   uint32_t max_samples = 256;  ///< sampled input rows per product
+  bool gram = false;           ///< also sum x x^T per product (GPTQ)
+  cpu::thread_pool* pool = nullptr;  ///< runs the Gram products (null: one thread)
   /// Called after each batch with (batches done, batches total); may be empty.
   std::function<void(uint32_t, uint32_t)> progress;
   /// Set from another thread (Ctrl-C): the run stops after the current batch with errc::cancelled.
@@ -43,6 +45,9 @@ class calibrator final : public activation_observer {
   /// layers, width n_embd, FFN width n_ff) in batches; statistics start afresh.
   expected<calibration_summary> run(backend& b, uint32_t n_layer, int64_t n_embd, int64_t n_ff,
                                     const std::vector<std::vector<int32_t>>& prompts, uint32_t max_tokens);
+
+  /// The pool that runs the Gram products (known once the runtime is built).
+  void use_pool(cpu::thread_pool* pool) { options_.pool = pool; }
 
   /// Layers with statistics (0 before a run).
   uint32_t layers() const { return static_cast<uint32_t>(stats_.size()); }

@@ -9,6 +9,7 @@
 
 #include "kernels/format/fw_formats.hpp"
 #include "kernels/format/quant_ref.hpp"
+#include "runtime/quant/gptq.hpp"
 #include "runtime/quant/scale_search.hpp"
 
 namespace fw {
@@ -83,6 +84,7 @@ struct site_choice {
   std::vector<float> s;  ///< empty: no scaling
   std::vector<float> importance;  ///< mean square of the scaled input (4-bit clip search); empty: none
   float act_scale = 0;
+  std::vector<std::vector<uint8_t>> q;  ///< the matrices already quantized (GPTQ); empty: quantize_rows
   site_report report;
 };
 
@@ -135,7 +137,49 @@ class layer_quantizer {
     } else {
       for (int i = 1; i <= 10; ++i) consider(awq_scales(st.mean_abs(), i / 10.0), "awq", i / 10.0);
     }
+    if (o_.gptq && gptq_supports(type) && !st.gram().empty()) {
+      // GPTQ on the scales just chosen and on none; kept where it measures lower.
+      std::vector<std::vector<float>> candidates{ch.s};
+      if (!ch.s.empty()) candidates.emplace_back();
+      const double alpha = ch.report.alpha;
+      for (const auto& s : candidates) {
+        auto q = gptq_group(g, st, s, type);
+        if (q.empty()) continue;
+        const double e = meter.error_of(s, type, q);
+        if (e < ch.report.error) {
+          ch.q = std::move(q), ch.s = s, ch.importance.clear();
+          ch.report.error = e, ch.report.method = s.empty() ? "gptq" : "awq+gptq";
+          ch.report.alpha = s.empty() ? 0 : alpha;
+        }
+      }
+    }
     return ch;
+  }
+
+  /// The group's matrices, scaled by s, quantized by GPTQ with H of the input divided by s, its
+  /// off-diagonal shrunk by gptq_shrink; empty when H cannot be factored.
+  std::vector<std::vector<uint8_t>> gptq_group(const product_group& g, const activation_stats& st,
+                                               const std::vector<float>& s, ggml_type type) {
+    const auto K = static_cast<size_t>(g.k);
+    const auto& gram = st.gram();
+    std::vector<double> h(K * K);
+    std::vector<float> imp(K);
+    const double rows = static_cast<double>(std::max<uint64_t>(st.rows_seen(), 1));
+    const double shrink = o_.gptq_shrink;
+    for (size_t a = 0; a < K; ++a) {
+      const double sa = s.empty() ? 1.0 : s[a];
+      for (size_t b = 0; b < K; ++b) h[a * K + b] = gram[a * K + b] / (sa * (s.empty() ? 1.0 : s[b])) * (a == b ? 1.0 : 1.0 - shrink);
+      imp[a] = static_cast<float>(h[a * K + a] / rows);
+    }
+    auto u = gptq_inverse_factor(std::move(h), g.k, o_.gptq_damp);
+    if (!u) return {};
+    std::vector<std::vector<uint8_t>> out;
+    for (const auto* m : g.weights) {
+      std::vector<float> w = *m;
+      scale_columns(w, g.k, s);
+      out.push_back(gptq_quantize_rows(w, g.k, type, *u, imp, pool_));
+    }
+    return out;
   }
 
   /// Applies a choice: scales the site's weights and folds the inverse.
@@ -336,8 +380,8 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
   const std::string method = !fw_scheme ? "rtn"
                              : !o.activation_aware ? "rtn"
                              : o.scheme == quant_scheme::w8a8 ? "smoothquant"
-                             : o.scheme == quant_scheme::w4a16 ? "awq"
-                                                               : "smoothquant+awq";
+                             : o.scheme == quant_scheme::w4a16 ? (o.gptq ? "awq+gptq" : "awq")
+                                                               : (o.gptq ? "smoothquant+awq+gptq" : "smoothquant+awq");
   if (fw_scheme) {
     out.add_uint32(fw_quant_version_key, fw_quant_version);
     out.add_string("flywheel.quant.scheme", std::string(scheme_name(o.scheme)));
@@ -347,6 +391,10 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
       if (o.alpha >= 0) out.add_float32("flywheel.quant.smoothquant_alpha", static_cast<float>(o.alpha));
       else out.add_string("flywheel.quant.smoothquant_alpha", "searched per product");
       out.add_string("flywheel.quant.activations", o.static_activations ? "static" : "dynamic");
+    }
+    if (o.gptq) {
+      out.add_float32("flywheel.quant.gptq_damp", static_cast<float>(o.gptq_damp));
+      out.add_float32("flywheel.quant.gptq_shrink", static_cast<float>(o.gptq_shrink));
     }
     if (!o.source_name.empty()) out.add_string("flywheel.quant.source", o.source_name);
     if (summary) {
@@ -370,7 +418,9 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
       for (size_t i = 0; i < names.size(); ++i) {
         const auto* m = site_matrix(w, s, i);
         const int64_t k = s == site_down ? c.n_ff : c.n_embd;
-        auto bytes = quantize_rows(*m, k, t, choices[s].importance.empty() ? nullptr : &choices[s].importance);
+        auto bytes = !choices[s].q.empty()
+                         ? std::move(choices[s].q[i])
+                         : quantize_rows(*m, k, t, choices[s].importance.empty() ? nullptr : &choices[s].importance);
         res.matrix_params += m->size();
         res.matrix_bytes += bytes.size();
         made[names[i] + ".weight"] = {t, std::move(bytes)};

@@ -4,7 +4,8 @@
 // rows and wo's into v's), it measures the relative output error of the target format on the
 // calibration rows (scale_search), tries activation-aware scales (SmoothQuant for 8-bit, an AWQ
 // grid for 4-bit), keeps the best (plain round-to-nearest when nothing beats it), folds the
-// inverse scales into the preceding operation and quantizes. Mixed precision picks W8A8 or
+// inverse scales into the preceding operation and quantizes; with gptq, 4-bit groups are also
+// rounded by GPTQ (gptq.hpp) and that is kept where it measures lower. Mixed precision picks W8A8 or
 // W4A16 per group from a per-layer table or, under a size budget, from the measured
 // sensitivity (the error a group gains per byte saved). Every choice and error is reported.
 // Thread-safety: one call at a time; uses the given pool.
@@ -31,6 +32,16 @@ struct quantize_options {
   bool activation_aware = true;      ///< AWQ (4-bit) / SmoothQuant (8-bit); false: round-to-nearest
   double alpha = 0.5;                ///< SmoothQuant migration strength; < 0: searched per product (0.1..0.9)
   bool static_activations = false;   ///< W8A8: one calibrated activation scale per tensor
+  /// 4-bit: also GPTQ rounding (error feedback through the inverse Gram matrix of the
+  /// calibration inputs) on the AWQ-scaled and the unscaled weights, kept where it measures a
+  /// lower output error. Needs calibration statistics with Gram matrices.
+  bool gptq = false;
+  double gptq_damp = 0.01;           ///< GPTQ dampening: this share of H's mean diagonal is added to it
+  /// GPTQ shrinkage: H's off-diagonal entries are multiplied by 1 - gptq_shrink (a shrinkage
+  /// estimate of the input covariance towards its diagonal). A few thousand calibration tokens
+  /// of short queries hold far fewer distinct directions than the inputs have channels; GPTQ
+  /// fitted to the raw H moves error into the directions they miss, which other text uses.
+  double gptq_shrink = 0.8;
   std::optional<ggml_type> embd_type;  ///< token embedding (and an untied head); default per scheme
   uint64_t budget_bytes = 0;         ///< mixed: the size budget of the whole file's tensors
   std::vector<quant_scheme> layer_schemes;  ///< mixed: w8a8 or w4a16 per layer (instead of a budget)
@@ -46,7 +57,7 @@ struct site_report {
   ggml_type type = ggml_type::f32;
   double error_rtn = -1;      ///< relative output error, round-to-nearest (-1: not measured)
   double error = -1;          ///< with the chosen scales
-  std::string method = "rtn"; ///< "rtn", "smoothquant", "awq"
+  std::string method = "rtn"; ///< "rtn", "smoothquant", "awq", "gptq", "awq+gptq"
   double alpha = 0;
   uint64_t bytes = 0;
 };

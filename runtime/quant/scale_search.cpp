@@ -17,6 +17,47 @@ cpu::weight_view view_of(const uint8_t* data, ggml_type type, int64_t k, int64_t
 
 }  // namespace
 
+void quantize_w4_group_weighted(const float* src, int g, const float* imp, uint8_t* dst) {
+  const size_t gb = w4_group_bytes(g);
+  float back[128];
+  uint8_t trial[w4_group_bytes(128)];
+  auto weighted_error = [&] {
+    fw_format::dequantize_w4_group(trial, g, back);
+    double e = 0;
+    for (int i = 0; i < g; ++i) {
+      const double d = static_cast<double>(src[i]) - back[i];
+      e += d * d * imp[i];
+    }
+    return e;
+  };
+  double best = INFINITY;
+  for (float clip : {1.f, 0.95f, 0.9f, 0.85f, 0.8f, 0.75f}) {
+    fw_format::quantize_w4_group(src, g, trial, clip);
+    double e = weighted_error();
+    if (e < best) best = e, std::memcpy(dst, trial, gb);
+    // Refit scale and offset by importance-weighted least squares on the rounded values (the
+    // idea of llama.cpp's weighted quantizers), re-round, twice.
+    for (int it = 0; it < 2; ++it) {
+      const uint8_t* qs = trial + sizeof(w4_group_header);
+      double sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
+      for (int c = 0; c < g / 32; ++c)
+        for (int j = 0; j < 32; ++j) {
+          const int i = c * 32 + j;
+          const double q = j < 16 ? (qs[c * 16 + j] & 0x0f) : (qs[c * 16 + j - 16] >> 4);
+          const double wi = std::max(imp[i], 1e-12f);
+          sw += wi, sq += wi * q, sqq += wi * q * q, sx += wi * src[i], sqx += wi * q * src[i];
+        }
+      const double det = sqq * sw - sq * sq;
+      if (!(det > 0)) break;
+      const double d = (sw * sqx - sq * sx) / det, m = (sqq * sx - sq * sqx) / det;
+      if (!(d > 0) || !std::isfinite(m)) break;
+      fw_format::requantize_w4_group(src, g, static_cast<float>(d), static_cast<float>(m), trial);
+      e = weighted_error();
+      if (e < best) best = e, std::memcpy(dst, trial, gb);
+    }
+  }
+}
+
 std::vector<uint8_t> quantize_rows(const std::vector<float>& w, int64_t k, ggml_type type,
                                    const std::vector<float>* importance) {
   const auto tr = type_traits(type);
@@ -30,49 +71,9 @@ std::vector<uint8_t> quantize_rows(const std::vector<float>& w, int64_t k, ggml_
   }
   const int g = static_cast<int>(tr.block_size);
   const size_t gb = w4_group_bytes(g);
-  std::vector<float> back(static_cast<size_t>(g));
-  std::vector<uint8_t> trial(gb);
-  auto weighted_error = [&](const float* src, const float* imp) {
-    fw_format::dequantize_w4_group(trial.data(), g, back.data());
-    double e = 0;
-    for (int i = 0; i < g; ++i) {
-      const double d = static_cast<double>(src[i]) - back[i];
-      e += d * d * imp[i];
-    }
-    return e;
-  };
   for (int64_t r = 0; r < n; ++r)
-    for (int64_t b = 0; b < k / g; ++b) {
-      const float* src = w.data() + r * k + b * g;
-      const float* imp = importance->data() + b * g;
-      uint8_t* dst = out.data() + r * rb + b * gb;
-      double best = INFINITY;
-      for (float clip : {1.f, 0.95f, 0.9f, 0.85f, 0.8f, 0.75f}) {
-        fw_format::quantize_w4_group(src, g, trial.data(), clip);
-        double e = weighted_error(src, imp);
-        if (e < best) best = e, std::memcpy(dst, trial.data(), gb);
-        // Refit scale and offset by importance-weighted least squares on the rounded values
-        // (the idea of llama.cpp's weighted quantizers), re-round, twice.
-        for (int it = 0; it < 2; ++it) {
-          const uint8_t* qs = trial.data() + sizeof(w4_group_header);
-          double sw = 0, sq = 0, sqq = 0, sx = 0, sqx = 0;
-          for (int c = 0; c < g / 32; ++c)
-            for (int j = 0; j < 32; ++j) {
-              const int i = c * 32 + j;
-              const double q = j < 16 ? (qs[c * 16 + j] & 0x0f) : (qs[c * 16 + j - 16] >> 4);
-              const double wi = std::max(imp[i], 1e-12f);
-              sw += wi, sq += wi * q, sqq += wi * q * q, sx += wi * src[i], sqx += wi * q * src[i];
-            }
-          const double det = sqq * sw - sq * sq;
-          if (!(det > 0)) break;
-          const double d = (sw * sqx - sq * sx) / det, m = (sqq * sx - sq * sqx) / det;
-          if (!(d > 0) || !std::isfinite(m)) break;
-          fw_format::requantize_w4_group(src, g, static_cast<float>(d), static_cast<float>(m), trial.data());
-          e = weighted_error(src, imp);
-          if (e < best) best = e, std::memcpy(dst, trial.data(), gb);
-        }
-      }
-    }
+    for (int64_t b = 0; b < k / g; ++b)
+      quantize_w4_group_weighted(w.data() + r * k + b * g, g, importance->data() + b * g, out.data() + r * rb + b * gb);
   return out;
 }
 
@@ -110,22 +111,30 @@ error_meter::error_meter(const product_group& g, const float* x, int64_t rows, c
 
 double error_meter::error(const std::vector<float>& s, ggml_type type, float act_scale, bool clip_search,
                           std::vector<double>* per_matrix) {
+  const auto imp = clip_search ? importance(s) : std::vector<float>{};
+  std::vector<std::vector<uint8_t>> q;
+  for (const auto* m : g_.weights) {
+    std::vector<float> w = *m;
+    scale_columns(w, g_.k, s);
+    q.push_back(quantize_rows(w, g_.k, type, clip_search ? &imp : nullptr));
+  }
+  return error_of(s, type, q, act_scale, per_matrix);
+}
+
+double error_meter::error_of(const std::vector<float>& s, ggml_type type, const std::vector<std::vector<uint8_t>>& q,
+                             float act_scale, std::vector<double>* per_matrix) {
   const int64_t k = g_.k;
   std::vector<float> xs(x_, x_ + rows_ * k);
   if (!s.empty())
     for (int64_t r = 0; r < rows_; ++r)
       for (int64_t j = 0; j < k; ++j) xs[r * k + j] /= s[j];
   const auto kern = cpu::select_dot_kernel(type, cpu::best_simd_level());
-  const auto imp = clip_search ? importance(s) : std::vector<float>{};
   cpu::matmul_scratch scratch;
   double err = 0, norm = 0;
   if (per_matrix) per_matrix->clear();
   for (size_t m = 0; m < g_.weights.size(); ++m) {
-    std::vector<float> w = *g_.weights[m];
-    scale_columns(w, k, s);
-    const auto q = quantize_rows(w, k, type, clip_search ? &imp : nullptr);
-    const int64_t n = static_cast<int64_t>(w.size()) / k;
-    auto v = view_of(q.data(), type, k, n);
+    const int64_t n = static_cast<int64_t>(g_.weights[m]->size()) / k;
+    auto v = view_of(q[m].data(), type, k, n);
     v.act_scale = act_scale;
     std::vector<float> y(static_cast<size_t>(rows_ * n));
     cpu::matmul(v, kern, xs.data(), k, rows_, y.data(), n, pool_, scratch);

@@ -34,6 +34,9 @@ class error_meter {
   /// clip_search: quantize with the importance-weighted clip search (4-bit).
   double error(const std::vector<float>& s, ggml_type type, float act_scale = 0.f, bool clip_search = false,
                std::vector<double>* per_matrix = nullptr);
+  /// The same for given quantized weights (q[i]: the group's i-th matrix, scaled by s, in `type`).
+  double error_of(const std::vector<float>& s, ggml_type type, const std::vector<std::vector<uint8_t>>& q,
+                  float act_scale = 0.f, std::vector<double>* per_matrix = nullptr);
   /// The importance quantize_rows uses for this input scaled by s (mean square of x / s).
   std::vector<float> importance(const std::vector<float>& s) const;
 
@@ -64,6 +67,10 @@ void scale_columns(std::vector<float>& w, int64_t k, const std::vector<float>& s
 /// +9.7% perplexity on 4 chunks).
 std::vector<uint8_t> quantize_rows(const std::vector<float>& w, int64_t k, ggml_type type,
                                    const std::vector<float>* importance = nullptr);
+/// One 4-bit group of g <= 128 floats (fw_w4a16 layout) with the least importance-weighted
+/// squared error over the clip ratios and their least-squares refits (what quantize_rows does
+/// per group when given an importance).
+void quantize_w4_group_weighted(const float* src, int g, const float* imp, uint8_t* dst);
 /// Mean square per channel of rows x width floats, divided by s_j^2 (the scaled input).
 std::vector<float> channel_mean_square(const float* x, int64_t rows, int64_t width, const std::vector<float>& s);
 

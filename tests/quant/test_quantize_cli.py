@@ -4,7 +4,7 @@ The bundled model is exported to f16 (the reference), quantized to W8A8 calibrat
 the calibration prompts with a quality report, loaded, run and described by `flywheel info`; bad
 calibration files and missing flags get clear errors and leave no output; Ctrl-C during a run
 leaves neither the output nor its .partial file. A tiny random model with outlier channels goes
-through W4A16 (AWQ and round-to-nearest) and mixed precision (from flags and from a [quantize]
+through W4A16 (AWQ, GPTQ and round-to-nearest) and mixed precision (from flags and from a [quantize]
 config section, flags winning); tiny qwen2 and phi3 models go
 through the per-tensor q8_0 conversion (and the calibrated schemes refuse them by name).
 """
@@ -129,6 +129,27 @@ def main():
                            "--ctx", "128", "--chunks", "4", "--json", j)
         sizes[name + "_kl"] = json.load(open(j))["kl_mean"] if rc == 0 else 1e9
     check(sizes["awq_kl"] < sizes["rtn_kl"], f"AWQ's KL {sizes['awq_kl']:.5f} < round-to-nearest's {sizes['rtn_kl']:.5f}")
+    # GPTQ through the binary and through [quantize] method: more queries than the sample keeps, so
+    # its Gram matrices have rows of their own.
+    many = os.path.join(d, "many-queries.txt")
+    with open(many, "w") as f:
+        f.write("\n".join(f"query {i}: say something short about the number {i * 13} and the colour {i % 5}"
+                          for i in range(48)))
+    gptq_out, j = os.path.join(d, "tiny-gptq.gguf"), os.path.join(d, "tiny-gptq.json")
+    cfg_path = os.path.join(d, "gptq.toml")
+    with open(cfg_path, "w") as f:
+        f.write(f'[model]\npath = "{tiny}"\n[quantize]\nscheme = "w4a16"\nmethod = "gptq"\ncalib = "{many}"\n')
+    rc, _, err = run("quantize", "--config", cfg_path, "--samples", "64", "--out", gptq_out, "--json", j)
+    methods = {s["method"] for s in json.load(open(j))["sites"]} if rc == 0 else set()
+    check(rc == 0 and any("gptq" in m for m in methods), f"[quantize] method = gptq rounds by GPTQ where it measures lower: {methods} {err[-200:]}")
+    rc, out, err = run("eval", "--model", gptq_out, "--ref", tiny, "--text", os.path.join(SRC, "conf", "eval", "heldout.txt"),
+                       "--ctx", "128", "--chunks", "4", "--json", j)
+    kl = json.load(open(j))["kl_mean"] if rc == 0 else 1e9
+    check(kl < sizes["rtn_kl"], f"GPTQ's KL {kl:.5f} < round-to-nearest's {sizes['rtn_kl']:.5f} (AWQ: {sizes['awq_kl']:.5f})")
+    rc, _, err = run("quantize", "--model", tiny, "--scheme", "w4a16", "--method", "gptq", "--gptq-shrink", "2",
+                     "--calib", many, "--out", os.path.join(d, "w.gguf"))
+    check(rc == 2 and "--gptq-shrink" in err and not os.path.exists(os.path.join(d, "w.gguf")),
+          "a bad --gptq-shrink is refused: " + err.strip())
     mixed = os.path.join(d, "tiny-mixed.gguf")
     rc, _, err = run("quantize", "--model", tiny, "--scheme", "mixed", "--calib", queries, "--budget-mib", "1",
                      "--out", mixed)

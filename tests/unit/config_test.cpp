@@ -145,7 +145,10 @@ TEST(config_test, the_quantize_section_parses_and_refuses_bad_values_by_key) {
   EXPECT_EQ(ok->quantize.act, quantize_activations::static_);
   EXPECT_EQ(ok->quantize.budget_mib, 90u);
   EXPECT_EQ(ok->quantize.layers, (std::vector<std::string>{"0-5:w8a8", "6-29:w4a16"}));
-  EXPECT_NE(error_of("[quantize]\nmethod = \"fast\"\n").find("auto, rtn"), std::string::npos);
+  EXPECT_NE(error_of("[quantize]\nmethod = \"fast\"\n").find("auto, gptq, rtn"), std::string::npos);
+  auto g = config::from_string("[quantize]\nmethod = \"gptq\"\n", "g.toml");
+  ASSERT_TRUE(g) << g.err().message;
+  EXPECT_EQ(g->quantize.method, quantize_method::gptq);
   EXPECT_NE(error_of("[quantize]\ngroup = 256\n").find("group"), std::string::npos);
   EXPECT_NE(error_of("[quantize]\nscheme = \"\"\n").find("scheme"), std::string::npos);
 }

@@ -111,8 +111,13 @@ int cmd_quantize(int argc, char** argv) {
       .option("ema", "EMA factor of the activation statistics across batches", "0.9")
       .option("calib-noise", "fraction of queries that also get a perturbed copy (typos), 0..1", "0")
       .option("group", "W4A16 group size: 32, 64 or 128 (default: [quantize] group, 128)")
-      .option("method", "auto (AWQ for 4-bit, SmoothQuant for 8-bit) or rtn (plain round-to-nearest) (default: "
-                        "[quantize] method, auto)")
+      .option("method", "auto (AWQ for 4-bit, SmoothQuant for 8-bit), gptq (auto, and 4-bit matrices also rounded by "
+                        "GPTQ where that measures lower) or rtn (plain round-to-nearest) (default: [quantize] method, auto)")
+      .option("gptq-damp", "--method gptq: dampening, the share of the input Gram matrix's mean diagonal added to it "
+                           "(larger: closer to round-to-nearest, less fitted to the calibration queries)", "0.01")
+      .option("gptq-shrink", "--method gptq: shrinkage of the input Gram matrix towards its diagonal, 0..1 (0: "
+                             "plain GPTQ, fitted to the calibration queries alone; 1: no error feedback between "
+                             "channels)", "0.8")
       .option("alpha", "SmoothQuant migration strength, 0..1, or auto (searched per product on the calibration rows)", "0.5")
       .option("act", "W8A8 activations: dynamic (per token) or static (per tensor, from calibration) (default: "
                      "[quantize] act, dynamic)")
@@ -164,7 +169,7 @@ int cmd_quantize(int argc, char** argv) {
   if (!alpha || !(alpha_auto || (*alpha >= 0 && *alpha <= 1))) return fail("--alpha must be in [0, 1] or auto", 2);
   const std::string method = flag_or("method", std::string(enum_name(quantize_method_names, qs.method)));
   const std::string act = flag_or("act", std::string(enum_name(quantize_activations_names, qs.act)));
-  if (method != "auto" && method != "rtn") return fail("--method must be auto or rtn", 2);
+  if (method != "auto" && method != "gptq" && method != "rtn") return fail("--method must be auto, gptq or rtn", 2);
   if (act != "dynamic" && act != "static") return fail("--act must be dynamic or static", 2);
   std::optional<ggml_type> embd;
   if (args.has("embd-type")) {
@@ -177,7 +182,14 @@ int cmd_quantize(int argc, char** argv) {
   quantize_options o;
   o.scheme = *scheme;
   o.group = static_cast<int>(*group);
-  o.activation_aware = method == "auto";
+  o.activation_aware = method != "rtn";
+  o.gptq = method == "gptq";
+  auto damp = args.number("gptq-damp");
+  if (!damp || !(*damp > 0 && *damp <= 100)) return fail("--gptq-damp must be in (0, 100]", 2);
+  o.gptq_damp = *damp;
+  auto shrink = args.number("gptq-shrink");
+  if (!shrink || !(*shrink >= 0 && *shrink <= 1)) return fail("--gptq-shrink must be in [0, 1]", 2);
+  o.gptq_shrink = *shrink;
   o.alpha = *alpha;
   o.static_activations = act == "static";
   o.embd_type = embd;
@@ -207,6 +219,7 @@ int cmd_quantize(int argc, char** argv) {
   cro.batch = static_cast<uint32_t>(*calib_batch);
   cro.ema = *ema;
   cro.max_samples = static_cast<uint32_t>(*samples);
+  cro.gram = o.gptq;
   const auto& cancel = install_cancel_on_sigint();
   cro.cancel = &cancel;
   cro.progress = [](uint32_t d, uint32_t t) { progress_line("calibration", d, t); };
@@ -243,6 +256,17 @@ int cmd_quantize(int argc, char** argv) {
   if (o.scheme == quant_scheme::mixed && o.layer_schemes.empty() && o.budget_bytes == 0)
     return fail("--scheme mixed needs --budget-mib N or --layers TABLE (or [quantize] budget_mib / layers)", 2);
 
+  if (o.gptq) {
+    // GPTQ keeps every product input's Gram matrix (float) from calibration to quantization.
+    const uint64_t gram_bytes = static_cast<uint64_t>(mc.n_layer) * 4 *
+                                (3 * static_cast<uint64_t>(mc.n_embd) * mc.n_embd + static_cast<uint64_t>(mc.n_ff) * mc.n_ff);
+    const uint64_t half_memory = this_host().memory_bytes;
+    if (gram_bytes > half_memory)
+      return fail("--method gptq keeps " + std::to_string(gram_bytes >> 20) + " MiB of calibration Gram matrices for this "
+                  "model, more than half of this machine's memory (" + std::to_string(half_memory >> 20) +
+                  " MiB): use --method auto (AWQ)", 2);
+    cal.use_pool(parts->threads().get());
+  }
   calibration_summary summary;
   const calibrator* calp = nullptr;
   if (calibrated) {

@@ -12,9 +12,9 @@
 
 namespace fw {
 
-enum class quantize_method { auto_, rtn };
-inline constexpr enum_table<quantize_method, 2> quantize_method_names = {{
-    {quantize_method::auto_, "auto"}, {quantize_method::rtn, "rtn"}}};
+enum class quantize_method { auto_, gptq, rtn };
+inline constexpr enum_table<quantize_method, 3> quantize_method_names = {{
+    {quantize_method::auto_, "auto"}, {quantize_method::gptq, "gptq"}, {quantize_method::rtn, "rtn"}}};
 
 enum class quantize_activations { dynamic, static_ };
 inline constexpr enum_table<quantize_activations, 2> quantize_activations_names = {{
@@ -24,7 +24,7 @@ struct quantize_section {
   std::string scheme = "w8a8";  ///< w8a8 | w4a16 | mixed | f32 | f16 | bf16 | q8_0 | q4_0 | q4_1
   std::string calib;            ///< calibration queries, one per line; "": none
   uint32_t group = 128;         ///< W4A16 group size: 32, 64 or 128
-  quantize_method method = quantize_method::auto_;  ///< auto: AWQ / SmoothQuant; rtn: round to nearest
+  quantize_method method = quantize_method::auto_;  ///< auto: AWQ / SmoothQuant; gptq: auto plus GPTQ rounding (4-bit); rtn: round to nearest
   quantize_activations act = quantize_activations::dynamic;  ///< W8A8 activation scales
   uint32_t budget_mib = 0;      ///< mixed: the file's size budget; 0: none (then `layers`)
   /// mixed: the per-layer table, one "FIRST-LAST:SCHEME" (or "N:SCHEME") entry per range, every

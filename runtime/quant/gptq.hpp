@@ -1,0 +1,35 @@
+// gptq: GPTQ rounding (Frantar et al., 2022). Round-to-nearest minimizes each weight's own error;
+// GPTQ minimizes the product's output error on the calibration inputs: it quantizes a row's input
+// channels one at a time and moves each rounding error onto the channels not yet quantized,
+// weighted by the inverse of the input's second-moment matrix H = sum x x^T, so that correlated
+// channels absorb it. Rows are independent given H, and run in tiles on the thread pool. 4-bit
+// group parameters (scale and offset) are chosen when a group starts, from the weights as the
+// earlier errors left them, with the importance-weighted clip search of quantize_rows.
+// Thread-safety: pure functions; gptq_quantize_rows uses the given pool from one thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/thread_pool.hpp"
+#include "kernels/format/ggml_type.hpp"
+#include "runtime/base/expected.hpp"
+
+namespace fw {
+
+/// The upper-triangular U with U^T U = (H + damp * mean(diag H) * I)^-1 (k x k, row-major), the
+/// factor GPTQ's updates read. A channel whose diagonal is 0 (never active) counts as H_jj = 1.
+/// Error when H is not positive definite even after damping.
+expected<std::vector<double>> gptq_inverse_factor(std::vector<double> h, int64_t k, double damp);
+
+/// Whether gptq_quantize_rows takes `type` (the fw_w4a16 groups).
+bool gptq_supports(ggml_type type);
+
+/// Rows of k floats (w: n x k) in `type` with GPTQ's error feedback through u (from
+/// gptq_inverse_factor). importance: per input channel, the mean square of the input (what the
+/// group search weighs errors by); empty: all equal.
+std::vector<uint8_t> gptq_quantize_rows(const std::vector<float>& w, int64_t k, ggml_type type,
+                                        const std::vector<double>& u, const std::vector<float>& importance,
+                                        cpu::thread_pool& pool);
+
+}  // namespace fw
