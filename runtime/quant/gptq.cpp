@@ -65,7 +65,7 @@ bool gptq_supports(ggml_type type) {
 
 std::vector<uint8_t> gptq_quantize_rows(const std::vector<float>& w, int64_t k, ggml_type type,
                                         const std::vector<double>& u, const std::vector<float>& importance,
-                                        cpu::thread_pool& pool) {
+                                        cpu::thread_pool& pool, const std::vector<int32_t>& order) {
   const auto K = static_cast<size_t>(k);
   const int g = static_cast<int>(type_traits(type).block_size);
   const size_t gb = w4_group_bytes(g), rb = row_bytes(type_traits(type), static_cast<uint64_t>(k));
@@ -81,32 +81,42 @@ std::vector<uint8_t> gptq_quantize_rows(const std::vector<float>& w, int64_t k, 
   std::vector<float> ones;
   const float* imp = importance.data();
   if (importance.size() != K) ones.assign(K, 1.f), imp = ones.data();
+  const bool ordered = order.size() == K;
   constexpr int64_t tile = 8;  // rows that share each row of U as it streams by
   pool.for_each((n + tile - 1) / tile, [&](int64_t t, int) {
     const int64_t r0 = t * tile, rows = std::min(tile, n - r0);
     std::vector<float> cur(w.begin() + r0 * k, w.begin() + (r0 + rows) * k);  // the rows as errors leave them
-    std::vector<float> done(cur.size());  // the quantized values
-    std::vector<float> d(static_cast<size_t>(rows)), m(static_cast<size_t>(rows));
+    std::vector<float> done(cur.size());  // the quantized values, in the channels' own order
     const int64_t groups = k / g;
     std::vector<float> gd(static_cast<size_t>(rows * groups)), gm(gd.size());
     uint8_t group[w4_group_bytes(128)];
+    auto choose_group = [&](int64_t r, int64_t b, const float* src) {
+      quantize_w4_group_weighted(src, g, imp + b * g, group);
+      const auto* h = reinterpret_cast<const w4_group_header*>(group);
+      gd[r * groups + b] = fp16_to_fp32(h->d), gm[r * groups + b] = fp16_to_fp32(h->m);
+    };
+    if (ordered) {  // every group from the weights before any update; then the columns in order
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t b = 0; b < groups; ++b) choose_group(r, b, &cur[r * K + b * g]);
+      std::vector<float> orig(cur);
+      for (int64_t r = 0; r < rows; ++r)
+        for (size_t j = 0; j < K; ++j) cur[r * K + j] = orig[r * K + order[j]];
+    }
     for (size_t j = 0; j < K; ++j) {
-      if (j % static_cast<size_t>(g) == 0)
-        for (int64_t r = 0; r < rows; ++r) {
-          quantize_w4_group_weighted(&cur[r * K + j], g, imp + j, group);
-          const auto* h = reinterpret_cast<const w4_group_header*>(group);
-          d[r] = fp16_to_fp32(h->d), m[r] = fp16_to_fp32(h->m);
-          gd[r * groups + j / g] = d[r], gm[r * groups + j / g] = m[r];
-        }
+      const size_t c = ordered ? static_cast<size_t>(order[j]) : j;  // the channel quantized now
+      const int64_t b = static_cast<int64_t>(c) / g;
+      if (!ordered && c % static_cast<size_t>(g) == 0)
+        for (int64_t r = 0; r < rows; ++r) choose_group(r, b, &cur[r * K + j]);
       const float* uj = &uf[j * K];
       for (int64_t r = 0; r < rows; ++r) {
         float* row = &cur[r * K];
-        const float id = d[r] > 0 ? 1.f / d[r] : 0.f;
-        const float q = std::clamp(std::nearbyint((row[j] - m[r]) * id), 0.f, 15.f);
-        const float v = d[r] * q + m[r];
-        done[r * K + j] = v;
+        const float d = gd[r * groups + b], m = gm[r * groups + b];
+        const float id = d > 0 ? 1.f / d : 0.f;
+        const float q = std::clamp(std::nearbyint((row[j] - m) * id), 0.f, 15.f);
+        const float v = d * q + m;
+        done[r * K + c] = v;
         const float e = (row[j] - v) * inv_diag[j];
-        for (size_t c = j + 1; c < K; ++c) row[c] -= e * uj[c];
+        for (size_t i = j + 1; i < K; ++i) row[i] -= e * uj[i];
       }
     }
     // The values are on their groups' grids: re-rounding with the same scale and offset gives

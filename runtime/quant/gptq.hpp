@@ -27,9 +27,12 @@ bool gptq_supports(ggml_type type);
 
 /// Rows of k floats (w: n x k) in `type` with GPTQ's error feedback through u (from
 /// gptq_inverse_factor). importance: per input channel, the mean square of the input (what the
-/// group search weighs errors by); empty: all equal.
+/// group search weighs errors by); empty: all equal. order empty: the channels in their order,
+/// each group's scale and offset chosen as it starts. Otherwise (act-order) the channels go in
+/// `order` (a permutation of 0..k-1; u must then factor H permuted the same way, H'[i][j] =
+/// H[order[i]][order[j]]) and every group is chosen first, from the weights before any update.
 std::vector<uint8_t> gptq_quantize_rows(const std::vector<float>& w, int64_t k, ggml_type type,
                                         const std::vector<double>& u, const std::vector<float>& importance,
-                                        cpu::thread_pool& pool);
+                                        cpu::thread_pool& pool, const std::vector<int32_t>& order = {});
 
 }  // namespace fw

@@ -157,7 +157,8 @@ class layer_quantizer {
   }
 
   /// The group's matrices, scaled by s, quantized by GPTQ with H of the input divided by s, its
-  /// off-diagonal shrunk by gptq_shrink; empty when H cannot be factored.
+  /// off-diagonal shrunk by gptq_shrink (and the channels in act-order where asked); empty when
+  /// H cannot be factored.
   std::vector<std::vector<uint8_t>> gptq_group(const product_group& g, const activation_stats& st,
                                                const std::vector<float>& s, ggml_type type) {
     const auto K = static_cast<size_t>(g.k);
@@ -171,13 +172,23 @@ class layer_quantizer {
       for (size_t b = 0; b < K; ++b) h[a * K + b] = gram[a * K + b] / (sa * (s.empty() ? 1.0 : s[b])) * (a == b ? 1.0 : 1.0 - shrink);
       imp[a] = static_cast<float>(h[a * K + a] / rows);
     }
+    std::vector<int32_t> order;
+    if (o_.gptq_act_order) {  // the most active channels first
+      order.resize(K);
+      for (size_t i = 0; i < K; ++i) order[i] = static_cast<int32_t>(i);
+      std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return imp[a] > imp[b]; });
+      std::vector<double> hp(K * K);
+      for (size_t i = 0; i < K; ++i)
+        for (size_t j = 0; j < K; ++j) hp[i * K + j] = h[order[i] * K + order[j]];
+      h = std::move(hp);
+    }
     auto u = gptq_inverse_factor(std::move(h), g.k, o_.gptq_damp);
     if (!u) return {};
     std::vector<std::vector<uint8_t>> out;
     for (const auto* m : g.weights) {
       std::vector<float> w = *m;
       scale_columns(w, g.k, s);
-      out.push_back(gptq_quantize_rows(w, g.k, type, *u, imp, pool_));
+      out.push_back(gptq_quantize_rows(w, g.k, type, *u, imp, pool_, order));
     }
     return out;
   }
@@ -393,6 +404,7 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
       out.add_string("flywheel.quant.activations", o.static_activations ? "static" : "dynamic");
     }
     if (o.gptq) {
+      out.add_string("flywheel.quant.gptq_order", o.gptq_act_order ? "act" : "natural");
       out.add_float32("flywheel.quant.gptq_damp", static_cast<float>(o.gptq_damp));
       out.add_float32("flywheel.quant.gptq_shrink", static_cast<float>(o.gptq_shrink));
     }

@@ -42,6 +42,9 @@ struct quantize_options {
   /// of short queries hold far fewer distinct directions than the inputs have channels; GPTQ
   /// fitted to the raw H moves error into the directions they miss, which other text uses.
   double gptq_shrink = 0.8;
+  /// GPTQ act-order: the channels with the largest mean square input go first (while the most
+  /// channels remain to take their error), each group's scale and offset chosen up front.
+  bool gptq_act_order = true;
   std::optional<ggml_type> embd_type;  ///< token embedding (and an untied head); default per scheme
   uint64_t budget_bytes = 0;         ///< mixed: the size budget of the whole file's tensors
   std::vector<quant_scheme> layer_schemes;  ///< mixed: w8a8 or w4a16 per layer (instead of a budget)

@@ -150,6 +150,17 @@ def main():
                      "--calib", many, "--out", os.path.join(d, "w.gguf"))
     check(rc == 2 and "--gptq-shrink" in err and not os.path.exists(os.path.join(d, "w.gguf")),
           "a bad --gptq-shrink is refused: " + err.strip())
+    rc, _, err = run("quantize", "--config", cfg_path, "--samples", "64", "--gptq-order", "natural", "--out", gptq_out,
+                     "--json", j)
+    methods = {s["method"] for s in json.load(open(j))["sites"]} if rc == 0 else set()
+    check(rc == 0 and any("gptq" in m for m in methods), f"--gptq-order natural: {methods} {err[-200:]}")
+    rc, _, err = run("quantize", "--config", cfg_path, "--gptq-order", "random", "--out", os.path.join(d, "w.gguf"))
+    check(rc == 2 and "--gptq-order" in err and not os.path.exists(os.path.join(d, "w.gguf")),
+          "a bad --gptq-order is refused: " + err.strip())
+    rc, _, err = run("quantize", "--model", tiny, "--scheme", "w4a16", "--gptq-shrink", "0.5", "--calib", many,
+                     "--out", os.path.join(d, "w.gguf"))
+    check(rc == 2 and "applies to --method gptq" in err and not os.path.exists(os.path.join(d, "w.gguf")),
+          "--gptq-shrink without --method gptq is refused: " + err.strip())
     mixed = os.path.join(d, "tiny-mixed.gguf")
     rc, _, err = run("quantize", "--model", tiny, "--scheme", "mixed", "--calib", queries, "--budget-mib", "1",
                      "--out", mixed)

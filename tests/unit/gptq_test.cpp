@@ -3,6 +3,7 @@
 // with correlated channels, measured on rows it was not fitted on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -147,6 +148,18 @@ TEST(gptq, beats_round_to_nearest_on_held_out_rows_of_correlated_inputs) {
     const double e_rtn = output_error(held, test_rows, w, rtn, k, t);
     const double e_gptq = output_error(held, test_rows, w, gq, k, t);
     EXPECT_LT(e_gptq, 0.2 * e_rtn) << type_traits(t).name << ": GPTQ " << e_gptq << " vs round-to-nearest " << e_rtn;
+    // Act-order: the most active channels first, H permuted alike, every group chosen up front.
+    std::vector<int32_t> order(static_cast<size_t>(k));
+    for (int64_t i = 0; i < k; ++i) order[i] = static_cast<int32_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return imp[a] > imp[b]; });
+    std::vector<double> hp(h.size());
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < k; ++j) hp[i * k + j] = h[order[i] * k + order[j]];
+    auto up = gptq_inverse_factor(hp, k, 0.01);
+    ASSERT_TRUE(up);
+    const auto ga = gptq_quantize_rows(w, k, t, *up, imp, pool, order);
+    const double e_act = output_error(held, test_rows, w, ga, k, t);
+    EXPECT_LT(e_act, 0.2 * e_rtn) << type_traits(t).name << ": act-order GPTQ " << e_act << " vs round-to-nearest " << e_rtn;
     // Every value stays on its group's 4-bit grid (the file format holds nothing else).
     const int g = static_cast<int>(type_traits(t).block_size);
     const size_t gb = w4_group_bytes(g);

@@ -118,6 +118,8 @@ int cmd_quantize(int argc, char** argv) {
       .option("gptq-shrink", "--method gptq: shrinkage of the input Gram matrix towards its diagonal, 0..1 (0: "
                              "plain GPTQ, fitted to the calibration queries alone; 1: no error feedback between "
                              "channels)", "0.8")
+      .option("gptq-order", "--method gptq: act (the most active input channels first, every group chosen up front) "
+                            "or natural (the channels in order, each group chosen as it starts)", "act")
       .option("alpha", "SmoothQuant migration strength, 0..1, or auto (searched per product on the calibration rows)", "0.5")
       .option("act", "W8A8 activations: dynamic (per token) or static (per tensor, from calibration) (default: "
                      "[quantize] act, dynamic)")
@@ -184,12 +186,17 @@ int cmd_quantize(int argc, char** argv) {
   o.group = static_cast<int>(*group);
   o.activation_aware = method != "rtn";
   o.gptq = method == "gptq";
+  for (const char* flag : {"gptq-damp", "gptq-shrink", "gptq-order"})
+    if (args.has(flag) && !o.gptq) return fail(std::string("--") + flag + " applies to --method gptq", 2);
   auto damp = args.number("gptq-damp");
   if (!damp || !(*damp > 0 && *damp <= 100)) return fail("--gptq-damp must be in (0, 100]", 2);
   o.gptq_damp = *damp;
   auto shrink = args.number("gptq-shrink");
   if (!shrink || !(*shrink >= 0 && *shrink <= 1)) return fail("--gptq-shrink must be in [0, 1]", 2);
   o.gptq_shrink = *shrink;
+  const std::string order = args.str("gptq-order");
+  if (order != "act" && order != "natural") return fail("--gptq-order must be act or natural", 2);
+  o.gptq_act_order = order == "act";
   o.alpha = *alpha;
   o.static_activations = act == "static";
   o.embd_type = embd;
