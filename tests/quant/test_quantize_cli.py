@@ -157,6 +157,9 @@ def main():
     rc, _, err = run("quantize", "--config", cfg_path, "--gptq-order", "random", "--out", os.path.join(d, "w.gguf"))
     check(rc == 2 and "--gptq-order" in err and not os.path.exists(os.path.join(d, "w.gguf")),
           "a bad --gptq-order is refused: " + err.strip())
+    rc, _, err = run("quantize", "--config", cfg_path, "--scheme", "w8a8", "--out", os.path.join(d, "w.gguf"))
+    check(rc == 2 and "quantize.method gptq rounds 4-bit groups" in err and not os.path.exists(os.path.join(d, "w.gguf")),
+          "[quantize] method = gptq beside an 8-bit scheme is refused by key: " + err.strip())
     rc, _, err = run("quantize", "--model", tiny, "--scheme", "w4a16", "--gptq-shrink", "0.5", "--calib", many,
                      "--out", os.path.join(d, "w.gguf"))
     check(rc == 2 and "applies to --method gptq" in err and not os.path.exists(os.path.join(d, "w.gguf")),

@@ -202,6 +202,11 @@ int cmd_quantize(int argc, char** argv) {
   o.embd_type = embd;
   if (o.static_activations && o.scheme != quant_scheme::w8a8 && o.scheme != quant_scheme::mixed)
     return fail("--act static applies to w8a8 (and mixed) only", 2);
+  if (o.gptq && o.scheme != quant_scheme::w4a16 && o.scheme != quant_scheme::mixed)
+    return fail(std::string(args.has("method") ? "--method" : "quantize.method") +
+                    " gptq rounds 4-bit groups: it applies to w4a16 and mixed, not " + scheme_text +
+                    " (use auto)",
+                2);
   if (o.scheme == quant_scheme::w4a16 && !w4a16_type(o.group)) return fail("--group / quantize.group must be 32, 64 or 128", 2);
   const bool calibrated = is_flywheel_scheme(o.scheme) && (o.activation_aware || o.scheme == quant_scheme::mixed || o.static_activations);
   if (calibrated && calib_path.empty() && !args.on("recommend"))
