@@ -6,6 +6,7 @@
 
 #include "kernels/format/fw_formats.hpp"
 #include "kernels/format/quant_ref.hpp"
+#include "runtime/base/cholesky.hpp"
 #include "runtime/quant/scale_search.hpp"
 
 namespace fw {
@@ -23,23 +24,12 @@ expected<std::vector<double>> gptq_inverse_factor(std::vector<double> h, int64_t
   }
   // With J the order reversal: if J H J = L L^T (Cholesky, L lower), then H = V V^T with the
   // upper V = J L J, so H^-1 = V^-T V^-1 and U = V^-1 = J L^-1 J.
-  std::vector<double> L(K * K, 0.0);
-  for (size_t i = 0; i < K; ++i) {
-    const double* ri = &h[(K - 1 - i) * K + (K - 1)];  // row i of J H J, read backwards
-    double* li = &L[i * K];
-    for (size_t j = 0; j <= i; ++j) {
-      const double* lj = &L[j * K];
-      double s = *(ri - j);
-      for (size_t p = 0; p < j; ++p) s -= li[p] * lj[p];
-      if (j == i) {
-        if (!(s > 0)) return make_error(errc::invalid_argument, "GPTQ: the input's second-moment matrix is not positive "
-                                                                "definite at channel " + std::to_string(K - 1 - i));
-        li[i] = std::sqrt(s);
-      } else {
-        li[j] = s / lj[j];
-      }
-    }
-  }
+  std::vector<double> L(K * K);
+  for (size_t i = 0; i < K; ++i)
+    for (size_t j = 0; j < K; ++j) L[i * K + j] = h[(K - 1 - i) * K + (K - 1 - j)];
+  if (const int64_t bad = cholesky_lower(L, k); bad >= 0)
+    return make_error(errc::invalid_argument, "GPTQ: the input's second-moment matrix is not positive definite at channel " +
+                                                  std::to_string(k - 1 - bad));
   // M = L^-1 by forward substitution, one column at a time (stored as rows of M^T).
   std::vector<double> mt(K * K, 0.0);
   for (size_t j = 0; j < K; ++j) {

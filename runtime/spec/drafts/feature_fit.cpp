@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/matmul.hpp"
 #include "kernels/format/quant_ref.hpp"
+#include "runtime/base/cholesky.hpp"
 #include "runtime/device/prefill.hpp"
 
 namespace fw {
@@ -24,18 +25,7 @@ int32_t argmax(const float* x, size_t n) {
 // sides (c: n x m); Cholesky in double. false when g is not positive definite.
 bool solve_spd(std::vector<double>& g, int64_t n, double lambda, std::vector<double>& c, int64_t m) {
   for (int64_t i = 0; i < n; ++i) g[i * n + i] += lambda;
-  for (int64_t j = 0; j < n; ++j) {  // g = L L^T, L in the lower triangle
-    double d = g[j * n + j];
-    for (int64_t k = 0; k < j; ++k) d -= g[j * n + k] * g[j * n + k];
-    if (d <= 0) return false;
-    d = std::sqrt(d);
-    g[j * n + j] = d;
-    for (int64_t i = j + 1; i < n; ++i) {
-      double s = g[i * n + j];
-      for (int64_t k = 0; k < j; ++k) s -= g[i * n + k] * g[j * n + k];
-      g[i * n + j] = s / d;
-    }
-  }
+  if (cholesky_lower(g, n) >= 0) return false;  // g = L L^T, L in the lower triangle
   std::vector<double> col(static_cast<size_t>(n));
   for (int64_t r = 0; r < m; ++r) {
     for (int64_t i = 0; i < n; ++i) col[i] = c[i * m + r];
