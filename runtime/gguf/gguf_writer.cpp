@@ -1,10 +1,15 @@
 #include "runtime/gguf/gguf_writer.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 namespace fw {
 
@@ -36,7 +41,24 @@ gguf_writer::gguf_writer(uint32_t alignment) : alignment_(alignment == 0 ? 32 : 
   if (alignment_ != 32) add_uint32("general.alignment", alignment_);
 }
 
+gguf_writer::gguf_writer(gguf_writer&& o) noexcept
+    : alignment_(o.alignment_),
+      kv_count_(o.kv_count_),
+      kv_bytes_(std::move(o.kv_bytes_)),
+      tensors_(std::move(o.tensors_)),
+      offsets_(std::move(o.offsets_)),
+      stream_path_(std::move(o.stream_path_)),
+      fd_(std::exchange(o.fd_, -1)),
+      data_start_(o.data_start_),
+      begun_(o.begun_),
+      late_(o.late_) {}
+
+gguf_writer::~gguf_writer() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 void gguf_writer::begin_kv(const std::string& key, gguf_type type) {
+  late_ = late_ || begun_;
   ++kv_count_;
   put_string(kv_bytes_, key);
   put<uint32_t>(kv_bytes_, static_cast<uint32_t>(type));
@@ -143,9 +165,15 @@ void gguf_writer::add_value(const std::string& key, const gguf_value& v) {
   add_raw_array(key, v.elem_type, count, enc);
 }
 
+void gguf_writer::push(tensor t) {
+  late_ = late_ || begun_;
+  tensors_.push_back(std::move(t));
+}
+
 void gguf_writer::add_tensor_owned(const std::string& name, std::vector<uint64_t> ne, ggml_type type,
                                    std::vector<uint8_t> data) {
-  tensors_.push_back(tensor{name, std::move(ne), static_cast<uint32_t>(type), std::move(data)});
+  const uint64_t size = data.size();
+  push(tensor{name, std::move(ne), static_cast<uint32_t>(type), std::move(data), size, false, true});
 }
 
 void gguf_writer::add_tensor(const std::string& name, std::vector<uint64_t> ne, ggml_type type,
@@ -155,10 +183,17 @@ void gguf_writer::add_tensor(const std::string& name, std::vector<uint64_t> ne, 
 
 void gguf_writer::add_tensor_raw(const std::string& name, std::vector<uint64_t> ne,
                                  uint32_t raw_type, std::span<const uint8_t> data) {
-  tensors_.push_back(tensor{name, std::move(ne), raw_type, {data.begin(), data.end()}});
+  push(tensor{name, std::move(ne), raw_type, {data.begin(), data.end()}, data.size(), false, true});
 }
 
-std::vector<uint8_t> gguf_writer::bytes() const {
+void gguf_writer::declare_tensor(const std::string& name, std::vector<uint64_t> ne, ggml_type type) {
+  uint64_t rows = 1;
+  for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
+  const uint64_t size = ne.empty() ? 0 : row_bytes(type_traits(type), ne[0]) * rows;
+  push(tensor{name, std::move(ne), static_cast<uint32_t>(type), {}, size, true, false});
+}
+
+std::vector<uint8_t> gguf_writer::header() const {
   std::vector<uint8_t> out;
   put<uint32_t>(out, 0x46554747);  // "GGUF"
   put<uint32_t>(out, 3);
@@ -172,22 +207,108 @@ std::vector<uint8_t> gguf_writer::bytes() const {
     for (uint64_t n : t.ne) put<uint64_t>(out, n);
     put<uint32_t>(out, t.raw_type);
     put<uint64_t>(out, offset);
-    offset += padded(t.data.size(), alignment_);
+    offset += padded(t.size, alignment_);
   }
   pad_to(out, alignment_);
+  return out;
+}
+
+expected<void> gguf_writer::put_at(uint64_t offset, const std::vector<uint8_t>& data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return make_error(errc::io_error, "cannot write '" + stream_path_ + "': " + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+expected<void> gguf_writer::begin_data() {
+  if (begun_) return make_error(errc::invalid_argument, "gguf_writer: begin_data called twice");
+  begun_ = true;
+  offsets_.clear();
+  uint64_t offset = 0;
+  for (const auto& t : tensors_) offsets_.push_back(offset), offset += padded(t.size, alignment_);
+  if (stream_path_.empty()) return {};
+  const std::vector<uint8_t> head = header();
+  data_start_ = head.size();
+  fd_ = ::open(stream_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) return make_error(errc::io_error, "cannot create '" + stream_path_ + "': " + std::strerror(errno));
+  // Sized at once: the gaps (padding, tensors not yet filled) read as zeros.
+  if (::ftruncate(fd_, static_cast<off_t>(data_start_ + offset)) != 0)
+    return make_error(errc::io_error, "cannot size '" + stream_path_ + "': " + std::strerror(errno));
+  if (auto ok = put_at(0, head); !ok) return ok;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    auto& t = tensors_[i];
+    if (t.declared) continue;
+    if (auto ok = put_at(data_start_ + offsets_[i], t.data); !ok) return ok;
+    std::vector<uint8_t>().swap(t.data);
+  }
+  return {};
+}
+
+expected<void> gguf_writer::fill_tensor(const std::string& name, std::vector<uint8_t> data) {
+  if (!begun_) return make_error(errc::invalid_argument, "gguf_writer: fill_tensor '" + name + "' before begin_data");
+  // The latest declaration of that name (a test may declare duplicates on purpose).
+  size_t i = tensors_.size();
+  while (i > 0 && !(tensors_[i - 1].name == name && tensors_[i - 1].declared)) --i;
+  if (i == 0 || i > offsets_.size())
+    return make_error(errc::invalid_argument, "gguf_writer: tensor '" + name + "' was not declared");
+  auto& t = tensors_[i - 1];
+  if (t.filled) return make_error(errc::invalid_argument, "gguf_writer: tensor '" + name + "' filled twice");
+  if (data.size() != t.size)
+    return make_error(errc::invalid_argument, "gguf_writer: tensor '" + name + "' declared as " + std::to_string(t.size) +
+                                                  " bytes, given " + std::to_string(data.size()));
+  t.filled = true;
+  if (fd_ < 0) {
+    t.data = std::move(data);
+    return {};
+  }
+  return put_at(data_start_ + offsets_[i - 1], data);
+}
+
+expected<void> gguf_writer::finish() {
+  if (!begun_) return make_error(errc::invalid_argument, "gguf_writer: finish before begin_data");
+  if (late_) return make_error(errc::invalid_argument, "gguf_writer: metadata or a tensor was added after begin_data");
+  for (const auto& t : tensors_)
+    if (!t.filled) return make_error(errc::invalid_argument, "gguf_writer: tensor '" + t.name + "' was never filled");
+  if (fd_ >= 0) {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return make_error(errc::io_error, "cannot write '" + stream_path_ + "': " + std::strerror(errno));
+  }
+  return {};
+}
+
+std::vector<uint8_t> gguf_writer::bytes() const {
+  std::vector<uint8_t> out = header();
   for (const auto& t : tensors_) {
     out.insert(out.end(), t.data.begin(), t.data.end());
+    out.resize(out.size() + (t.size - t.data.size()), 0);  // a declared tensor not filled yet
     pad_to(out, alignment_);
   }
   return out;
 }
 
 expected<void> gguf_writer::write(const std::string& path) const {
-  const std::vector<uint8_t> image = bytes();
+  if (fd_ >= 0 || !stream_path_.empty())
+    return make_error(errc::invalid_argument, "gguf_writer: this image streams to '" + stream_path_ + "' (finish it)");
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) return make_error(errc::io_error, "cannot create '" + path + "': " + std::strerror(errno));
-  if (std::fwrite(image.data(), 1, image.size(), f.get()) != image.size())
-    return make_error(errc::io_error, "cannot write '" + path + "': " + std::strerror(errno));
+  auto put_bytes = [&](const void* p, size_t n) { return std::fwrite(p, 1, n, f.get()) == n; };
+  const std::vector<uint8_t> head = header();
+  bool ok = put_bytes(head.data(), head.size());
+  static const uint8_t zeros[256] = {};
+  for (const auto& t : tensors_) {
+    ok = ok && put_bytes(t.data.data(), t.data.size());
+    for (uint64_t gap = padded(t.size, alignment_) - t.data.size(); ok && gap > 0;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(gap, sizeof zeros));
+      ok = put_bytes(zeros, n);
+      gap -= n;
+    }
+  }
+  if (!ok) return make_error(errc::io_error, "cannot write '" + path + "': " + std::strerror(errno));
   if (std::fclose(f.release()) != 0)
     return make_error(errc::io_error, "cannot write '" + path + "': " + std::strerror(errno));
   return {};

@@ -1,6 +1,13 @@
-// gguf_writer: builds GGUF v3 images in memory (metadata, tensor infos, aligned tensor data) and
-// writes them to disk. Used by tools (tiny test models) and tests. It deliberately checks little:
-// tests use it to build invalid files too (duplicate keys, odd shapes), which gguf_file rejects.
+// gguf_writer: builds GGUF v3 images (metadata, tensor infos, aligned tensor data) in memory or
+// straight into a file. Used by the quantizer, tools (tiny test models) and tests. It deliberately
+// checks little of the content: tests use it to build invalid files too (duplicate keys, odd
+// shapes), which gguf_file rejects.
+//
+// Streaming (the quantizer's output, which may be larger than memory): declare every tensor with
+// its type and shape (the size follows), call stream_to(path) and begin_data() (the header and the
+// tensors given with their bytes go to the file), then fill_tensor() each declared tensor in any
+// order as its bytes are made (written at its offset, then dropped), then finish(). Without
+// stream_to the same calls keep the bytes in memory for bytes() / write().
 // Thread-safety: none; a plain value object owned by its user.
 #pragma once
 
@@ -56,10 +63,31 @@ class gguf_writer {
   void add_tensor_raw(const std::string& name, std::vector<uint64_t> ne, uint32_t raw_type,
                       std::span<const uint8_t> data);
 
-  // -- output --
+  /// A tensor whose bytes come later, through fill_tensor (its size follows from type and ne).
+  void declare_tensor(const std::string& name, std::vector<uint64_t> ne, ggml_type type);
+
+  // -- streaming --
+
+  /// Makes begin_data() write the image to `path` (created or truncated) instead of memory.
+  void stream_to(std::string path) { stream_path_ = std::move(path); }
+  /// Ends the metadata and the tensor list (adding either later is refused by finish()). When
+  /// streaming, writes the header and the tensors given with their bytes, and sizes the file.
+  [[nodiscard]] expected<void> begin_data();
+  /// The bytes of a declared tensor, exactly its size; refused for an unknown, undeclared or
+  /// already filled name. When streaming they are written at the tensor's offset and dropped.
+  [[nodiscard]] expected<void> fill_tensor(const std::string& name, std::vector<uint8_t> data);
+  /// Every declared tensor filled? When streaming, also closes the file.
+  [[nodiscard]] expected<void> finish();
+
+  // -- output (in memory; declared tensors not yet filled read as zeros) --
 
   [[nodiscard]] std::vector<uint8_t> bytes() const;
+  /// Writes the image tensor by tensor (no second copy in memory); refused when streaming.
   [[nodiscard]] expected<void> write(const std::string& path) const;
+
+  ~gguf_writer();
+  gguf_writer(gguf_writer&& other) noexcept;  ///< the file, if open, moves with it
+  gguf_writer& operator=(gguf_writer&&) = delete;
 
   uint32_t alignment() const { return alignment_; }
 
@@ -68,15 +96,26 @@ class gguf_writer {
     std::string name;
     std::vector<uint64_t> ne;
     uint32_t raw_type;
-    std::vector<uint8_t> data;
+    std::vector<uint8_t> data;  ///< empty once streamed, or until a declared tensor is filled
+    uint64_t size = 0;          ///< its bytes (declared, or data.size())
+    bool declared = false, filled = false;
   };
 
   void begin_kv(const std::string& key, gguf_type type);
+  void push(tensor t);
+  /// The header, tensor infos and padding up to the data section.
+  std::vector<uint8_t> header() const;
+  expected<void> put_at(uint64_t offset, const std::vector<uint8_t>& data);
 
   uint32_t alignment_;
   uint64_t kv_count_ = 0;
   std::vector<uint8_t> kv_bytes_;  ///< encoded key/value pairs
   std::vector<tensor> tensors_;
+  std::vector<uint64_t> offsets_;  ///< per tensor, from the data section (set by begin_data)
+  std::string stream_path_;
+  int fd_ = -1;
+  uint64_t data_start_ = 0;
+  bool begun_ = false, late_ = false;  ///< late_: metadata or a tensor added after begin_data
 };
 
 }  // namespace fw

@@ -193,6 +193,15 @@ class layer_quantizer {
     return out;
   }
 
+  /// Whether choose() gives this site a static activation scale (a tensor of its own in the file,
+  /// declared before the site is quantized).
+  bool static_scale(uint32_t layer, int site, ggml_type type) const {
+    if (!cal_ || type != ggml_type::fw_w8a8 || !o_.static_activations) return false;
+    const auto& st = cal_->stats(layer, site_inputs[site]);
+    if (st.samples_count() == 0) return false;
+    return std::any_of(st.max_abs().begin(), st.max_abs().end(), [](float m) { return m > 0; });
+  }
+
   /// Applies a choice: scales the site's weights and folds the inverse.
   void apply(layer_work& w, int site, const site_choice& ch) {
     product_group g = group_of(w, site, c_);
@@ -255,15 +264,23 @@ expected<quantize_result> quantize_per_tensor(const model& src, const quantize_o
   }
   if (auto ft = llama_file_type(o.scheme)) out.add_uint32("general.file_type", *ft);
   const auto& tensors = src.file().tensors();
+  auto is_matrix = [&](const gguf_tensor_info& t) {
+    return t.ne.size() >= 2 && t.rows() > 1 && t.ne[0] % to_traits.block_size == 0 &&
+           t.ne[0] % type_traits(t.type).block_size == 0;
+  };
+  for (const auto& t : tensors) {
+    if (is_matrix(t)) {
+      out.declare_tensor(t.name, t.ne, to);
+    } else {
+      res.tensor_bytes += t.n_bytes;
+      out.add_tensor(t.name, t.ne, t.type, {t.data, t.n_bytes});
+    }
+  }
+  if (auto ok = out.begin_data(); !ok) return ok.err();
   uint32_t done = 0;
   for (const auto& t : tensors) {
     if (o.cancel && o.cancel->load()) return make_error(errc::cancelled, "cancelled");
-    const bool matrix = t.ne.size() >= 2 && t.rows() > 1 && t.ne[0] % to_traits.block_size == 0 &&
-                        t.ne[0] % type_traits(t.type).block_size == 0;
-    if (!matrix) {
-      res.tensor_bytes += t.n_bytes;
-      out.add_tensor(t.name, t.ne, t.type, {t.data, t.n_bytes});
-    } else {
+    if (is_matrix(t)) {
       const int64_t k = static_cast<int64_t>(t.ne[0]), n = static_cast<int64_t>(t.rows());
       const size_t src_row = row_bytes(type_traits(t.type), k);
       std::vector<float> f(static_cast<size_t>(k * n));
@@ -272,10 +289,11 @@ expected<quantize_result> quantize_per_tensor(const model& src, const quantize_o
       res.matrix_params += f.size();
       res.matrix_bytes += bytes.size();
       res.tensor_bytes += bytes.size();
-      out.add_tensor_owned(t.name, t.ne, to, std::move(bytes));
+      if (auto ok = out.fill_tensor(t.name, std::move(bytes)); !ok) return ok.err();
     }
     if (o.progress) o.progress(++done, static_cast<uint32_t>(tensors.size()));
   }
+  if (auto ok = out.finish(); !ok) return ok.err();
   return res;
 }
 
@@ -416,10 +434,50 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
     }
   }
 
-  // The layers, then the tensors in the source's order.
+  // Every tensor declared in the source's order (types and sizes are known now), then the file's
+  // data section filled layer by layer: the output is never held whole in memory.
+  std::map<std::string, ggml_type> layer_types;  // a layer's matrices and norms -> their type
+  std::map<std::string, std::string> static_scales;  // matrix -> its act_scale tensor
+  for (uint32_t l = 0; l < c.n_layer; ++l) {
+    for (int s = 0; s < n_sites; ++s) {
+      const ggml_type t = fw_scheme ? types[l][s] : *matrix_type(o.scheme);
+      for (const auto& name : site_tensors(l, s)) {
+        layer_types[name + ".weight"] = t;
+        if (fw_scheme && lq.static_scale(l, s, t)) static_scales[name + ".weight"] = name + ".act_scale";
+      }
+    }
+    const std::string p = "blk." + std::to_string(l) + ".";
+    layer_types[p + "attn_norm.weight"] = layer_types[p + "ffn_norm.weight"] = ggml_type::f32;
+  }
+  enum class made_by { layer, embedding, dequantized, copied };
+  auto kind_of = [&](const gguf_tensor_info& t) {
+    if (layer_types.count(t.name)) return made_by::layer;
+    if (t.name == "token_embd.weight" || t.name == "output.weight") return made_by::embedding;
+    const bool matrix2d = t.ne.size() >= 2 && t.rows() > 1;
+    if (!matrix2d && t.type != ggml_type::f32 && t.ne[0] % type_traits(t.type).block_size == 0)
+      return made_by::dequantized;
+    return made_by::copied;
+  };
   quantize_result res;
-  std::map<std::string, std::pair<ggml_type, std::vector<uint8_t>>> made;  // name -> data
-  std::map<std::string, float> act_scales;
+  for (const auto& t : src.file().tensors()) {
+    switch (kind_of(t)) {
+      case made_by::layer:
+        out.declare_tensor(t.name, t.ne, layer_types[t.name]);
+        if (auto a = static_scales.find(t.name); a != static_scales.end()) out.declare_tensor(a->second, {1}, ggml_type::f32);
+        break;
+      case made_by::embedding: out.declare_tensor(t.name, t.ne, embd); break;
+      case made_by::dequantized: out.declare_tensor(t.name, t.ne, ggml_type::f32); break;
+      case made_by::copied:
+        res.tensor_bytes += t.n_bytes;
+        out.add_tensor(t.name, t.ne, t.type, {t.data, t.n_bytes});
+        break;
+    }
+  }
+  if (auto ok = out.begin_data(); !ok) return ok.err();
+  auto fill = [&](const std::string& name, std::vector<uint8_t> bytes) {
+    res.tensor_bytes += bytes.size();
+    return out.fill_tensor(name, std::move(bytes));
+  };
   for (uint32_t l = 0; l < c.n_layer; ++l) {
     if (cancelled()) return make_error(errc::cancelled, "quantization cancelled");
     layer_work w = load_layer(W.layers[l], c);
@@ -435,8 +493,12 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
                          : quantize_rows(*m, k, t, choices[s].importance.empty() ? nullptr : &choices[s].importance);
         res.matrix_params += m->size();
         res.matrix_bytes += bytes.size();
-        made[names[i] + ".weight"] = {t, std::move(bytes)};
-        if (choices[s].act_scale > 0) act_scales[names[i]] = choices[s].act_scale;
+        if (auto ok = fill(names[i] + ".weight", std::move(bytes)); !ok) return ok.err();
+        if (auto a = static_scales.find(names[i] + ".weight"); a != static_scales.end()) {
+          // Predicted by static_scale; 1/127 only if the maximum underflowed (an input seen as zeros).
+          const float scale = choices[s].act_scale > 0 ? choices[s].act_scale : 1.f / 127;
+          if (auto ok = fill(a->second, f32_bytes({scale})); !ok) return ok.err();
+        }
       }
       if (fw_scheme) {
         choices[s].report.type = t;
@@ -444,37 +506,22 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
       }
     }
     const std::string p = "blk." + std::to_string(l) + ".";
-    made[p + "attn_norm.weight"] = {ggml_type::f32, f32_bytes(w.attn_norm)};
-    made[p + "ffn_norm.weight"] = {ggml_type::f32, f32_bytes(w.ffn_norm)};
+    if (auto ok = fill(p + "attn_norm.weight", f32_bytes(w.attn_norm)); !ok) return ok.err();
+    if (auto ok = fill(p + "ffn_norm.weight", f32_bytes(w.ffn_norm)); !ok) return ok.err();
     if (o.progress) o.progress(++steps, total_steps);
   }
   for (const auto& t : src.file().tensors()) {
-    auto it = made.find(t.name);
-    std::vector<uint64_t> ne = t.ne;
-    if (it != made.end()) {
-      res.tensor_bytes += it->second.second.size();
-      out.add_tensor_owned(t.name, ne, it->second.first, std::move(it->second.second));
-      const std::string base = t.name.substr(0, t.name.size() - 7);  // minus ".weight"
-      if (auto a = act_scales.find(base); a != act_scales.end())
-        out.add_tensor_owned(base + ".act_scale", {1}, ggml_type::f32, f32_bytes({a->second}));
-      continue;
-    }
-    const bool matrix2d = t.ne.size() >= 2 && t.rows() > 1;
-    if (t.name == "token_embd.weight" || t.name == "output.weight") {
+    const made_by kind = kind_of(t);
+    if (kind == made_by::embedding) {
       const cpu::weight_view& v = t.name == "token_embd.weight" ? W.tok_embd : W.output;
-      auto bytes = quantize_rows(to_f32(v), v.k, embd);
-      res.tensor_bytes += bytes.size();
-      out.add_tensor_owned(t.name, ne, embd, std::move(bytes));
-    } else if (!matrix2d && t.type != ggml_type::f32 && t.ne[0] % type_traits(t.type).block_size == 0) {
+      if (auto ok = fill(t.name, quantize_rows(to_f32(v), v.k, embd)); !ok) return ok.err();
+    } else if (kind == made_by::dequantized) {
       std::vector<float> f(t.n_elements());
       dequantize_row_ref(t.type, t.data, f.data(), static_cast<int64_t>(f.size()));
-      res.tensor_bytes += f.size() * 4;
-      out.add_tensor_owned(t.name, ne, ggml_type::f32, f32_bytes(f));
-    } else {
-      res.tensor_bytes += t.n_bytes;
-      out.add_tensor(t.name, ne, t.type, {t.data, t.n_bytes});
+      if (auto ok = fill(t.name, f32_bytes(f)); !ok) return ok.err();
     }
   }
+  if (auto ok = out.finish(); !ok) return ok.err();
   return res;
 }
 

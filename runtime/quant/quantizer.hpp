@@ -74,7 +74,9 @@ struct quantize_result {
 
 /// Quantizes `src` (any supported weight types) into `out`: metadata, then tensors in the
 /// source's order. `cal` holds calibration statistics of `src` (required for activation-aware
-/// and mixed schemes, null otherwise).
+/// and mixed schemes, null otherwise). `out` gets every tensor declared, then begin_data, the
+/// layers filled one at a time, and finish: give it stream_to(path) first and the output goes to
+/// the file as it is made (memory holds one layer), else it stays in `out`'s memory.
 expected<quantize_result> quantize_model(const model& src, const calibrator* cal, const calibration_summary* summary,
                                          const quantize_options& options, cpu::thread_pool& pool, gguf_writer& out);
 

@@ -6,6 +6,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <numbers>
 #include <random>
@@ -220,6 +222,82 @@ TEST(gguf_file, opens_written_file_via_mmap) {
   float v[4];
   std::memcpy(v, (*f)->find_tensor("t")->data, sizeof v);
   EXPECT_EQ(v[3], 4.0f);
+}
+
+// The same image three ways: tensors given in order, declared and filled in reverse order in
+// memory, and declared and filled in reverse order straight into a file.
+TEST(gguf_writer, streamed_and_declared_images_equal_the_given_one) {
+  const bytes_t a = f32_bytes({1, 2, 3}), q8(2 * sizeof(block_q8_0), 0x5a), b = f32_bytes({4, 5, 6, 7});
+  auto start = [](gguf_writer& w) {
+    w.add_string("general.architecture", "llama");
+    w.add_uint32("k.n", 7);
+  };
+  gguf_writer given(64);
+  start(given);
+  given.add_tensor("a", {3}, ggml_type::f32, a);
+  given.add_tensor("q", {32, 2}, ggml_type::q8_0, q8);
+  given.add_tensor("b", {2, 2}, ggml_type::f32, b);
+  const bytes_t want = given.bytes();
+
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("fw_gguf_stream_" + std::to_string(::getpid()) + ".gguf")).string();
+  for (bool stream : {false, true}) {
+    gguf_writer w(64);
+    start(w);
+    w.add_tensor("a", {3}, ggml_type::f32, a);  // given with its bytes, among declared ones
+    w.declare_tensor("q", {32, 2}, ggml_type::q8_0);
+    w.declare_tensor("b", {2, 2}, ggml_type::f32);
+    if (stream) w.stream_to(path);
+    ASSERT_TRUE(w.begin_data());
+    ASSERT_TRUE(w.fill_tensor("b", b));
+    ASSERT_TRUE(w.fill_tensor("q", q8));
+    ASSERT_TRUE(w.finish());
+    if (!stream) {
+      EXPECT_EQ(w.bytes(), want);
+      continue;
+    }
+    auto f = gguf_file::open(path);
+    ASSERT_TRUE(f) << f.err().what();
+    EXPECT_EQ((*f)->file_size(), want.size());
+    std::ifstream in(path, std::ios::binary);
+    const bytes_t got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(got, want);
+    std::filesystem::remove(path);
+  }
+  // write() goes tensor by tensor without a second image; same bytes.
+  ASSERT_TRUE(given.write(path));
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_EQ(bytes_t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), want);
+  std::filesystem::remove(path);
+}
+
+TEST(gguf_writer, refuses_fills_that_do_not_match_the_declarations) {
+  gguf_writer w;
+  w.declare_tensor("q", {32, 2}, ggml_type::q8_0);
+  w.declare_tensor("f", {4}, ggml_type::f32);
+  EXPECT_FALSE(w.fill_tensor("f", f32_bytes({1, 2, 3, 4})));  // before begin_data
+  ASSERT_TRUE(w.begin_data());
+  EXPECT_FALSE(w.begin_data());
+  auto wrong = w.fill_tensor("f", f32_bytes({1, 2, 3}));
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.err().message.find("declared as 16 bytes, given 12"), std::string::npos) << wrong.err().what();
+  EXPECT_FALSE(w.fill_tensor("nope", f32_bytes({1})));
+  ASSERT_TRUE(w.fill_tensor("f", f32_bytes({1, 2, 3, 4})));
+  EXPECT_FALSE(w.fill_tensor("f", f32_bytes({1, 2, 3, 4})));  // twice
+  auto unfilled = w.finish();
+  ASSERT_FALSE(unfilled);
+  EXPECT_NE(unfilled.err().message.find("'q' was never filled"), std::string::npos) << unfilled.err().what();
+  ASSERT_TRUE(w.fill_tensor("q", bytes_t(2 * sizeof(block_q8_0), 1)));
+  ASSERT_TRUE(w.finish());
+  w.add_uint32("k.late", 1);  // after the header was laid out
+  EXPECT_FALSE(w.finish());
+  gguf_writer s;
+  s.declare_tensor("f", {4}, ggml_type::f32);
+  s.stream_to("/nonexistent/dir/out.gguf");
+  auto cannot = s.begin_data();
+  ASSERT_FALSE(cannot);
+  EXPECT_EQ(cannot.err().code, errc::io_error);
+  EXPECT_FALSE(s.write("/tmp/x.gguf"));  // a streaming writer has no in-memory image to write
 }
 
 TEST(gguf_file, open_reports_io_errors) {

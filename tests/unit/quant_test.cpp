@@ -176,10 +176,18 @@ struct tiny_quant : ::testing::Test {
       EXPECT_TRUE(s) << s.err().message;
       sum = *s;
     }
+    // Streamed into the file as the CLI does; the image kept in memory instead must be the same
+    // bytes (the quantizer is deterministic).
     gguf_writer w;
+    w.stream_to(dir + "/" + name);
     auto r = quantize_model(*src, calibrate ? &cal : nullptr, calibrate ? &sum : nullptr, o, *b.thread_pool(), w);
     EXPECT_TRUE(r) << r.err().message;
-    EXPECT_TRUE(w.write(dir + "/" + name));
+    gguf_writer mem;
+    auto r2 = quantize_model(*src, calibrate ? &cal : nullptr, calibrate ? &sum : nullptr, o, *b.thread_pool(), mem);
+    EXPECT_TRUE(r2) << r2.err().message;
+    std::ifstream f(dir + "/" + name, std::ios::binary);
+    const std::vector<uint8_t> streamed((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(streamed == mem.bytes()) << name << ": the streamed file differs from the in-memory image";
     return r ? *r : quantize_result{};
   }
 

@@ -295,13 +295,14 @@ int cmd_quantize(int argc, char** argv) {
   o.source_name = std::filesystem::path(src_path).filename().string();
   o.cancel = &cancel;
   o.progress = [](uint32_t d, uint32_t t) { progress_line("layers", d, t); };
-  gguf_writer out;
-  auto res = quantize_model(m, calp, calibrated ? &summary : nullptr, o, *parts->threads(), out);
-  if (!res) return fail(res.err().message, res.err().code == errc::cancelled ? 130 : 1);
+  // The output streams into OUT.partial as each layer is made, renamed when complete.
   const std::string path = args.str("out"), partial = path + ".partial";
-  if (auto ok = out.write(partial); !ok) {
+  gguf_writer out;
+  out.stream_to(partial);
+  auto res = quantize_model(m, calp, calibrated ? &summary : nullptr, o, *parts->threads(), out);
+  if (!res) {
     std::filesystem::remove(partial);
-    return fail(ok.err().message, 1);
+    return fail(res.err().message, res.err().code == errc::cancelled ? 130 : 1);
   }
   if (cancel.load()) {
     std::filesystem::remove(partial);
