@@ -347,6 +347,38 @@ TEST_F(tiny_quant, mixed_precision_fits_its_budget_from_measured_sensitivity) {
   for (const auto& s : rt.sites) EXPECT_EQ(s.type == ggml_type::fw_w8a8, s.layer == 0) << s.site;
 }
 
+TEST_F(tiny_quant, mixed_with_gptq_runs_it_on_the_4bit_layers_only) {
+  quantize_options plain, gptq;
+  plain.scheme = gptq.scheme = quant_scheme::mixed;
+  plain.layer_schemes = gptq.layer_schemes = {quant_scheme::w8a8, quant_scheme::w4a16};
+  gptq.gptq = true;
+  const auto qs = many_prompts();
+  const auto rp = quantize(plain, "mixed-plain.gguf", true, 256, qs), rg = quantize(gptq, "mixed-gptq.gguf", true, 256, qs);
+  ASSERT_EQ(rp.sites.size(), rg.sites.size());
+  int chosen = 0;
+  for (size_t i = 0; i < rg.sites.size(); ++i) {
+    const auto& s = rg.sites[i];
+    const bool uses_gptq = s.method.find("gptq") != std::string::npos;
+    EXPECT_EQ(s.type, rp.sites[i].type) << s.site;
+    if (s.layer == 0) {  // W8A8: GPTQ does not apply, the choice is SmoothQuant's as without it
+      EXPECT_FALSE(uses_gptq) << s.site;
+      EXPECT_EQ(s.error, rp.sites[i].error) << s.site;
+    } else {
+      EXPECT_LE(s.error, rp.sites[i].error) << s.site;
+      chosen += uses_gptq;
+    }
+  }
+  EXPECT_GT(chosen, 0) << "no 4-bit site kept GPTQ";
+  auto m = model::load(dir + "/mixed-gptq.gguf");
+  ASSERT_TRUE(m) << m.err().message;
+  EXPECT_EQ((*m)->file().get_string("flywheel.quant.method"), "smoothquant+awq+gptq");
+  EXPECT_EQ((*m)->weights().layers[0].wq.type, ggml_type::fw_w8a8);
+  EXPECT_NE((*m)->weights().layers[1].wq.type, ggml_type::fw_w8a8);
+  const auto e = layer_error(dir + "/mixed-gptq.gguf");
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_TRUE(std::isfinite(e.back()));
+}
+
 TEST_F(tiny_quant, a_budget_below_all_4bit_and_missing_calibration_are_refused) {
   cpu::thread_pool pool(1);
   gguf_writer w;
