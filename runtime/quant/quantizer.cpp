@@ -21,6 +21,24 @@ std::vector<float> to_f32(const cpu::weight_view& v) {
   return out;
 }
 
+/// The matrix in `type`, by round-to-nearest, a slice of rows at a time (a vocabulary-sized
+/// embedding is never whole in f32).
+std::vector<uint8_t> quantize_view(const cpu::weight_view& v, ggml_type type) {
+  constexpr int64_t slice = 1024;
+  std::vector<uint8_t> out;
+  out.reserve(row_bytes(type_traits(type), static_cast<uint64_t>(v.k)) * static_cast<size_t>(v.n));
+  std::vector<float> f;
+  for (int64_t r0 = 0; r0 < v.n; r0 += slice) {
+    const int64_t rows = std::min(slice, v.n - r0);
+    f.resize(static_cast<size_t>(rows * v.k));
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row_ref(v.type, v.data + (r0 + r) * v.row_bytes, f.data() + r * v.k, v.k);
+    const auto q = quantize_rows(f, v.k, type);
+    out.insert(out.end(), q.begin(), q.end());
+  }
+  return out;
+}
+
 /// One layer's weights as mutable f32 copies.
 struct layer_work {
   std::vector<float> q, k, v, o, gate, up, down, attn_norm, ffn_norm;
@@ -281,12 +299,11 @@ expected<quantize_result> quantize_per_tensor(const model& src, const quantize_o
   for (const auto& t : tensors) {
     if (o.cancel && o.cancel->load()) return make_error(errc::cancelled, "cancelled");
     if (is_matrix(t)) {
-      const int64_t k = static_cast<int64_t>(t.ne[0]), n = static_cast<int64_t>(t.rows());
-      const size_t src_row = row_bytes(type_traits(t.type), k);
-      std::vector<float> f(static_cast<size_t>(k * n));
-      for (int64_t r = 0; r < n; ++r) dequantize_row_ref(t.type, t.data + r * src_row, f.data() + r * k, k);
-      auto bytes = quantize_rows(f, k, to);
-      res.matrix_params += f.size();
+      cpu::weight_view v;
+      v.type = t.type, v.data = t.data, v.k = static_cast<int64_t>(t.ne[0]), v.n = static_cast<int64_t>(t.rows());
+      v.row_bytes = row_bytes(type_traits(t.type), t.ne[0]);
+      auto bytes = quantize_view(v, to);
+      res.matrix_params += static_cast<uint64_t>(v.k * v.n);
       res.matrix_bytes += bytes.size();
       res.tensor_bytes += bytes.size();
       if (auto ok = out.fill_tensor(t.name, std::move(bytes)); !ok) return ok.err();
@@ -514,7 +531,7 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
     const made_by kind = kind_of(t);
     if (kind == made_by::embedding) {
       const cpu::weight_view& v = t.name == "token_embd.weight" ? W.tok_embd : W.output;
-      if (auto ok = fill(t.name, quantize_rows(to_f32(v), v.k, embd)); !ok) return ok.err();
+      if (auto ok = fill(t.name, quantize_view(v, embd)); !ok) return ok.err();
     } else if (kind == made_by::dequantized) {
       std::vector<float> f(t.n_elements());
       dequantize_row_ref(t.type, t.data, f.data(), static_cast<int64_t>(f.size()));

@@ -365,9 +365,14 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
     if (!t) p.warnings.push_back("supervisor.telemetry_plugins: " + t.err().message + "; that telemetry is off");
     else p.telemetry.push_back(std::move(*t));
   }
-  if (the_device(p.cfg).kind != device_kind::cpu) {  // drafts and tools beside a GPU compute on host threads
+  if (!options.build_devices || the_device(p.cfg).kind != device_kind::cpu) {
+    // Drafts and tools beside a GPU (or without any device) compute on host threads.
     const int n = device_threads(p.cfg, the_device(p.cfg));
     p.host_threads = std::make_shared<cpu::thread_pool>(n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  }
+  if (!options.build_devices) {
+    for (const auto& w : p.warnings) log_warn(w);
+    return p;
   }
   auto be = p.make_backend(p.kv_tokens);
   if (!be) return be.err();

@@ -38,6 +38,10 @@ struct build_options {
   uint32_t kv_tokens = 0;
   /// Build the [speculative] draft (and, for k = auto, calibrate the verification cost).
   bool build_draft = true;
+  /// Build the devices (backends with their packed weight copies and KV pools); false: the model,
+  /// plugins and host threads only, for tools that read the weights without running the model
+  /// (uncalibrated quantize). No draft either then.
+  bool build_devices = true;
   /// How to load cfg.model.path (ignored with `preloaded`): e.g. converted to f32 for calibration.
   weight_load_options load;
   /// Sees the backend's activations (calibration, quality reports); must outlive the parts.

@@ -3,7 +3,8 @@
 The bundled model is exported to f16 (the reference), quantized to W8A8 calibrated on a slice of
 the calibration prompts with a quality report, loaded, run and described by `flywheel info`; bad
 calibration files and missing flags get clear errors and leave no output; Ctrl-C during a run
-leaves neither the output nor its .partial file. A tiny random model with outlier channels goes
+leaves neither the output nor its .partial file, also once the layers stream into it; an
+uncalibrated conversion peaks near the source's size (the output streams to disk). A tiny random model with outlier channels goes
 through W4A16 (AWQ, GPTQ and round-to-nearest) and mixed precision (from flags and from a [quantize]
 config section, flags winning); tiny qwen2 and phi3 models go
 through the per-tensor q8_0 conversion (and the calibrated schemes refuse them by name).
@@ -110,6 +111,40 @@ def main():
     rest = p.communicate(timeout=120)[1]
     check(p.returncode == 130 and not os.path.exists(cut) and not os.path.exists(cut + ".partial"),
           f"Ctrl-C leaves nothing behind (rc {p.returncode}): {(seen + rest).strip()[-200:]}")
+
+    # Ctrl-C while the layers are being written (OUT.partial exists from the first layer on):
+    # exit 130, and neither the output nor the partial file is left.
+    cut2 = os.path.join(d, "cut2.gguf")
+    p = subprocess.Popen([FLYWHEEL, "quantize", "--model", f16, "--scheme", "w4a16", "--calib", PROMPTS,
+                          "--calib-max", "8", "--out", cut2], cwd=SRC, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and p.poll() is None and not os.path.exists(cut2 + ".partial"):
+        time.sleep(0.05)
+    started = os.path.exists(cut2 + ".partial")
+    p.send_signal(signal.SIGINT)
+    rest = p.communicate(timeout=120)[1]
+    check(started and p.returncode == 130 and not os.path.exists(cut2) and not os.path.exists(cut2 + ".partial"),
+          f"Ctrl-C while writing leaves nothing behind (partial seen {started}, rc {p.returncode}): {rest.strip()[-200:]}")
+
+    # The output streams to disk: an uncalibrated conversion of a 138 MB f16 model peaks near the
+    # source's mapping plus one layer (measured 195 MB), not at the source plus a packed copy plus
+    # the whole output twice (540 MB before streaming).
+    mid = os.path.join(d, "mid.gguf")
+    subprocess.run([TINY, "--out", mid, "--type", "f16", "--layers", "4", "--embd", "1024", "--ff", "4096",
+                    "--heads", "8", "--kv-heads", "2", "--vocab-size", "8000"], check=True)
+    src_bytes = os.path.getsize(mid)
+    mq = os.path.join(d, "mid-q8_0.gguf")
+    p = subprocess.Popen([FLYWHEEL, "quantize", "--model", mid, "--scheme", "q8_0", "--out", mq], cwd=SRC,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    peak = usage.ru_maxrss * 1024
+    check(os.waitstatus_to_exitcode(status) == 0 and os.path.exists(mq) and peak < 1.6 * src_bytes,
+          f"quantize peak memory {peak >> 20} MiB for a {src_bytes >> 20} MiB source and a "
+          f"{os.path.getsize(mq) >> 20 if os.path.exists(mq) else 0} MiB output (bound 1.6x the source)")
+    rc, out, err = run("generate", "--model", mq, "--prompt", "hello", "--max-tokens", "4", "--temperature", "0")
+    check(rc == 0, "the streamed file loads and generates: " + err[-200:])
+    os.remove(mid)
+    os.remove(mq)
 
     # A tiny random model with outlier channels: W4A16 AWQ beats round-to-nearest; mixed fits.
     tiny = os.path.join(d, "tiny.gguf")

@@ -242,6 +242,9 @@ int cmd_quantize(int argc, char** argv) {
   // to f32 at load (float sources run as they are, with f32 activations). Without calibration
   // nothing runs the model: its weights stay in the mapping (a 7B source would need 30 GB as f32).
   if (calibrated && !args.on("recommend")) bo.load.convert_to = ggml_type::f32;
+  // Nor is there a device then: no packed copy of the weights, no KV pool (peak memory ~ the
+  // source's mapping plus one layer).
+  bo.build_devices = calibrated && !args.on("recommend");
   bo.observer = &cal;
   bo.kv_tokens = 8192;
   auto parts = build_runtime(*cfg, bo);
