@@ -112,6 +112,13 @@ def main():
     check(p.returncode == 130 and not os.path.exists(cut) and not os.path.exists(cut + ".partial"),
           f"Ctrl-C leaves nothing behind (rc {p.returncode}): {(seen + rest).strip()[-200:]}")
 
+    # An output that cannot be written is refused before any work (exit 1, the path named).
+    t0 = time.time()
+    rc, _, err = run("quantize", "--model", f16, "--scheme", "w8a8", "--calib", PROMPTS,
+                     "--out", os.path.join(d, "no-such-dir", "x.gguf"))
+    check(rc == 1 and "no-such-dir/x.gguf.partial" in err and time.time() - t0 < 10,
+          f"an unwritable --out fails at once ({time.time() - t0:.1f} s): {err.strip()[-160:]}")
+
     # Ctrl-C while the layers are being written (OUT.partial exists from the first layer on):
     # exit 130, and neither the output nor the partial file is left.
     cut2 = os.path.join(d, "cut2.gguf")

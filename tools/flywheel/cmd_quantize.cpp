@@ -1,7 +1,9 @@
 // flywheel quantize: writes a model in another weight scheme; the calibrated ones (w8a8, w4a16,
 // mixed) are tuned on the user's own queries (runtime/quant). --recommend says which scheme fits
 // this hardware and budget, and why.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -180,6 +182,15 @@ int cmd_quantize(int argc, char** argv) {
       return fail("--embd-type '" + args.str("embd-type") + "': choose f32|f16|bf16|q8_0|q4_0|q4_1|fw_w8a8", 2);
   }
   if (!args.on("recommend") && !args.has("out")) return fail("--out FILE is required", 2);
+  if (!args.on("recommend")) {
+    // An output that cannot be written fails now, not after minutes of calibration.
+    const std::string probe = args.str("out") + ".partial";
+    const bool existed = std::filesystem::exists(probe);
+    std::FILE* f = std::fopen(probe.c_str(), "ab");  // appends nothing; truncates nothing
+    if (!f) return fail("cannot write " + probe + ": " + std::strerror(errno), 1);
+    std::fclose(f);
+    if (!existed) std::filesystem::remove(probe);
+  }
 
   quantize_options o;
   o.scheme = *scheme;
