@@ -17,13 +17,14 @@ void calibrator_reset(std::vector<std::array<activation_stats, calibrated_sites>
     l[static_cast<int>(activation_site::attn_out_in)] = activation_stats(n_embd, o.ema, o.max_samples, o.gram);
     l[static_cast<int>(activation_site::gate_up_in)] = activation_stats(n_embd, o.ema, o.max_samples, o.gram);
     l[static_cast<int>(activation_site::down_in)] = activation_stats(n_ff, o.ema, o.max_samples, o.gram);
+    l[static_cast<int>(activation_site::layer_out)] = activation_stats(n_embd, o.ema, o.max_samples, false);
   }
 }
 
 }  // namespace
 
 void calibrator::observe(uint32_t layer, activation_site site, const float* x, int64_t ld, int64_t rows, int64_t width) {
-  if (!recording_ || site == activation_site::layer_out || layer >= stats_.size()) return;
+  if (!recording_ || layer >= stats_.size()) return;
   auto& s = stats_[layer][static_cast<int>(site)];
   if (s.width() == width) s.add_batch(x, ld, rows, options_.pool);
 }

@@ -17,8 +17,10 @@
 
 namespace fw {
 
-/// The product inputs calibration records (activation_site minus layer_out).
-inline constexpr int calibrated_sites = 4;
+/// What calibration records: the four product inputs, and layer_out (the residual stream after
+/// each layer: its sampled rows are the same tokens as the inputs', no Gram matrix), which weighs
+/// a product's error by its share of the stream.
+inline constexpr int calibrated_sites = activation_site_count;
 
 struct calibration_run_options {
   uint32_t batch = 4;          ///< queries per forward pass (SPEC: larger makes scales too conservative)

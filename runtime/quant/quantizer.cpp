@@ -244,6 +244,38 @@ class layer_quantizer {
   cpu::thread_pool& pool_;
 };
 
+/// Mean over the calibration sample of ||W x||^2 / ||r||^2, where x is the product's input row
+/// and r the residual stream after the layer for the same token: the share of the stream that the
+/// product W writes. A relative error e in W's output (or in what feeds it) perturbs the stream by
+/// about e times this share, so products compare on what the model downstream sees. Rows whose
+/// stream is huge (attention-sink tokens) weigh little, as they should. 1 without samples.
+double residual_share(const std::vector<float>& w, int64_t k, const activation_stats& in,
+                      const activation_stats& res, cpu::thread_pool& pool) {
+  const int64_t rows = in.samples_count();
+  if (rows == 0 || res.samples_count() != rows || in.width() != k || k == 0) return 1.0;
+  const int64_t n = static_cast<int64_t>(w.size()) / k, e = res.width();
+  std::vector<double> share(static_cast<size_t>(rows), 0.0);
+  pool.parallel_for(rows, 1, [&](int64_t b, int64_t end, int) {
+    for (int64_t r = b; r < end; ++r) {
+      const float* x = in.samples().data() + r * k;
+      double y2 = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const float* wr = w.data() + i * k;
+        float y = 0;
+        for (int64_t j = 0; j < k; ++j) y += wr[j] * x[j];
+        y2 += static_cast<double>(y) * y;
+      }
+      const float* rr = res.samples().data() + r * e;
+      double r2 = 0;
+      for (int64_t j = 0; j < e; ++j) r2 += static_cast<double>(rr[j]) * rr[j];
+      share[static_cast<size_t>(r)] = r2 > 0 ? y2 / r2 : 0.0;
+    }
+  });
+  double sum = 0;
+  for (double v : share) sum += v;
+  return sum / static_cast<double>(rows);
+}
+
 /// The tensor name of a layer's matrix for a site's i-th matrix.
 std::vector<std::string> site_tensors(uint32_t layer, int site) {
   const std::string p = "blk." + std::to_string(layer) + ".";
@@ -383,19 +415,27 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
         for (int s = 0; s < n_sites; ++s) types[l][s] = type_for(o.layer_schemes[l], s);
     } else {
       if (o.budget_bytes == 0) return make_error(errc::invalid_argument, "--scheme mixed needs --budget-mib N or --layers TABLE");
-      // Sensitivity: each site's best error at 8 and at 4 bits, on the unquantized weights.
+      // Sensitivity: each site's best error at 8 and at 4 bits, on the unquantized weights,
+      // weighed by the share of the residual stream that its path writes (wo's for q|k|v and wo,
+      // down's for gate|up and down): relative errors of different products are not comparable,
+      // their perturbations of the stream are.
       struct cand { uint32_t layer; int site; double gain_per_byte; uint64_t saved; };
       std::vector<cand> cands;
       uint64_t fixed = 0, total8 = 0;
       for (uint32_t l = 0; l < c.n_layer; ++l) {
         if (cancelled()) return make_error(errc::cancelled, "quantization cancelled");
         layer_work w = load_layer(W.layers[l], c);
+        const auto& out = cal->stats(l, activation_site::layer_out);
+        const double share_attn = residual_share(w.o, c.n_embd, cal->stats(l, activation_site::attn_out_in), out, pool);
+        const double share_ffn = residual_share(w.down, c.n_ff, cal->stats(l, activation_site::down_in), out, pool);
         for (int s = 0; s < n_sites; ++s) {
           const auto e8 = lq.choose(w, l, s, ggml_type::fw_w8a8).report;
           const auto e4 = lq.choose(w, l, s, w4_for(site_k(s))).report;
           const uint64_t saved = e8.bytes - e4.bytes;
+          const double share = s == site_down || s == site_gate_up ? share_ffn : share_attn;
           total8 += e8.bytes;
-          cands.push_back({l, s, (e4.error - e8.error) / static_cast<double>(std::max<uint64_t>(saved, 1)), saved});
+          cands.push_back(
+              {l, s, share * (e4.error - e8.error) / static_cast<double>(std::max<uint64_t>(saved, 1)), saved});
         }
         if (o.progress) o.progress(++steps, total_steps);
       }

@@ -216,6 +216,42 @@ struct tiny_quant : ::testing::Test {
 std::shared_ptr<const model> tiny_quant::src;
 std::string tiny_quant::dir;
 
+// Mixed precision weighs each product by its share of the residual stream, which pairs each
+// sampled input row with the stream's row of the same token: layer 1's q|k|v input must be the
+// RMS-normalized stream after layer 0, row for row, times layer 1's norm weights.
+TEST_F(tiny_quant, the_residual_stream_is_sampled_on_the_same_tokens_as_the_product_inputs) {
+  calibration_run_options cro;
+  cro.batch = 3;
+  cro.max_samples = 40;  // fewer than the tokens: later batches replace sampled rows
+  calibrator cal(cro);
+  cpu_backend_options bo;
+  bo.threads = 2;
+  bo.kv_tokens = 1024;
+  bo.observer = &cal;
+  cpu_backend b(src->config(), src->weights(), bo);
+  const auto& c = src->config();
+  auto s = cal.run(b, c.n_layer, c.n_embd, c.n_ff, many_prompts(), 256);
+  ASSERT_TRUE(s) << s.err().message;
+  const auto& res = cal.stats(0, activation_site::layer_out);
+  const auto& next = cal.stats(1, activation_site::qkv_in);
+  ASSERT_EQ(res.samples_count(), 40);
+  ASSERT_EQ(next.samples_count(), 40);
+  EXPECT_EQ(res.rows_seen(), next.rows_seen());
+  const float* g = src->weights().layers[1].attn_norm;
+  double worst = 0;
+  for (int64_t r = 0; r < 40; ++r) {
+    const float* x = res.samples().data() + r * c.n_embd;
+    double ss = 0;
+    for (int64_t j = 0; j < c.n_embd; ++j) ss += static_cast<double>(x[j]) * x[j];
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(c.n_embd) + c.rms_eps);
+    for (int64_t j = 0; j < c.n_embd; ++j) {
+      const double want = x[j] * inv * g[j], got = next.samples()[r * c.n_embd + j];
+      worst = std::max(worst, std::fabs(got - want) / (1e-3 + std::fabs(want)));
+    }
+  }
+  EXPECT_LT(worst, 1e-3) << "the stream's sampled rows are not the q|k|v input's tokens";
+}
+
 TEST_F(tiny_quant, calibrated_w8a8_and_w4a16_beat_round_to_nearest) {
   for (quant_scheme s : {quant_scheme::w8a8, quant_scheme::w4a16}) {
     quantize_options rtn;
