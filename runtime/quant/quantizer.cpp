@@ -425,9 +425,9 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
       for (uint32_t l = 0; l < c.n_layer; ++l) {
         if (cancelled()) return make_error(errc::cancelled, "quantization cancelled");
         layer_work w = load_layer(W.layers[l], c);
-        const auto& out = cal->stats(l, activation_site::layer_out);
-        const double share_attn = residual_share(w.o, c.n_embd, cal->stats(l, activation_site::attn_out_in), out, pool);
-        const double share_ffn = residual_share(w.down, c.n_ff, cal->stats(l, activation_site::down_in), out, pool);
+        const auto& stream = cal->stats(l, activation_site::layer_out);
+        const double share_attn = residual_share(w.o, c.n_embd, cal->stats(l, activation_site::attn_out_in), stream, pool);
+        const double share_ffn = residual_share(w.down, c.n_ff, cal->stats(l, activation_site::down_in), stream, pool);
         for (int s = 0; s < n_sites; ++s) {
           const auto e8 = lq.choose(w, l, s, ggml_type::fw_w8a8).report;
           const auto e4 = lq.choose(w, l, s, w4_for(site_k(s))).report;
