@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <unistd.h>
 
 #include "kernels/format/fw_formats.hpp"
@@ -157,6 +158,15 @@ struct tiny_quant : ::testing::Test {
     return out;
   }
 
+  /// A 2-thread CPU backend of the source model whose activations `cal` sees.
+  static std::unique_ptr<cpu_backend> observed_backend(calibrator& cal) {
+    cpu_backend_options bo;
+    bo.threads = 2;
+    bo.kv_tokens = 1024;
+    bo.observer = &cal;
+    return std::make_unique<cpu_backend>(src->config(), src->weights(), bo);
+  }
+
   static quantize_result quantize(const quantize_options& o, const std::string& name, bool calibrate = true,
                                   uint32_t samples = 256, const std::vector<std::vector<int32_t>>& qs = prompts()) {
     calibration_run_options cro;
@@ -164,11 +174,8 @@ struct tiny_quant : ::testing::Test {
     cro.max_samples = samples;
     cro.gram = o.gptq;
     calibrator cal(cro);
-    cpu_backend_options bo;
-    bo.threads = 2;
-    bo.kv_tokens = 1024;
-    bo.observer = &cal;
-    cpu_backend b(src->config(), src->weights(), bo);
+    auto bp = observed_backend(cal);
+    cpu_backend& b = *bp;
     cal.use_pool(&*b.thread_pool());
     calibration_summary sum;
     if (calibrate) {
@@ -224,13 +231,9 @@ TEST_F(tiny_quant, the_residual_stream_is_sampled_on_the_same_tokens_as_the_prod
   cro.batch = 3;
   cro.max_samples = 40;  // fewer than the tokens: later batches replace sampled rows
   calibrator cal(cro);
-  cpu_backend_options bo;
-  bo.threads = 2;
-  bo.kv_tokens = 1024;
-  bo.observer = &cal;
-  cpu_backend b(src->config(), src->weights(), bo);
+  auto b = observed_backend(cal);
   const auto& c = src->config();
-  auto s = cal.run(b, c.n_layer, c.n_embd, c.n_ff, many_prompts(), 256);
+  auto s = cal.run(*b, c.n_layer, c.n_embd, c.n_ff, many_prompts(), 256);
   ASSERT_TRUE(s) << s.err().message;
   const auto& res = cal.stats(0, activation_site::layer_out);
   const auto& next = cal.stats(1, activation_site::qkv_in);
