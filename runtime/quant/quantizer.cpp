@@ -244,38 +244,6 @@ class layer_quantizer {
   cpu::thread_pool& pool_;
 };
 
-/// Mean over the calibration sample of ||W x||^2 / ||r||^2, where x is the product's input row
-/// and r the residual stream after the layer for the same token: the share of the stream that the
-/// product W writes. A relative error e in W's output (or in what feeds it) perturbs the stream by
-/// about e times this share, so products compare on what the model downstream sees. Rows whose
-/// stream is huge (attention-sink tokens) weigh little, as they should. 1 without samples.
-double residual_share(const std::vector<float>& w, int64_t k, const activation_stats& in,
-                      const activation_stats& res, cpu::thread_pool& pool) {
-  const int64_t rows = in.samples_count();
-  if (rows == 0 || res.samples_count() != rows || in.width() != k || k == 0) return 1.0;
-  const int64_t n = static_cast<int64_t>(w.size()) / k, e = res.width();
-  std::vector<double> share(static_cast<size_t>(rows), 0.0);
-  pool.parallel_for(rows, 1, [&](int64_t b, int64_t end, int) {
-    for (int64_t r = b; r < end; ++r) {
-      const float* x = in.samples().data() + r * k;
-      double y2 = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        const float* wr = w.data() + i * k;
-        float y = 0;
-        for (int64_t j = 0; j < k; ++j) y += wr[j] * x[j];
-        y2 += static_cast<double>(y) * y;
-      }
-      const float* rr = res.samples().data() + r * e;
-      double r2 = 0;
-      for (int64_t j = 0; j < e; ++j) r2 += static_cast<double>(rr[j]) * rr[j];
-      share[static_cast<size_t>(r)] = r2 > 0 ? y2 / r2 : 0.0;
-    }
-  });
-  double sum = 0;
-  for (double v : share) sum += v;
-  return sum / static_cast<double>(rows);
-}
-
 /// The tensor name of a layer's matrix for a site's i-th matrix.
 std::vector<std::string> site_tensors(uint32_t layer, int site) {
   const std::string p = "blk." + std::to_string(layer) + ".";
@@ -426,8 +394,15 @@ expected<quantize_result> quantize_model(const model& src, const calibrator* cal
         if (cancelled()) return make_error(errc::cancelled, "quantization cancelled");
         layer_work w = load_layer(W.layers[l], c);
         const auto& stream = cal->stats(l, activation_site::layer_out);
-        const double share_attn = residual_share(w.o, c.n_embd, cal->stats(l, activation_site::attn_out_in), stream, pool);
-        const double share_ffn = residual_share(w.down, c.n_ff, cal->stats(l, activation_site::down_in), stream, pool);
+        // 1 where the samples do not pair up (no calibration rows).
+        auto share_of = [&](const std::vector<float>& m, int64_t k, activation_site in) {
+          const auto& x = cal->stats(l, in);
+          const int64_t rows = x.samples_count();
+          if (rows == 0 || stream.samples_count() != rows || x.width() != k) return 1.0;
+          return residual_share(m, k, x.samples().data(), stream.samples().data(), stream.width(), rows, pool);
+        };
+        const double share_attn = share_of(w.o, c.n_embd, activation_site::attn_out_in);
+        const double share_ffn = share_of(w.down, c.n_ff, activation_site::down_in);
         for (int s = 0; s < n_sites; ++s) {
           const auto e8 = lq.choose(w, l, s, ggml_type::fw_w8a8).report;
           const auto e4 = lq.choose(w, l, s, w4_for(site_k(s))).report;

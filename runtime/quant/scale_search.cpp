@@ -109,6 +109,24 @@ error_meter::error_meter(const product_group& g, const float* x, int64_t rows, c
   }
 }
 
+double residual_share(const std::vector<float>& w, int64_t k, const float* x, const float* r, int64_t r_width,
+                      int64_t rows, cpu::thread_pool& pool) {
+  if (rows <= 0 || k <= 0) return 1.0;
+  const int64_t n = static_cast<int64_t>(w.size()) / k;
+  std::vector<float> y(static_cast<size_t>(rows * n));
+  cpu::matmul_scratch scratch;
+  cpu::matmul(view_of(reinterpret_cast<const uint8_t*>(w.data()), ggml_type::f32, k, n),
+              cpu::select_dot_kernel(ggml_type::f32, cpu::best_simd_level()), x, k, rows, y.data(), n, pool, scratch);
+  double sum = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    double y2 = 0, r2 = 0;
+    for (int64_t j = 0; j < n; ++j) y2 += static_cast<double>(y[i * n + j]) * y[i * n + j];
+    for (int64_t j = 0; j < r_width; ++j) r2 += static_cast<double>(r[i * r_width + j]) * r[i * r_width + j];
+    if (r2 > 0) sum += y2 / r2;
+  }
+  return sum / static_cast<double>(rows);
+}
+
 double error_meter::error(const std::vector<float>& s, ggml_type type, float act_scale, bool clip_search,
                           std::vector<double>* per_matrix) {
   const auto imp = clip_search ? importance(s) : std::vector<float>{};

@@ -71,6 +71,14 @@ std::vector<uint8_t> quantize_rows(const std::vector<float>& w, int64_t k, ggml_
 /// squared error over the clip ratios and their least-squares refits (what quantize_rows does
 /// per group when given an importance).
 void quantize_w4_group_weighted(const float* src, int g, const float* imp, uint8_t* dst);
+/// Mean over rows of ||W x||^2 / ||r||^2, where x (rows of k floats) are a product's input rows
+/// and r (rows of r_width floats) the residual stream after the layer for the same tokens: the
+/// share of the stream that the product W (row-major, k columns) writes. A relative error e in
+/// W's output (or in what feeds it) perturbs the stream by about e times this share, so products
+/// compare on what the model downstream sees; rows whose stream is huge (attention-sink tokens)
+/// weigh little, as they should. Rows whose stream is zero count 0.
+double residual_share(const std::vector<float>& w, int64_t k, const float* x, const float* r, int64_t r_width,
+                      int64_t rows, cpu::thread_pool& pool);
 /// Mean square per channel of rows x width floats, divided by s_j^2 (the scaled input).
 std::vector<float> channel_mean_square(const float* x, int64_t rows, int64_t width, const std::vector<float>& s);
 
