@@ -17,6 +17,7 @@
 
 #include "runtime/base/expected.hpp"
 #include "kernels/format/ggml_type.hpp"
+#include "kernels/format/weight_view.hpp"
 
 namespace fw {
 
@@ -56,6 +57,11 @@ struct gguf_tensor_info {
 
   uint64_t n_elements() const;
   uint64_t rows() const { return ne.empty() ? 0 : n_elements() / ne[0]; }
+  /// The tensor as a matrix of rows() rows of ne[0] elements, in the file layout.
+  cpu::weight_view view() const {
+    return cpu::weight_view{type, data, static_cast<int64_t>(ne.empty() ? 0 : ne[0]), static_cast<int64_t>(rows()),
+                            ne.empty() ? 0 : row_bytes(type_traits(type), ne[0])};
+  }
 };
 
 class gguf_file {

@@ -27,12 +27,6 @@ expected<const gguf_tensor_info*> find(const gguf_file& f, const std::string& na
   return t;
 }
 
-cpu::weight_view view_of(const gguf_tensor_info& t) {
-  const auto traits = type_traits(t.type);
-  return cpu::weight_view{t.type, t.data, static_cast<int64_t>(t.ne[0]),
-                          static_cast<int64_t>(t.rows()), row_bytes(traits, t.ne[0])};
-}
-
 }  // namespace
 
 expected<llama_weights> llama_weights::from_gguf(std::shared_ptr<const gguf_file> file,
@@ -45,7 +39,7 @@ expected<llama_weights> llama_weights::from_gguf(std::shared_ptr<const gguf_file
   auto matrix = [&](const std::string& name, uint64_t k, uint64_t n) -> expected<cpu::weight_view> {
     auto t = find(f, name, {k, n});
     if (!t) return t.err();
-    cpu::weight_view v = view_of(**t);
+    cpu::weight_view v = (*t)->view();
     // A static activation scale from calibration (fw_w8a8): "<name minus .weight>.act_scale".
     if (name.size() > 7 && name.ends_with(".weight")) {
       if (const auto* a = f.find_tensor(name.substr(0, name.size() - 7) + ".act_scale")) {

@@ -299,9 +299,7 @@ expected<quantize_result> quantize_per_tensor(const model& src, const quantize_o
   for (const auto& t : tensors) {
     if (o.cancel && o.cancel->load()) return make_error(errc::cancelled, "cancelled");
     if (is_matrix(t)) {
-      cpu::weight_view v;
-      v.type = t.type, v.data = t.data, v.k = static_cast<int64_t>(t.ne[0]), v.n = static_cast<int64_t>(t.rows());
-      v.row_bytes = row_bytes(type_traits(t.type), t.ne[0]);
+      const cpu::weight_view v = t.view();
       auto bytes = quantize_view(v, to);
       res.matrix_params += static_cast<uint64_t>(v.k * v.n);
       res.matrix_bytes += bytes.size();
