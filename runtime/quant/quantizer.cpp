@@ -27,13 +27,10 @@ std::vector<uint8_t> quantize_view(const cpu::weight_view& v, ggml_type type) {
   constexpr int64_t slice = 1024;
   std::vector<uint8_t> out;
   out.reserve(row_bytes(type_traits(type), static_cast<uint64_t>(v.k)) * static_cast<size_t>(v.n));
-  std::vector<float> f;
   for (int64_t r0 = 0; r0 < v.n; r0 += slice) {
-    const int64_t rows = std::min(slice, v.n - r0);
-    f.resize(static_cast<size_t>(rows * v.k));
-    for (int64_t r = 0; r < rows; ++r)
-      dequantize_row_ref(v.type, v.data + (r0 + r) * v.row_bytes, f.data() + r * v.k, v.k);
-    const auto q = quantize_rows(f, v.k, type);
+    cpu::weight_view part = v;
+    part.data = v.data + r0 * v.row_bytes, part.n = std::min(slice, v.n - r0);
+    const auto q = quantize_rows(to_f32(part), v.k, type);
     out.insert(out.end(), q.begin(), q.end());
   }
   return out;
