@@ -121,8 +121,9 @@ class layer_quantizer {
     const int64_t rows = st.samples_count();
     if (rows == 0) return ch;
     const bool w8 = type == ggml_type::fw_w8a8;
+    const bool static_act = static_scale(layer, site, type);  // what the file's tensor list declared
     auto act_scale = [&](const std::vector<float>& s) -> float {
-      if (!(w8 && o_.static_activations)) return 0.f;
+      if (!static_act) return 0.f;
       float m = 0;
       for (int64_t j = 0; j < g.k; ++j) m = std::max(m, st.max_abs()[j] / (s.empty() ? 1.f : s[j]));
       return m > 0 ? m / 127.f : 0.f;
