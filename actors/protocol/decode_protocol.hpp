@@ -28,40 +28,47 @@
 
 #include "actors/protocol/atoms.hpp"
 #include "actors/protocol/runtime_inspect.hpp"
+#include "runtime/sched/worker_messages.hpp"
 #include "runtime/step/sequence.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <memory>
 
+// Inspectors of the runtime values this protocol carries (found by ADL in namespace fw).
+namespace fw {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
+  return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv,
+           x.attention_entropy, x.prefilled_s, x.resumed, x.may_offload);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_tokens& x) {
+  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens, x.draft_ids, x.draft_failed, x.step_s, x.rows, x.sum_context);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, finished_ids& x) {
+  return f(caf::meta::type_name("fw::actors::finished_ids"), x.ids, x.kvs, x.kv_tokens);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sequence_failures& x) {
+  return f(caf::meta::type_name("fw::actors::sequence_failures"), x.ids, x.codes, x.messages);
+}
+
+}  // namespace fw
+
 namespace fw::actors {
 
-struct decode_job {
-  uint64_t id = 0;
-  std::vector<int32_t> history;  ///< prompt tokens; all but the last are in kv
-  sampling_params params;
-  uint32_t budget = 0;           ///< tokens the sequence may generate
-  kv_handle kv;
-  float attention_entropy = -1;  ///< from the prefill, for the k policy; < 0: unknown
-  double prefilled_s = 0;        ///< steady-clock seconds when its prefill finished; 0: unknown
-  /// Re-admitted after a decode worker died: the tokens it had generated (and streamed) then.
-  /// history + resumed minus the last token are in kv; the sequence carries on after them.
-  std::vector<int32_t> resumed;
-  bool may_offload = true;  ///< false: it stays on this device (a rollout stage below 4)
-};
+// The runtime values this protocol carries, by their protocol names too.
+using fw::decode_job;
+using fw::step_tokens;
+using fw::finished_ids;
+using fw::sequence_failures;
 
-/// The tokens one decode step produced: ids[i] generated tokens[i] (in order per sequence).
-struct step_tokens {
-  std::vector<uint64_t> ids;
-  std::vector<int32_t> tokens;
-  /// Sequences the draft was asked for this step, and whether it errored (the rollout breaker).
-  std::vector<uint64_t> draft_ids;
-  std::vector<uint8_t> draft_failed;
-  /// The step itself, for the decode-time predictor: its seconds, the sequences it carried and
-  /// the sum of their contexts (prompt + generated tokens).
-  double step_s = 0;
-  uint32_t rows = 0;
-  uint64_t sum_context = 0;
-};
+
 
 /// A running sequence moving between decode workers (offload), with its KV handle inside. Local
 /// only: never serialized (CAF_ALLOW_UNSAFE_MESSAGE_TYPE below).
@@ -76,20 +83,7 @@ struct step_batch {
   std::vector<step_event> events;
 };
 
-struct finished_ids {
-  std::vector<uint64_t> ids;
-  /// With a prefix cache: the finished sequences' KV handed to the scheduler (the pool's owner)
-  /// instead of freed, each with the tokens it holds (parallel vectors, possibly empty).
-  std::vector<kv_handle> kvs;
-  std::vector<std::vector<int32_t>> kv_tokens;
-};
 
-/// Sequences a step failed, each with its error's kind (fw::errc) and message.
-struct sequence_failures {
-  std::vector<uint64_t> ids;
-  std::vector<uint8_t> codes;
-  std::vector<std::string> messages;
-};
 
 }  // namespace fw::actors
 
@@ -102,29 +96,8 @@ using decode_actor = caf::typed_actor<caf::reacts_to<decode_atom, decode_job>, c
                                       caf::reacts_to<degrade_atom, int32_t>>;
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
-  return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv,
-           x.attention_entropy, x.prefilled_s, x.resumed, x.may_offload);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, step_tokens& x) {
-  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens, x.draft_ids, x.draft_failed, x.step_s, x.rows, x.sum_context);
-}
-
-template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_batch& x) {
   return f(caf::meta::type_name("fw::actors::step_batch"), x.events);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, finished_ids& x) {
-  return f(caf::meta::type_name("fw::actors::finished_ids"), x.ids, x.kvs, x.kv_tokens);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, sequence_failures& x) {
-  return f(caf::meta::type_name("fw::actors::sequence_failures"), x.ids, x.codes, x.messages);
 }
 
 inline void add_decode_types(caf::actor_system_config& cfg) {

@@ -13,14 +13,23 @@
 #include <vector>
 
 #include "actors/protocol/runtime_inspect.hpp"
+#include "runtime/sched/worker_messages.hpp"
+
+// Inspectors of the runtime values this protocol carries (found by ADL in namespace fw).
+namespace fw {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, client_request& x) {
+  return f(caf::meta::type_name("fw::actors::client_request"), x.id, x.prompt, x.params);
+}
+
+}  // namespace fw
 
 namespace fw::actors {
 
-struct client_request {
-  uint64_t id = 0;                ///< chosen by the client, unique per engine
-  std::vector<int32_t> prompt;
-  sampling_params params;
-};
+// The runtime values this protocol carries, by their protocol names too.
+using fw::client_request;
+
 
 enum class stream_kind : uint8_t { token = 0, done = 1, error = 2 };
 
@@ -57,11 +66,6 @@ struct request_failure {
 
 /// A client's receiver of stream events.
 using sink_actor = caf::typed_actor<caf::reacts_to<stream_event>>;
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, client_request& x) {
-  return f(caf::meta::type_name("fw::actors::client_request"), x.id, x.prompt, x.params);
-}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_event& x) {

@@ -15,27 +15,10 @@
 
 #include "actors/protocol/atoms.hpp"
 #include "actors/protocol/runtime_inspect.hpp"
+#include "runtime/sched/worker_messages.hpp"
 
-namespace fw::actors {
-
-struct prefill_job {
-  uint64_t id = 0;
-  std::vector<int32_t> tokens;  ///< tokens to write, starting at position kv.n_tokens
-  kv_handle kv;
-  uint32_t chunk = 0;  ///< prompt rows per forward; 0: [scheduler] prefill_chunk
-};
-
-struct prefill_done {
-  uint64_t id = 0;
-  kv_handle kv;
-  double ms = 0;  ///< time spent in forward passes
-  float attention_entropy = -1;  ///< of the last prefilled row's last layer; < 0: unknown
-  double done_s = 0;  ///< steady-clock seconds when the prefill finished (prefill-to-decode latency)
-  uint32_t chunks = 0;  ///< forward passes the prompt took
-  uint32_t rows = 0;    ///< prompt rows they ran
-};
-
-using prefill_actor = caf::typed_actor<caf::replies_to<prefill_atom, prefill_job>::with<prefill_done>>;
+// Inspectors of the runtime values this protocol carries (found by ADL in namespace fw).
+namespace fw {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
@@ -46,6 +29,18 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_done& x) {
   return f(caf::meta::type_name("fw::actors::prefill_done"), x.id, x.kv, x.ms, x.attention_entropy, x.done_s, x.chunks, x.rows);
 }
+
+}  // namespace fw
+
+namespace fw::actors {
+
+// The runtime values this protocol carries, by their protocol names too.
+using fw::prefill_job;
+using fw::prefill_done;
+
+
+
+using prefill_actor = caf::typed_actor<caf::replies_to<prefill_atom, prefill_job>::with<prefill_done>>;
 
 inline void add_prefill_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<prefill_job>("fw::actors::prefill_job");

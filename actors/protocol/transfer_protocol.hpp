@@ -16,27 +16,10 @@
 
 #include "actors/protocol/atoms.hpp"
 #include "actors/protocol/runtime_inspect.hpp"
+#include "runtime/sched/worker_messages.hpp"
 
-namespace fw::actors {
-
-struct transfer_job {
-  uint64_t id = 0;
-  kv_handle from;  ///< tokens to move, in the pool of from.pool_id (the prefill or decode device's)
-  kv_handle to;    ///< allocated in the destination pool (to.pool_id), written by the transfer
-  uint8_t wire = 255;  ///< kv_wire of the stream; 255: [kv_cache] transfer (a degraded link: int8)
-};
-
-struct transfer_done {
-  uint64_t id = 0;
-  kv_handle from;
-  kv_handle to;
-  uint64_t bytes = 0;      ///< the stream's size
-  uint64_t f32_bytes = 0;  ///< what the same tokens take as an f32 cache (the ratio's base)
-  double ms = 0;           ///< encode + decode
-  std::string error;       ///< empty: done
-};
-
-using transfer_actor = caf::typed_actor<caf::replies_to<transfer_atom, transfer_job>::with<transfer_done>>;
+// Inspectors of the runtime values this protocol carries (found by ADL in namespace fw).
+namespace fw {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, transfer_job& x) {
@@ -47,6 +30,18 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, transfer_done& x) {
   return f(caf::meta::type_name("fw::actors::transfer_done"), x.id, x.from, x.to, x.bytes, x.f32_bytes, x.ms, x.error);
 }
+
+}  // namespace fw
+
+namespace fw::actors {
+
+// The runtime values this protocol carries, by their protocol names too.
+using fw::transfer_job;
+using fw::transfer_done;
+
+
+
+using transfer_actor = caf::typed_actor<caf::replies_to<transfer_atom, transfer_job>::with<transfer_done>>;
 
 inline void add_transfer_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<transfer_job>("fw::actors::transfer_job");

@@ -27,7 +27,9 @@ const std::map<std::string, std::vector<std::string>>& allowed_edges() {
       {"runtime/config/sections", {}},
       // Policies: pure code over base only.
       {"runtime/spec", {"runtime/base"}},
-      {"runtime/sched", {"runtime/base"}},
+      // The scheduler: pure too (no threads, no clock it is not given), over the pools' block
+      // books it owns (kv), its requests' parameters (sample) and the supervision policies.
+      {"runtime/sched", {"runtime/base", "runtime/kv", "runtime/sample", "runtime/supervise"}},
       {"runtime/supervise", {"runtime/base"}},
       {"runtime/metrics", {"runtime/base"}},
       {"runtime/config", {"runtime/base", "runtime/config/sections"}},
