@@ -15,16 +15,16 @@ namespace {
 // spec_decode_* names). advance_to keeps them monotonic across decode-worker restarts.
 void publish_spec_metrics(const engine_context& ctx, const spec_stats& s) {
   auto& reg = *ctx.metrics;
-  reg.counter(metric_names::spec_decode_num_drafts, metric_names::spec_decode_num_drafts_help, ctx.labels)
+  reg.counter(series::spec_decode_num_drafts, ctx.labels)
       .advance_to(static_cast<double>(s.steps));
-  reg.counter(metric_names::spec_decode_num_draft_tokens, metric_names::spec_decode_num_draft_tokens_help, ctx.labels)
+  reg.counter(series::spec_decode_num_draft_tokens, ctx.labels)
       .advance_to(static_cast<double>(s.draft_tokens));
-  reg.counter(metric_names::spec_decode_num_accepted_tokens, metric_names::spec_decode_num_accepted_tokens_help, ctx.labels)
+  reg.counter(series::spec_decode_num_accepted_tokens, ctx.labels)
       .advance_to(static_cast<double>(s.accepted_tokens));
   for (size_t i = 0; i < s.accepted_at.size(); ++i) {
     metric_labels l = ctx.labels;
     l.emplace_back("position", std::to_string(i));
-    reg.counter(metric_names::spec_decode_num_accepted_tokens_per_pos, metric_names::spec_decode_num_accepted_tokens_per_pos_help, l)
+    reg.counter(series::spec_decode_num_accepted_tokens_per_pos, l)
         .advance_to(static_cast<double>(s.accepted_at[i]));
   }
 }
@@ -32,9 +32,9 @@ void publish_spec_metrics(const engine_context& ctx, const spec_stats& s) {
 /// Long-tail sequences the decode device hands to the offload device after this step.
 void offer_offload(decode_actor::stateful_pointer<decode_state> self, const engine_context* ctx, const scheduler_actor& scheduler) {
   auto& dec = *self->state.decoder;
-  if (!ctx->offload_device || dec.active() == 0) return;
-  const kv_block_pool& pool = ctx->device->kv_pool();
-  const kv_block_pool& off = ctx->offload_device->kv_pool();
+  if (!ctx->offload_device() || dec.active() == 0) return;
+  const kv_block_pool& pool = ctx->device()->kv_pool();
+  const kv_block_pool& off = ctx->offload_device()->kv_pool();
   std::vector<offload_candidate> cands;
   for (const sequence* s : dec.sequences())
     if (!self->state.pinned.count(s->id()))
@@ -109,9 +109,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
           // Prefill finished -> this sequence's first decode step starts: the hand-off's latency.
           const double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
           if (ctx->metrics) {
-            auto& h = ctx->metrics->histogram(metric_names::prefill_to_decode_latency,
-                                              metric_names::prefill_to_decode_latency_help,
-                                              metric_buckets::prefill_to_decode_latency(), ctx->labels);
+            auto& h = ctx->metrics->histogram(series::prefill_to_decode_latency, ctx->labels);
             for (double t : st.joined_prefilled_s) h.observe(std::max(0.0, now - t));
           }
           st.joined_prefilled_s.clear();
@@ -133,9 +131,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         if (!res.events.empty()) {
           // The scheduler hears of every token before the client does.
           step_tokens t;
-          t.step_s = offload ? 0.0 : step_s;  // the predictor models the decode device
-          t.rows = rows;
-          t.sum_context = sum_context;
+          if (!offload) t.fit = st.predictor.fit();  // the predictor models the decode device
           for (const auto& v : res.verdicts) {
             t.draft_ids.push_back(v.id);
             t.draft_failed.push_back(v.failed ? 1 : 0);

@@ -58,23 +58,26 @@ struct engine::impl {
   supervisor_actor supervisor;
 };
 
-expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
+expected<std::unique_ptr<engine>> engine::start(runtime_parts& parts, engine_limits limits, engine_options options) {
+  if (!parts.device()) return make_error(errc::invalid_argument, "the runtime parts hold no device (started already?)");
+  return start(parts.m, std::exchange(parts.devices, device_set{}), std::move(limits), std::move(options));
+}
+
+expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, device_set devices,
                                                 engine_limits limits, engine_options options) {
   if (limits.max_batch == 0) return make_error(errc::invalid_argument, "max_batch must be at least 1");
   if (limits.prefill_chunk == 0) return make_error(errc::invalid_argument, "prefill_chunk must be at least 1");
+  if (!devices.decoder()) return make_error(errc::invalid_argument, "no device decodes (role decode or both)");
+  const kv_layout& shape = devices.decoder()->kv_pool().layout();
+  for (const auto& d : devices.all())
+    if (!d.be->kv_pool().layout().same_token_shape(shape))
+      return make_error(errc::invalid_argument, "the " + std::string(enum_name(device_role_names, d.role)) +
+                                                    " and decode devices' KV pools have different shapes");
   std::unique_ptr<engine> e(new engine());
   e->model_ = std::move(m);
-  e->device_ = std::move(device);
-  e->prefill_device_ = std::move(options.prefill_device);
-  e->offload_device_ = std::move(options.offload_device);
-  e->ctx_.offload_device = e->offload_device_.get();
-  if (e->offload_device_ && !e->offload_device_->kv_pool().layout().same_token_shape(e->device_->kv_pool().layout()))
-    return make_error(errc::invalid_argument, "the offload and decode devices' KV pools have different shapes");
+  e->devices_ = std::move(devices);
   e->ctx_.m = e->model_.get();
-  e->ctx_.device = e->device_.get();
-  e->ctx_.prefill_device = e->prefill_device_ ? e->prefill_device_.get() : e->device_.get();
-  if (e->prefill_device_ && !e->prefill_device_->kv_pool().layout().same_token_shape(e->device_->kv_pool().layout()))
-    return make_error(errc::invalid_argument, "the prefill and decode devices' KV pools have different shapes");
+  e->ctx_.devices = &e->devices_;
   e->ctx_.limits = limits;
   e->faults_ = std::move(options.faults);
   e->ctx_.faults = e->faults_.get();
@@ -84,25 +87,15 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   const std::string name = e->model_->config().name.empty() ? "unknown" : e->model_->config().name;
   im.fd_metrics = front_door_metrics::create(e->metrics_, name);
   const auto& labels = im.fd_metrics.labels;
-  im.running = &e->metrics_.gauge(metric_names::num_requests_running,
-                                  "Number of requests in model execution batches (prefilling or decoding).", labels);
-  im.waiting = &e->metrics_.gauge(metric_names::num_requests_waiting, "Number of requests waiting to be processed.",
-                                  labels);
-  im.kv_usage = &e->metrics_.gauge(metric_names::kv_cache_usage, "KV-cache usage. 1 means 100 percent usage.", labels);
-  im.restarts = &e->metrics_.counter(metric_names::worker_restarts,
-                                     "Number of prefill/decode workers restarted by the supervisor.", labels);
-  im.prefix_queries = &e->metrics_.counter("flywheel:prefix_cache_queries_total",
-                                            "Admitted requests that looked their prompt up in the prefix cache.", labels);
-  im.prefix_hits = &e->metrics_.counter("flywheel:prefix_cache_hits_total",
-                                        "Prefix-cache lookups that reused at least one KV block.", labels);
-  im.prefix_hit_tokens = &e->metrics_.counter("flywheel:prefix_cache_hit_tokens_total",
-                                              "Prompt tokens copied from the prefix cache instead of recomputed.", labels);
-  im.prefix_blocks = &e->metrics_.gauge("flywheel:prefix_cache_blocks",
-                                        "KV blocks the prefix cache holds (reclaimable; not in kv_cache_usage_perc).", labels);
-  im.ignored_errors = &e->metrics_.counter("flywheel:ignored_errors_total",
-                                           "Errors deliberately not acted on (KV releases on cleanup paths), process-wide; "
-                                           "each is also logged as a warning.",
-                                           labels);
+  im.running = &e->metrics_.gauge(series::num_requests_running, labels);
+  im.waiting = &e->metrics_.gauge(series::num_requests_waiting, labels);
+  im.kv_usage = &e->metrics_.gauge(series::kv_cache_usage, labels);
+  im.restarts = &e->metrics_.counter(series::worker_restarts, labels);
+  im.prefix_queries = &e->metrics_.counter(series::prefix_cache_queries, labels);
+  im.prefix_hits = &e->metrics_.counter(series::prefix_cache_hits, labels);
+  im.prefix_hit_tokens = &e->metrics_.counter(series::prefix_cache_hit_tokens, labels);
+  im.prefix_blocks = &e->metrics_.gauge(series::prefix_cache_blocks, labels);
+  im.ignored_errors = &e->metrics_.counter(series::ignored_errors, labels);
   e->ctx_.metrics = &e->metrics_;
   e->ctx_.labels = labels;
   auto& sys = im.system;
@@ -222,22 +215,19 @@ std::string engine::render_metrics() {
 
 void engine::publish_node_metrics() {
   const auto& l = ctx_.labels;
-  metrics_.counter("flywheel:node_local_prefills_total",
-                   "Prompts this decode node prefilled itself (no peer up, short, cached prefix, or failed over).", l)
+  metrics_.counter(series::node_local_prefills, l)
       .advance_to(static_cast<double>(nodes_.local_prefills()));
   for (const auto& p : nodes_.peers()) {
     auto pl = l;
     pl.emplace_back("peer", p.address);
-    metrics_.gauge("flywheel:node_peer_connected", "1 while the prefill node is connected (handshake passed, heartbeats answered).", pl)
+    metrics_.gauge(series::node_peer_connected, pl)
         .set(p.state == "connected" ? 1.0 : 0.0);
-    auto counter = [&](const char* name, const char* help, double v) { metrics_.counter(name, help, pl).advance_to(v); };
-    counter("flywheel:node_peer_prefills_total", "Prompts the prefill node prefilled for this node.", static_cast<double>(p.prefills));
-    counter("flywheel:node_peer_transfer_bytes_total", "KV stream bytes received from the prefill node.", static_cast<double>(p.bytes));
-    counter("flywheel:node_peer_failovers_total", "Prefills of the peer redone here (lost, late or refused stream).",
-            static_cast<double>(p.failovers));
-    counter("flywheel:node_peer_connects_total", "Handshakes with the peer that passed.", static_cast<double>(p.connects));
-    counter("flywheel:node_peer_prefill_to_decode_seconds_total",
-            "Prefill-to-decode latency summed: round trip minus the peer's forward passes, plus the KV decode.", p.transfer_s);
+    auto counter = [&](const metric_series& s, double v) { metrics_.counter(s, pl).advance_to(v); };
+    counter(series::node_peer_prefills, static_cast<double>(p.prefills));
+    counter(series::node_peer_transfer_bytes, static_cast<double>(p.bytes));
+    counter(series::node_peer_failovers, static_cast<double>(p.failovers));
+    counter(series::node_peer_connects, static_cast<double>(p.connects));
+    counter(series::node_peer_prefill_to_decode, p.transfer_s);
   }
 }
 
@@ -248,23 +238,22 @@ void engine::publish_health_metrics(const worker_health& h) {
     if (h.degradation == name) state = i;
     ++i;
   }
-  metrics_.gauge("flywheel:degradation_state",
-                 "Degradation state: 0 healthy, 1 link-degraded, 2 co-located, 3 cpu-fallback.", l).set(state);
-  metrics_.counter("flywheel:degradation_transitions_total", "Degradation state changes the supervisor applied.", l)
+  metrics_.gauge(series::degradation_state, l).set(state);
+  metrics_.counter(series::degradation_transitions, l)
       .advance_to(static_cast<double>(h.transitions_total));
   for (const auto& r : h.readings) {
     auto dl = l;
     dl.emplace_back("device", r.device);
     if (r.metric == "temperature_c")
-      metrics_.gauge("flywheel:device_temperature_celsius", "Latest device temperature from telemetry.", dl).set(r.value);
+      metrics_.gauge(series::device_temperature, dl).set(r.value);
     else if (r.metric == "link_gbps")
-      metrics_.gauge("flywheel:link_bandwidth_bytes_per_second", "Latest link bandwidth from telemetry.", dl)
+      metrics_.gauge(series::link_bandwidth, dl)
           .set(r.value * 1e9);
   }
   for (size_t i = 0; i < h.names.size(); ++i) {
     auto wl = l;
     wl.emplace_back("worker", h.names[i]);
-    metrics_.counter("flywheel:worker_crashes_total", "Worker deaths the supervisor saw, per worker.", wl)
+    metrics_.counter(series::worker_crashes, wl)
         .advance_to(static_cast<double>(h.crashes[i]));
   }
 }
@@ -281,57 +270,49 @@ expected<void> engine::drill(std::vector<telemetry_sample> samples, double speed
 
 void engine::publish_pd_metrics(const scheduler_stats& s) {
   const auto& l = ctx_.labels;
-  auto counter = [&](const char* name, const char* help, double v) { metrics_.counter(name, help, l).advance_to(v); };
-  counter("flywheel:kv_transfers_total", "Sequences whose KV moved from the prefill to the decode device.",
-          static_cast<double>(s.kv_transfers));
-  counter("flywheel:kv_transfer_bytes_total", "kv_codec stream bytes moved between devices.",
-          static_cast<double>(s.kv_transfer_bytes));
-  counter("flywheel:kv_transfer_f32_bytes_total",
-          "What the moved tokens take as an f32 cache (compression ratio = bytes / this).",
-          static_cast<double>(s.kv_transfer_f32_bytes));
-  counter("flywheel:kv_transfer_seconds_total", "Time spent encoding and decoding KV streams.", s.kv_transfer_seconds);
-  counter("flywheel:kv_transfer_refused_total", "KV streams refused (corrupt or truncated); the prompt was recomputed.",
-          static_cast<double>(s.kv_transfer_refused));
-  counter("flywheel:prefill_failovers_total",
-          "Prefills moved to the decode device (co-located) after the prefill device missed the deadline or failed.",
-          static_cast<double>(s.prefill_failovers));
-  metrics_.gauge("flywheel:kv_transfer_compression_ratio", "Transferred KV bytes / the f32 cache size of the same tokens.", l)
+  auto counter = [&](const metric_series& s, double v) { metrics_.counter(s, l).advance_to(v); };
+  counter(series::kv_transfers, static_cast<double>(s.kv_transfers));
+  counter(series::kv_transfer_bytes, static_cast<double>(s.kv_transfer_bytes));
+  counter(series::kv_transfer_f32_bytes, static_cast<double>(s.kv_transfer_f32_bytes));
+  counter(series::kv_transfer_seconds, s.kv_transfer_seconds);
+  counter(series::kv_transfer_refused, static_cast<double>(s.kv_transfer_refused));
+  counter(series::prefill_failovers, static_cast<double>(s.prefill_failovers));
+  metrics_.gauge(series::kv_transfer_compression_ratio, l)
       .set(s.kv_transfer_f32_bytes ? static_cast<double>(s.kv_transfer_bytes) / s.kv_transfer_f32_bytes : 0.0);
   for (const auto& [role, depth] : {std::pair{"prefill", s.prefill_queue}, std::pair{"decode", s.decoding}}) {
     auto dl = l;
     dl.emplace_back("device", role);
-    metrics_.gauge("flywheel:device_queue_depth", "Requests on each device: prefilling there, or decoding.", dl)
+    metrics_.gauge(series::device_queue_depth, dl)
         .set(static_cast<double>(depth));
   }
-  counter("flywheel:offloaded_sequences_total", "Sequences moved to the offload device mid-generation.",
-          static_cast<double>(s.offloaded));
+  counter(series::offloaded_sequences, static_cast<double>(s.offloaded));
   auto ol = l;
   ol.emplace_back("device", "offload");
-  metrics_.gauge("flywheel:device_queue_depth", "Requests on each device: prefilling there, or decoding.", ol)
+  metrics_.gauge(series::device_queue_depth, ol)
       .set(static_cast<double>(s.offload_active));
   auto pl = l;
   pl.emplace_back("device", "prefill");
-  metrics_.gauge("flywheel:device_kv_usage_perc", "KV-cache usage of each device's pool.", pl)
+  metrics_.gauge(series::device_kv_usage, pl)
       .set(s.prefill_kv_total_blocks ? static_cast<double>(s.prefill_kv_used_blocks) / s.prefill_kv_total_blocks : 0.0);
 }
 
 void engine::publish_rollout_metrics(const scheduler_stats& s) {
   const auto& l = ctx_.labels;
-  metrics_.gauge("flywheel:rollout_stage", "The [rollout] stage rolling out: 1 quantization .. 4 physical PD and offload.", l)
+  metrics_.gauge(series::rollout_stage, l)
       .set(s.rollout_stage);
-  metrics_.gauge("flywheel:rollout_share", "Share of new requests the rolling-out stage serves.", l).set(s.rollout_share);
-  metrics_.counter("flywheel:rollout_decisions_total", "Rollout advances and circuit-breaker trips.", l)
+  metrics_.gauge(series::rollout_share, l).set(s.rollout_share);
+  metrics_.counter(series::rollout_decisions, l)
       .advance_to(static_cast<double>(s.rollout_decisions));
   for (size_t i = 0; i < s.rollout_requests.size(); ++i) {
     auto sl = l;
     sl.emplace_back("stage", std::to_string(i + 1));
-    metrics_.gauge("flywheel:rollout_stage_p99_seconds_per_token", "P99 latency per token of each stage's window.", sl)
+    metrics_.gauge(series::rollout_stage_p99, sl)
         .set(s.rollout_p99_ms[i] / 1000);
-    metrics_.gauge("flywheel:rollout_stage_error_rate", "Error rate of each stage's window.", sl)
+    metrics_.gauge(series::rollout_stage_error_rate, sl)
         .set(s.rollout_error_rate[i]);
-    metrics_.gauge("flywheel:rollout_stage_draft_failure_rate", "Draft proposals that errored, of each stage's window.", sl)
+    metrics_.gauge(series::rollout_stage_draft_failure_rate, sl)
         .set(s.rollout_draft_failure[i]);
-    metrics_.gauge("flywheel:rollout_stage_requests", "Outcomes in each stage's window.", sl)
+    metrics_.gauge(series::rollout_stage_requests, sl)
         .set(static_cast<double>(s.rollout_requests[i]));
   }
 }

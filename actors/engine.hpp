@@ -23,6 +23,7 @@
 #include "actors/protocol/supervisor_protocol.hpp"
 #include "runtime/base/expected.hpp"
 #include "runtime/metrics/metrics_registry.hpp"
+#include "runtime/setup/runtime_parts.hpp"
 
 namespace fw::actors {
 
@@ -40,19 +41,27 @@ struct completed_request {
 struct engine_options {
   /// Tests only: the fault-injection seam (engine_faults.hpp). Null in production.
   std::shared_ptr<const engine_faults> faults;
-  /// A separate prefill device (physical prefill/decode separation): prompts run there and their
-  /// KV moves to `device`, which decodes. Null: `device` does both. Owned by the engine.
-  std::unique_ptr<backend> prefill_device;
-  /// An offload device: long-tail sequences move there mid-generation (limits.offload) and finish
-  /// there. Null: none. Owned by the engine.
-  std::unique_ptr<backend> offload_device;
 };
 
 class engine {
  public:
-  /// Takes shared ownership of the model and ownership of the device backend.
-  static expected<std::unique_ptr<engine>> start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
+  /// Takes shared ownership of the model and ownership of the devices: a decoder (role decode or
+  /// both), optionally a separate prefiller (prompts run there and their KV moves to the decoder)
+  /// and an offloader (long-tail sequences move there mid-generation, limits.offload).
+  static expected<std::unique_ptr<engine>> start(std::shared_ptr<const model> m, device_set devices,
                                                  engine_limits limits, engine_options options = {});
+  /// One device that prefills and decodes.
+  static expected<std::unique_ptr<engine>> start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
+                                                 engine_limits limits, engine_options options = {}) {
+    return start(std::move(m), device_set(std::move(device)), std::move(limits), std::move(options));
+  }
+  /// The one start of every door (console, server, benchmarks): the devices runtime_parts built
+  /// (decode, and the prefill and offload devices when configured) move into the engine, which
+  /// runs with `limits` (parts.limits(), or a tool's variation of them). The parts keep the
+  /// model, the plugins and the draft, and must outlive the engine.
+  static expected<std::unique_ptr<engine>> start(runtime_parts& parts, engine_limits limits,
+                                                 engine_options options = {});
+  static expected<std::unique_ptr<engine>> start(runtime_parts& parts) { return start(parts, parts.limits()); }
   ~engine();
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
@@ -78,14 +87,17 @@ class engine {
   void shutdown();
 
   const model& get_model() const { return *model_; }
-  backend& device() { return *device_; }
+  /// The engine's devices, each with its role.
+  const device_set& devices() const { return devices_; }
+  /// The decode device.
+  backend& device() { return *devices_.decoder(); }
   /// The prefill device: device() unless the engine was started with a separate one.
-  backend& prefill_device() { return prefill_device_ ? *prefill_device_ : *device_; }
+  backend& prefill_device() { return *devices_.prefiller(); }
   /// A decode node's prefill peers ([node] peers; empty without), and the prompts it prefilled itself.
   std::vector<peer_report> peers() const { return nodes_.peers(); }
   uint64_t local_prefills() const { return nodes_.local_prefills(); }
   /// The offload device, or null.
-  backend* offload_device() { return offload_device_.get(); }
+  backend* offload_device() { return devices_.offloader(); }
   const engine_limits& limits() const { return ctx_.limits; }
 
  private:
@@ -97,9 +109,7 @@ class engine {
   void publish_node_metrics();
 
   std::shared_ptr<const model> model_;
-  std::unique_ptr<backend> device_;
-  std::unique_ptr<backend> prefill_device_;
-  std::unique_ptr<backend> offload_device_;
+  device_set devices_;
   node_board nodes_;          // outlives impl_ (the node link writes it)
   metrics_registry metrics_;  // outlives impl_ (the actors that record into it)
   std::shared_ptr<const engine_faults> faults_;  // outlives impl_ (the workers ask it)

@@ -17,8 +17,6 @@ double seconds_between(clock_type::time_point a, clock_type::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-constexpr const char* success_help = "Count of successfully processed requests.";
-constexpr const char* failure_help = "Count of requests that ended with an error, by reason (cancelled included).";
 
 metric_labels with_label(metric_labels labels, const char* name, std::string value) {
   labels.emplace_back(name, std::move(value));
@@ -56,26 +54,22 @@ void finish_with_error(self_ptr self, uint64_t id, errc code, const std::string&
 }  // namespace
 
 front_door_metrics front_door_metrics::create(metrics_registry& r, const std::string& model_name) {
-  namespace n = metric_names;
   front_door_metrics m;
   m.registry = &r;
   m.labels = {{"model_name", model_name}};
-  m.ttft = &r.histogram(n::time_to_first_token, "Histogram of time to first token in seconds.",
-                        metric_buckets::time_to_first_token(), m.labels);
-  m.inter_token = &r.histogram(n::inter_token_latency, "Histogram of inter-token latency in seconds.",
-                               metric_buckets::inter_token_latency(), m.labels);
-  m.e2e = &r.histogram(n::e2e_request_latency, "Histogram of e2e request latency in seconds (finished requests).",
-                       metric_buckets::e2e_request_latency(), m.labels);
-  m.prompt_tokens = &r.counter(n::prompt_tokens, "Number of prefill tokens processed.", m.labels);
-  m.generation_tokens = &r.counter(n::generation_tokens, "Number of generation tokens processed.", m.labels);
+  m.ttft = &r.histogram(series::time_to_first_token, m.labels);
+  m.inter_token = &r.histogram(series::inter_token_latency, m.labels);
+  m.e2e = &r.histogram(series::e2e_request_latency, m.labels);
+  m.prompt_tokens = &r.counter(series::prompt_tokens, m.labels);
+  m.generation_tokens = &r.counter(series::generation_tokens, m.labels);
   for (const char* reason : {"stop", "length"})
-    r.counter(n::request_success, success_help, with_label(m.labels, "finished_reason", reason));
-  r.counter(n::request_failure, failure_help, with_label(m.labels, "reason", "cancelled"));
+    r.counter(series::request_success, with_label(m.labels, "finished_reason", reason));
+  r.counter(series::request_failure, with_label(m.labels, "reason", "cancelled"));
   return m;
 }
 
 void front_door_metrics::record_success(const std::string& finish_reason) const {
-  registry->counter(metric_names::request_success, success_help, with_label(labels, "finished_reason", finish_reason))
+  registry->counter(series::request_success, with_label(labels, "finished_reason", finish_reason))
       .inc();
 }
 
@@ -83,7 +77,7 @@ void front_door_metrics::record_failure(const std::string& reason) const {
   std::string r = reason;
   for (char& c : r)
     if (c == ' ') c = '_';
-  registry->counter(metric_names::request_failure, failure_help, with_label(labels, "reason", std::move(r))).inc();
+  registry->counter(series::request_failure, with_label(labels, "reason", std::move(r))).inc();
 }
 
 front_door_actor::behavior_type front_door(self_ptr self, const front_door_metrics* metrics) {

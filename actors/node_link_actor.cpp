@@ -140,7 +140,7 @@ class link_logic {
     if (!r.error.empty()) return fail_over(d.id, "its KV stream was refused: " + r.error);
     if (p.job.kv.n_tokens != p.job.tokens.size()) {
       const uint32_t got = p.job.kv.n_tokens;
-      (void)ctx_->device->kv_pool().set_length(p.job.kv, 0);  // its rows count for nothing
+      (void)ctx_->device()->kv_pool().set_length(p.job.kv, 0);  // its rows count for nothing
       return fail_over(d.id, "its KV stream holds " + std::to_string(got) + " tokens, the prompt " +
                                  std::to_string(p.job.tokens.size()));
     }
@@ -331,7 +331,7 @@ class link_logic {
 node_link_actor::behavior_type node_link(self_ptr self, const engine_context* ctx) {
   auto& st = self->state;
   st.hello = node_hello{node_protocol_version, "decode", ctx->limits.nodes.self};
-  st.local = self->spawn<caf::detached + caf::linked>(prefill_worker, ctx, ctx->device, false);
+  st.local = self->spawn<caf::detached + caf::linked>(prefill_worker, ctx, ctx->device(), false);
   st.decoder = self->spawn<caf::detached + caf::linked>([ctx]() -> kv_stream_decoder::behavior_type {
     auto open = std::make_shared<std::unordered_map<uint64_t, kv_stream_reader>>();
     return {
@@ -339,7 +339,7 @@ node_link_actor::behavior_type node_link(self_ptr self, const engine_context* ct
           auto it = open->find(part.id);
           if (it == open->end()) {
             if (!part.first) return;
-            it = open->emplace(part.id, kv_stream_reader(ctx->device->kv_pool(), std::move(part.kv))).first;
+            it = open->emplace(part.id, kv_stream_reader(ctx->device()->kv_pool(), std::move(part.kv))).first;
           }
           // An error sticks in the reader and is the verdict at the end.
           (void)it->second.feed(std::span<const std::byte>(reinterpret_cast<const std::byte*>(part.bytes.data()),

@@ -20,7 +20,7 @@ prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<pref
                                             backend* device, bool fallback) {
   const uint32_t max_chunk = fallback ? std::min(ctx->limits.prefill_chunk, fallback_chunk) : ctx->limits.prefill_chunk;
   // Chunks sized by time only where decode steps wait behind them: on the decode device.
-  if (ctx->limits.prefill_chunk_s > 0 && device == ctx->device) {
+  if (ctx->limits.prefill_chunk_s > 0 && device == ctx->device()) {
     prefill_chunk_budget::limits l;
     l.target_s = ctx->limits.prefill_chunk_s;
     l.max_chunk = max_chunk;

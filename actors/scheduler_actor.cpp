@@ -74,9 +74,9 @@ void apply(self_ptr self, scheduler_actions actions) {
 
 fw::scheduler::setup scheduler_setup_of(const engine_context& ctx) {
   fw::scheduler::setup s;
-  s.decode_pool = &ctx.device->kv_pool();
-  s.prefill_pool = &ctx.prefill_device->kv_pool();
-  s.offload_pool = ctx.offload_device ? &ctx.offload_device->kv_pool() : nullptr;
+  s.decode_pool = &ctx.device()->kv_pool();
+  s.prefill_pool = &ctx.prefill_device()->kv_pool();
+  s.offload_pool = ctx.offload_device() ? &ctx.offload_device()->kv_pool() : nullptr;
   s.n_vocab = ctx.m->config().n_vocab;
   s.n_ctx = ctx.limits.n_ctx;
   s.n_layer = ctx.m->config().n_layer;

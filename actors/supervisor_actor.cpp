@@ -32,12 +32,12 @@ void start(self_ptr self, const engine_context* ctx, worker_kind k, const std::s
   switch (k) {
     case worker_kind::prefill:
       if (ctx->networked()) st.prefill = sys.spawn(node_link, ctx);  // remote prefill nodes (its helpers are detached)
-      else st.prefill = sys.spawn<caf::detached>(prefill_worker, ctx, ctx->prefill_device, false);
+      else st.prefill = sys.spawn<caf::detached>(prefill_worker, ctx, ctx->prefill_device(), false);
       self->monitor(st.prefill);
       self->send(st.scheduler, worker_atom::value, st.prefill, why);
       break;
     case worker_kind::fallback:
-      st.fallback = sys.spawn<caf::detached>(prefill_worker, ctx, ctx->device, true);
+      st.fallback = sys.spawn<caf::detached>(prefill_worker, ctx, ctx->device(), true);
       self->monitor(st.fallback);
       self->send(st.scheduler, fallback_atom::value, st.fallback, why);
       break;
@@ -47,14 +47,14 @@ void start(self_ptr self, const engine_context* ctx, worker_kind k, const std::s
       self->send(st.scheduler, worker_atom::value, st.transfer, why);
       break;
     case worker_kind::decode:
-      st.decode = sys.spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler, ctx->device, false);
+      st.decode = sys.spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler, ctx->device(), false);
       self->monitor(st.decode);
       self->send(st.scheduler, worker_atom::value, st.decode, why);
       if (st.degradation.state() != degradation_state::healthy)  // a replacement keeps the cap
         self->send(st.decode, degrade_atom::value, static_cast<int32_t>(st.degradation.limits().k_cap));
       break;
     case worker_kind::offload:
-      st.offload = sys.spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler, ctx->offload_device, true);
+      st.offload = sys.spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler, ctx->offload_device(), true);
       self->monitor(st.offload);
       self->send(st.scheduler, offload_atom::value, st.offload, why);
       break;
@@ -104,7 +104,8 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
   if (ctx->limits.telemetry_poll_s > 0) {
     self->state.thermal = std::make_unique<thermal_source>();
     self->state.telemetry = self->state.thermal->describe();
-    if (!self->state.thermal->available()) log_info("supervisor: " + self->state.telemetry);
+    // An absent CPU sensor is not news at start-up ([logging] level = "debug" shows it; :devices too).
+    if (!self->state.thermal->available()) log_debug("supervisor: " + self->state.telemetry);
     for (const auto& f : ctx->limits.telemetry_feeds) self->state.telemetry += "; " + f->describe();
     self->state.feed_failing.assign(ctx->limits.telemetry_feeds.size(), false);
     if (self->state.thermal->available() || !ctx->limits.telemetry_feeds.empty()) self->send(self, tick_atom::value);
@@ -136,7 +137,7 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
         start(self, ctx, worker_kind::prefill, "");
         if (ctx->physical()) start(self, ctx, worker_kind::fallback, "");
         if (ctx->transfers()) start(self, ctx, worker_kind::transfer, "");
-        if (ctx->offload_device) start(self, ctx, worker_kind::offload, "");
+        if (ctx->offload_device()) start(self, ctx, worker_kind::offload, "");
         start(self, ctx, worker_kind::decode, "");
         return ok_atom::value;
       },
@@ -192,7 +193,7 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
         auto& st = self->state;
         worker_health h;
         const bool present[supervisor_state::kinds] = {true, ctx->physical(), ctx->transfers(), true,
-                                                       ctx->offload_device != nullptr};
+                                                       ctx->offload_device() != nullptr};
         const bool running[supervisor_state::kinds] = {bool(st.prefill), bool(st.fallback), bool(st.transfer),
                                                        bool(st.decode), bool(st.offload)};
         for (size_t i = 0; i < supervisor_state::kinds; ++i) {

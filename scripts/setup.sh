@@ -3,7 +3,9 @@
 # Idempotent: a second run skips what is already there.
 #   scripts/setup.sh            apt packages + bundled model + Release build in build/
 #   FW_SKIP_BUILD=1 scripts/setup.sh   only packages and model
-#   FW_SKIP_FEATURE_FIT=1 scripts/setup.sh   no feature-draft map (the tests fit a small one of their own)
+# The feature draft's map is not fitted here: the first configuration that asks for
+# draft = "feature" or "hybrid" fits it ([speculative] feature_prompts), and `flywheel fit-draft`
+# refits it on your own prompts.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/scripts/versions.sh"
@@ -88,10 +90,4 @@ fi
 if [ "${FW_SKIP_BUILD:-0}" != 1 ]; then
   cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$root/build" -j"$(nproc)"
-fi
-
-# -- the feature draft's map (--draft feature|hybrid), fit once on conf/calibration/prompts.txt
-#    (~2.5 min on 2 cores; `flywheel fit-draft --prompts YOURS.txt` refits it on your own prompts) --
-if [ "${FW_SKIP_BUILD:-0}" != 1 ] && [ "${FW_SKIP_FEATURE_FIT:-0}" != 1 ] && [ -x "$root/build/tools/flywheel" ]; then
-  (cd "$root" && build/tools/flywheel fit-draft --if-missing --out models/feature_draft.gguf)
 fi

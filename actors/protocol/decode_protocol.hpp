@@ -45,7 +45,7 @@ typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_tokens& x) {
-  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens, x.draft_ids, x.draft_failed, x.step_s, x.rows, x.sum_context);
+  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens, x.draft_ids, x.draft_failed, x.fit.a, x.fit.b, x.fit.steps);
 }
 
 template <class Inspector>

@@ -1,7 +1,7 @@
 // cuda_compat: what the CUDA kernels share with host code. FW_HD marks a function that nvcc
 // compiles for both sides and a host compiler compiles as plain C++, so the per-element math of
 // every kernel (block decoding, half conversion, softmax merging, KV tile addressing) is tested
-// on the host against kernels/ref without a GPU (tests/unit/cuda_math_test.cpp).
+// on the host against kernels/ref without a GPU (tests/kernels/cuda_math_test.cpp).
 // Thread-safety: pure functions.
 #pragma once
 

@@ -319,6 +319,7 @@ std::vector<section> build_sections() {
       {draft_field(),
        text("draft_model", &speculative_section::draft_model, true),
        text("feature_map", &speculative_section::feature_map, false),
+       text("feature_prompts", &speculative_section::feature_prompts, false),
        draft_k(),
        integer("draft_layers", &speculative_section::draft_layers, 0, 1024,
                "0 = half of the target's layers"),

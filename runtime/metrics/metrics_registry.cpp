@@ -247,6 +247,21 @@ histogram_metric& metrics_registry::histogram(std::string_view name, std::string
   return *detached_histograms_.back();
 }
 
+counter_metric& metrics_registry::counter(const metric_series& s, const metric_labels& labels) {
+  assert(s.type == series_type::counter);
+  return counter(s.name, s.help, labels);
+}
+
+gauge_metric& metrics_registry::gauge(const metric_series& s, const metric_labels& labels) {
+  assert(s.type == series_type::gauge);
+  return gauge(s.name, s.help, labels);
+}
+
+histogram_metric& metrics_registry::histogram(const metric_series& s, const metric_labels& labels) {
+  assert(s.type == series_type::histogram && s.buckets);
+  return histogram(s.name, s.help, s.buckets(), labels);
+}
+
 std::string metrics_registry::render() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;

@@ -1,11 +1,12 @@
 // metrics_registry: the runtime's counters, gauges and histograms, rendered in the Prometheus text
 // exposition format (version 0.0.4) for the console's :metrics and the server's /metrics.
 //
-// A metric family is a name (e.g. "flywheel:time_to_first_token_seconds"), a help text and a type;
+// A metric family is a name (e.g. flywheel:time_to_first_token_seconds), a help text and a type;
 // its children differ by label values. counter(), gauge() and histogram() find or create a child
 // and return a reference that stays valid for the registry's lifetime: callers look a child up
 // once and keep the reference on hot paths. Names follow vLLM's where one exists, with the
-// "flywheel:" prefix (metric_names below); counters carry the "_total" suffix in their name.
+// "flywheel:" prefix; every series is an entry of metric_series.hpp, and the overloads taking one
+// register it with its name, type, help and buckets from there; counters carry the "_total" suffix in their name.
 //
 // Contract: a name must match [a-zA-Z_:][a-zA-Z0-9_:]*, a label name [a-zA-Z_][a-zA-Z0-9_]* (not
 // "le", not starting with "__"); one name keeps one type, one help text and (histograms) one set
@@ -33,47 +34,13 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/metrics/metric_series.hpp"
+
 namespace fw {
 
 /// Label name/value pairs of one child, in the order they are rendered.
 using metric_labels = std::vector<std::pair<std::string, std::string>>;
 
-/// The metric names flywheel exports (vLLM's names with the flywheel: prefix where they exist).
-namespace metric_names {
-inline constexpr const char* time_to_first_token = "flywheel:time_to_first_token_seconds";
-inline constexpr const char* inter_token_latency = "flywheel:inter_token_latency_seconds";
-inline constexpr const char* e2e_request_latency = "flywheel:e2e_request_latency_seconds";
-inline constexpr const char* num_requests_running = "flywheel:num_requests_running";
-inline constexpr const char* num_requests_waiting = "flywheel:num_requests_waiting";
-inline constexpr const char* kv_cache_usage = "flywheel:kv_cache_usage_perc";
-inline constexpr const char* request_success = "flywheel:request_success_total";
-inline constexpr const char* request_failure = "flywheel:request_failure_total";
-inline constexpr const char* prompt_tokens = "flywheel:prompt_tokens_total";
-inline constexpr const char* generation_tokens = "flywheel:generation_tokens_total";
-inline constexpr const char* worker_restarts = "flywheel:worker_restarts_total";
-inline constexpr const char* spec_decode_num_drafts = "flywheel:spec_decode_num_drafts_total";
-inline constexpr const char* spec_decode_num_draft_tokens = "flywheel:spec_decode_num_draft_tokens_total";
-inline constexpr const char* spec_decode_num_accepted_tokens = "flywheel:spec_decode_num_accepted_tokens_total";
-inline constexpr const char* spec_decode_num_accepted_tokens_per_pos =
-    "flywheel:spec_decode_num_accepted_tokens_per_pos_total";
-inline constexpr const char* prefill_to_decode_latency = "flywheel:prefill_to_decode_latency_seconds";
-inline constexpr const char* prefill_to_decode_latency_help =
-    "Histogram of the time from a request's prefill finishing to its first decode step (the KV hand-off).";
-// Help texts of the speculative counters (a series is looked up by name, help and labels).
-inline constexpr const char* spec_decode_num_drafts_help = "Number of speculative steps that proposed draft tokens.";
-inline constexpr const char* spec_decode_num_draft_tokens_help = "Number of draft tokens proposed.";
-inline constexpr const char* spec_decode_num_accepted_tokens_help = "Number of draft tokens accepted by the target.";
-inline constexpr const char* spec_decode_num_accepted_tokens_per_pos_help = "Accepted draft tokens per position.";
-}  // namespace metric_names
-
-/// Bucket upper bounds (seconds) of the latency histograms: vLLM's, with finer steps below 10 ms
-/// for the per-token latencies of small models on CPUs.
-namespace metric_buckets {
-const std::vector<double>& time_to_first_token();
-const std::vector<double>& inter_token_latency();
-const std::vector<double>& e2e_request_latency();
-const std::vector<double>& prefill_to_decode_latency();
-}  // namespace metric_buckets
 
 /// A monotonically increasing value.
 class counter_metric {
@@ -139,6 +106,10 @@ class metrics_registry {
   /// bounds: strictly increasing finite upper bounds, the same for every child of the family.
   histogram_metric& histogram(std::string_view name, std::string_view help, const std::vector<double>& bounds,
                               const metric_labels& labels = {});
+  /// The same for an entry of the series table (metric_series.hpp): its name, help and buckets.
+  counter_metric& counter(const metric_series& s, const metric_labels& labels = {});
+  gauge_metric& gauge(const metric_series& s, const metric_labels& labels = {});
+  histogram_metric& histogram(const metric_series& s, const metric_labels& labels = {});
 
   /// Every family in the Prometheus text exposition format; empty when nothing is registered.
   [[nodiscard]] std::string render() const;

@@ -4,7 +4,7 @@
 // head of the queue (the owner re-admits a decoding one from its token history). Admission order and limits come from scheduler_policy (FIFO, worst-case KV
 // blocks, queue limit, request timeout). Each method says what its owner must do next (send a
 // job, release a KV allocation by epoch, fail the request), so the scheduler actor only
-// forwards messages. Tested with fabricated events (tests/unit/request_table_test.cpp), like
+// forwards messages. Tested with fabricated events (tests/runtime/sched/request_table_test.cpp), like
 // vLLM v1's scheduler. Thread-safety: none; one owner (the scheduler actor).
 #pragma once
 

@@ -213,8 +213,8 @@ scheduler_actions scheduler::progress(const step_tokens& t) {
       ++it->second.proposals;
       it->second.draft_failures += t.draft_failed[i];
     }
-  if (t.step_s > 0 && t.rows > 0) {
-    predictor_.observe(static_cast<double>(t.sum_context), t.rows, cfg_.n_layer, t.step_s);
+  if (t.fit.steps > 0) {
+    predictor_.adopt(t.fit);  // the decode worker's fit: measured once, there
     if (admission_held_) admit();  // the batch may have room now
   }
   return flush();
@@ -494,8 +494,8 @@ void scheduler::send_prefill(worker_kind worker, prefill_job job) {
 void scheduler::start_decode(uint64_t id, kv_handle kv, float entropy, double prefilled_s) {
   const auto& held = requests_.at(id);
   const request_record& r = *table_.find(id);
-  decode_job job{id, held.req.prompt, held.req.params, r.budget, std::move(kv),
-                 entropy, prefilled_s, held.generated, held.stage >= 4};
+  decode_job job{id,          held.req.prompt, held.req.params, r.budget,           std::move(kv),
+                 entropy,     prefilled_s,     held.generated,  held.stage >= 4};
   if (!worker_running(worker_kind::decode)) {  // being restarted: the job waits for the replacement
     parked_jobs_.push_back(std::move(job));
     return;

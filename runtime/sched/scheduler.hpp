@@ -98,7 +98,8 @@ class scheduler {
   scheduler_actions finished(finished_ids f);
   /// A decode worker failed these (KV freed there).
   scheduler_actions decode_failed(const sequence_failures& f);
-  /// A decode worker produced these tokens (before the client gets them).
+  /// A decode worker produced these tokens (before the client gets them), and the decode device's
+  /// fitted decode-time model (admission_tpot).
   scheduler_actions progress(const step_tokens& t);
   /// A worker of this kind runs (restarted: it replaces one that died).
   scheduler_actions worker_up(worker_kind worker, bool restarted);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/kv/kv_handle.hpp"
+#include "runtime/sched/decode_time_predictor.hpp"
 #include "runtime/sample/sampling_params.hpp"
 
 namespace fw {
@@ -82,11 +83,10 @@ struct step_tokens {
   /// Sequences the draft was asked for this step, and whether it errored (the rollout breaker).
   std::vector<uint64_t> draft_ids;
   std::vector<uint8_t> draft_failed;
-  /// The step itself, for the decode-time predictor: its seconds, the sequences it carried and
-  /// the sum of their contexts (prompt + generated tokens).
-  double step_s = 0;
-  uint32_t rows = 0;
-  uint64_t sum_context = 0;
+  /// The decode device's decode-time model as its worker has fitted it so far (the one fit: the
+  /// worker measures its steps, the scheduler's admission reads it); steps 0: not fitted yet, or
+  /// the offload device's worker.
+  decode_time_fit fit;
 };
 
 struct finished_ids {

@@ -1,6 +1,7 @@
 #include "runtime/setup/runtime_parts.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -10,6 +11,7 @@
 #include "runtime/device/cuda/cuda_backend.hpp"
 #endif
 #include "runtime/device/verify_cost.hpp"
+#include "runtime/setup/feature_map_fit.hpp"
 #include "runtime/setup/device_identity_of.hpp"
 #include "runtime/plugin/kinds/live_draft.hpp"
 #include "runtime/plugin/kinds/live_quant_kernel.hpp"
@@ -205,7 +207,7 @@ engine_limits runtime_parts::limits() const {
   lim.offload.max_free_share = cfg.scheduler.offload_below_free_share;
   lim.offload.max_step_s = cfg.scheduler.offload_tpot_ms / 1000.0;
   // The prefix cache lives where prompts are prefilled.
-  backend* cache_home = prefill_device ? prefill_device.get() : device.get();
+  backend* cache_home = devices.prefiller();
   if (cache_home)
     lim.prefix_cache_blocks = static_cast<uint32_t>(cfg.kv_cache.prefix_cache_share * cache_home->kv_pool().total_blocks());
   return lim;
@@ -222,18 +224,18 @@ node_limits runtime_parts::node_limits_of(const node_section& node) const {
   n.deadline_s = node.deadline_ms / 1000.0;
   n.chunk_bytes = node.chunk_kib * 1024;
   n.min_remote_tokens = node.min_remote_tokens;
-  if (device) n.self = node_identity("decode node");
+  if (device()) n.self = node_identity("decode node");
   return n;
 }
 
 device_identity runtime_parts::node_identity(const std::string& role) const {
   std::string where = role + " cpu";
   if (!cfg.devices.empty()) where += ":" + std::to_string(cfg.devices.front().id);
-  return device_identity_of(where, *device, model_fingerprint(m->file()));
+  return device_identity_of(where, *device(), model_fingerprint(m->file()));
 }
 
 std::shared_ptr<cpu::thread_pool> runtime_parts::threads() const {
-  auto* cpu = dynamic_cast<cpu_backend*>(device.get());
+  auto* cpu = dynamic_cast<cpu_backend*>(device());
   return cpu ? cpu->thread_pool() : host_threads;
 }
 
@@ -288,6 +290,26 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
   if (!threads)
     if (auto* cpu = dynamic_cast<cpu_backend*>(&target_backend)) threads = cpu->thread_pool();
   if (!threads) threads = std::make_shared<cpu::thread_pool>(std::max(1, draft_options.threads));
+  if ((spec.draft == draft_kind::feature || spec.draft == draft_kind::hybrid) && !spec.feature_map.empty() &&
+      !std::filesystem::exists(spec.feature_map)) {
+    // First use: the map is fitted now, once, on feature_prompts (never ahead of a config that
+    // does not ask for it).
+    log_info("the feature draft's map " + spec.feature_map + " does not exist yet: fitting it on " +
+             spec.feature_prompts + " (once; a few minutes: ~2.5 min on 2 AVX-512 cores, ~10 on 2 AVX2 cores for the "
+             "bundled model and prompts)");
+    feature_fit_options o;
+    o.progress = [](size_t done, size_t total) {
+      if (done % 25 == 0 || done == total)
+        log_info("fitting the feature map: answered " + std::to_string(done) + "/" + std::to_string(total) + " prompts");
+    };
+    feature_fit_report report;
+    auto map = fit_feature_map_file(*target, target_backend, *threads, spec.feature_prompts, spec.feature_map, o, &report);
+    if (!map)
+      return make_error(map.err().code, "fitting the feature map on " + spec.feature_prompts + ": " + map.err().message +
+                                            " (set [speculative] feature_prompts, or make it with `flywheel fit-draft --out " +
+                                            spec.feature_map + "`)");
+    log_info("fitted the feature map: " + std::to_string(map->samples) + " training pairs -> " + spec.feature_map);
+  }
   draft_context ctx;
   ctx.spec = &spec;
   ctx.target = std::move(target);
@@ -304,10 +326,10 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
 }
 
 expected<std::unique_ptr<drafter>> runtime_parts::make_draft(const speculative_section& spec) const {
-  if (!device) return make_error(errc::invalid_argument, "no target backend to draft for");
+  if (!device()) return make_error(errc::invalid_argument, "no target backend to draft for");
   // A separate draft model's backend keeps this config's KV settings (no kernel plugins); next
   // to a GPU target it runs on the host threads.
-  return make_drafter(spec, m, *device, n_ctx, plugins, backend_options(cfg, the_device(cfg), n_ctx, {}), threads());
+  return make_drafter(spec, m, *device(), n_ctx, plugins, backend_options(cfg, the_device(cfg), n_ctx, {}), threads());
 }
 
 expected<void> runtime_parts::rebuild_draft() {
@@ -320,7 +342,7 @@ expected<void> runtime_parts::rebuild_draft() {
   const auto& dev = the_device(cfg);
   std::vector<double> cost;
   if (draft && !cfg.speculative.k)
-    if (auto c = calibrate_verify_cost(*device)) cost = std::move(*c);
+    if (auto c = calibrate_verify_cost(*device())) cost = std::move(*c);
   policy = make_k_policy(cfg.speculative, dev.bandwidth_gbs, std::move(cost));
   return {};
 }
@@ -376,29 +398,28 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
   }
   auto be = p.make_backend(p.kv_tokens);
   if (!be) return be.err();
-  p.device = std::move(*be);
-  for (const auto& k : p.device->kernel_paths())
+  const device_section& dec = the_device(p.cfg);
+  auto name_of = [](const device_section& d) { return std::string(enum_name(device_kind_names, d.kind)) + ":" + std::to_string(d.id); };
+  p.devices.add(name_of(dec), dec.role, std::move(*be));
+  for (const auto& k : p.device()->kernel_paths())
     if (k.fallback) p.warnings.push_back("kernel " + k.weight_type + ": " + k.note);
   if (const device_section* pre = prefill_only_device(p.cfg)) {
     // Its own threads and KV pool: physical prefill/decode separation.
     auto o = backend_options(p.cfg, *pre, resolve_kv_tokens(p.cfg, mc, *pre), p.kernels);
     o.observer = p.observer;
-    p.prefill_device = std::make_unique<cpu_backend>(mc, p.m->weights(), std::move(o));
+    auto prefill = std::make_unique<cpu_backend>(mc, p.m->weights(), std::move(o));
     // Both sides must speak the same KV: same model file, stream version, shape (and CUDA stack).
-    const device_section& dec = the_device(p.cfg);
     const std::string fp = model_fingerprint(p.m->file());
-    device_identity a = device_identity_of("prefill cpu:" + std::to_string(pre->id), *p.prefill_device, fp);
-    device_identity b = device_identity_of("decode cpu:" + std::to_string(dec.id), *p.device, fp);
+    device_identity a = device_identity_of("prefill cpu:" + std::to_string(pre->id), *prefill, fp);
+    device_identity b = device_identity_of("decode cpu:" + std::to_string(dec.id), *p.device(), fp);
     if (options.amend_identities) options.amend_identities(a, b);
     p.pair = check_pair(a, b);
-    if (!p.pair.ok) {
-      p.warnings.push_back(p.pair.message);
-      p.prefill_device.reset();
-    }
+    if (p.pair.ok) p.devices.add(name_of(*pre), device_role::prefill, std::move(prefill));
+    else p.warnings.push_back(p.pair.message);
   }
   if (const device_section* off = offload_only_device(p.cfg)) {
     auto o = backend_options(p.cfg, *off, resolve_kv_tokens(p.cfg, mc, *off), p.kernels);
-    p.offload_device = std::make_unique<cpu_backend>(mc, p.m->weights(), std::move(o));
+    p.devices.add(name_of(*off), device_role::offload, std::make_unique<cpu_backend>(mc, p.m->weights(), std::move(o)));
   }
   if (p.cfg.devices.size() > 1) {
     const unsigned hw = std::thread::hardware_concurrency();

@@ -19,6 +19,7 @@
 #include "runtime/config/config.hpp"
 #include "runtime/device/backend.hpp"
 #include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/device/device_set.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/plugin/plugin_host.hpp"
 #include "runtime/setup/engine_limits.hpp"
@@ -63,18 +64,17 @@ class runtime_parts {
   /// Host threads for drafts and tools when the device is not the CPU (a CUDA device); null when
   /// the CPU backend's own kernel threads serve.
   std::shared_ptr<cpu::thread_pool> host_threads;
-  std::unique_ptr<backend> device;          ///< the decode device (and the prefill one unless separate)
-  /// [[devices]] role = "prefill": a separate prefill device (own threads and KV pool); null when
-  /// `device` prefills too. Hand it to the engine (engine_options::prefill_device).
-  std::unique_ptr<backend> prefill_device;
-  /// [[devices]] role = "offload": finishes long-tail sequences ([scheduler] offload_*); null:
-  /// none. Hand it to the engine (engine_options::offload_device).
-  std::unique_ptr<backend> offload_device;
+  /// The [[devices]] as one list, each backend with its role: the decoder (role decode or both),
+  /// a separate prefiller (role prefill; dropped when the pair check fails) and an offloader
+  /// (role offload). The engine takes the whole set (actors::engine::start(parts)).
+  device_set devices;
+  /// The decode device (null before the devices are built or after they moved to an engine).
+  [[nodiscard]] backend* device() const { return devices.decoder(); }
   std::unique_ptr<drafter> draft;  ///< [speculative] draft; null: plain decoding
   k_policy policy;
   std::vector<std::string> warnings;  ///< also logged; tools may show them in a banner
   /// The start-time consistency check of a configured prefill/decode pair (pair_check): when it
-  /// fails, prefill_device is null (co-located) and pair.message says why.
+  /// fails, the prefill device is dropped (co-located) and pair.message says why.
   pair_verdict pair;
   /// [supervisor] telemetry_plugins that loaded (one that did not is a warning, not an error:
   /// a host without an NVIDIA driver still serves).

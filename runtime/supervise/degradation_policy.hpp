@@ -10,7 +10,7 @@
 // Hysteresis: a sample counts as healthy only below temp_degraded_c - temp_hysteresis_c and
 // above (link_min_share + link_hysteresis_share) of nominal with no new errors; recovery is
 // one state at a time, each after recover_samples healthy samples in a row, so a flapping link
-// holds its state. Tested with fabricated traces (tests/unit/degradation_policy_test.cpp).
+// holds its state. Tested with fabricated traces (tests/runtime/supervise/degradation_policy_test.cpp).
 // Thread-safety: none; one owner (the supervisor actor).
 #pragma once
 

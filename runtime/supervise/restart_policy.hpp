@@ -4,7 +4,7 @@
 // dies on every message does not spin. More than max_restarts crashes in the window escalate:
 // the device is marked down for down_s (its prompts go co-located where a pair allows; its
 // requests wait and are re-admitted when it returns), and the window starts over. One policy
-// per worker. Tested with fabricated crash times (tests/unit/restart_policy_test.cpp).
+// per worker. Tested with fabricated crash times (tests/runtime/supervise/restart_policy_test.cpp).
 // Thread-safety: none; one owner (the supervisor actor).
 #pragma once
 

@@ -8,7 +8,7 @@
 // errors above max_error_rate, or draft failures (draft proposals that errored / proposals asked)
 // above max_draft_failure trip the breaker: back one stage, and no advance for cooldown_s. A stage that
 // passes advance_after requests in a row advances to the next. Every decision is kept with its
-// reason. Tested with fabricated outcome streams (tests/unit/rollout_breaker_test.cpp).
+// reason. Tested with fabricated outcome streams (tests/runtime/supervise/rollout_breaker_test.cpp).
 // Thread-safety: none; one owner (the scheduler actor).
 #pragma once
 

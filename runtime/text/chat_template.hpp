@@ -1,7 +1,7 @@
 // chat_template: turns a conversation into the prompt text a model was trained on.
 // There is no Jinja engine here: the template source is recognised by its markers, not executed,
 // and rendered by hand for four families, byte for byte as transformers' Jinja renderer does for
-// the templates these families ship (tests/unit/chat_template_test.cpp checks the real sources
+// the templates these families ship (tests/runtime/text/chat_template_test.cpp checks the real sources
 // against renders made with jinja2):
 //   chatml  ("<|im_start|>": Qwen2/2.5, SmolLM2, ...): "<|im_start|>" role "\n" content
 //           "<|im_end|>\n" per message, "<|im_start|>assistant\n" as generation prompt, and a

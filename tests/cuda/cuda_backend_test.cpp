@@ -14,9 +14,9 @@
 #include "runtime/config/config.hpp"
 #include "runtime/device/cpu/cpu_backend.hpp"
 #include "runtime/setup/runtime_parts.hpp"
-#include "sampling_presets.hpp"
+#include "tests/support/sampling_presets.hpp"
 #include "tools/tiny_model/tiny_model.hpp"
-#include "unit/test_models.hpp"
+#include "tests/support/test_models.hpp"
 
 namespace {
 
@@ -202,13 +202,13 @@ TEST(cuda_backend_test, a_cuda_device_in_the_config_serves_through_the_engine_or
     return;
   }
   ASSERT_TRUE(gpu) << gpu.err().message;
-  EXPECT_EQ(gpu->device->name(), "cuda");
+  EXPECT_EQ(gpu->device()->name(), "cuda");
   auto cpu = make("cpu");
   ASSERT_TRUE(cpu);
   const auto prompt = model_->vocab().encode("What is two plus two?", true, false);
   std::vector<std::vector<int32_t>> out;
   for (auto* parts : {&*gpu, &*cpu}) {
-    auto e = actors::engine::start(parts->m, std::move(parts->device), parts->limits());
+    auto e = actors::engine::start(*parts);
     ASSERT_TRUE(e) << e.err().message;
     auto r = (*e)->run(prompt, test::greedy(32));
     ASSERT_TRUE(r.ok()) << r.final.error;

@@ -18,7 +18,7 @@
 #include "runtime/spec/drafts/feature_fit.hpp"
 #include "runtime/step/generator.hpp"
 #include "tests/model/model_fixture.hpp"
-#include "tests/sampling_presets.hpp"
+#include "tests/support/sampling_presets.hpp"
 
 namespace fw {
 namespace {

@@ -1,5 +1,5 @@
 // bad_plugin: plugins that the host must refuse (or contain), one per define, each built into
-// build/tests/plugins/ by tests/plugins/CMakeLists.txt for tests/unit/plugin_host_test.cpp:
+// build/tests/plugins/ by tests/plugins/CMakeLists.txt for tests/runtime/plugin/plugin_host_test.cpp:
 //   FW_BAD_ABI          abi_version 99
 //   FW_BAD_NO_ENTRY     exports fw_plugin_entry_v0 instead of fw_plugin_entry
 //   FW_BAD_KIND         kind 7

@@ -307,9 +307,9 @@ console_session::outcome console_session::cmd_stats() {
   } else {
     auto& reg = engine_.metrics();
     const auto& labels = engine_.metric_labels();
-    const double steps = reg.counter(metric_names::spec_decode_num_drafts, metric_names::spec_decode_num_drafts_help, labels).value();
-    const double drafted = reg.counter(metric_names::spec_decode_num_draft_tokens, metric_names::spec_decode_num_draft_tokens_help, labels).value();
-    const double accepted = reg.counter(metric_names::spec_decode_num_accepted_tokens, metric_names::spec_decode_num_accepted_tokens_help, labels).value();
+    const double steps = reg.counter(series::spec_decode_num_drafts, labels).value();
+    const double drafted = reg.counter(series::spec_decode_num_draft_tokens, labels).value();
+    const double accepted = reg.counter(series::spec_decode_num_accepted_tokens, labels).value();
     out_ << format_line("speculation: draft %s, %.0f drafted, %.0f accepted (acceptance %.1f%%), %.2f tokens per step\n",
                         options_.draft_name.c_str(), drafted, accepted, drafted > 0 ? 100.0 * accepted / drafted : 0.0,
                         steps > 0 ? (accepted + steps) / steps : 0.0);

@@ -3,11 +3,21 @@
 #include <unistd.h>
 
 namespace fw::console {
+namespace {
+
+/// What the log writes without a sink (runtime/base/log).
+void write_log_line(log_level level, std::string_view text) {
+  const std::string line = "flywheel: " + std::string(to_string(level)) + ": " + std::string(text) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
+}  // namespace
 
 progress_line::progress_line(std::FILE* stream, std::string label)
     : stream_(stream), label_(std::move(label)), start_(std::chrono::steady_clock::now()) {
   std::fprintf(stream_, "%s ...", label_.c_str());
   std::fflush(stream_);
+  previous_sink_ = set_log_sink([this](log_level level, std::string_view text) { log_above(level, text); });
   refresher_started_ = ::isatty(::fileno(stream_)) != 0;
   if (refresher_started_) refresher_ = std::thread([this] { refresh_loop(); });
 }
@@ -25,12 +35,29 @@ void progress_line::refresh_loop() {
   }
 }
 
+void progress_line::log_above(log_level level, std::string_view text) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (done_) {  // finish() is restoring the previous sink
+    if (previous_sink_) previous_sink_(level, text);
+    else write_log_line(level, text);
+    return;
+  }
+  std::fputs("\n", stream_);  // end the progress line where it is
+  std::fflush(stream_);
+  if (previous_sink_) previous_sink_(level, text);
+  else write_log_line(level, text);
+  std::fflush(stderr);
+  std::fprintf(stream_, "%s ...", label_.c_str());
+  std::fflush(stream_);
+}
+
 double progress_line::finish(std::string_view result) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return 0;
     done_ = true;
   }
+  set_log_sink(previous_sink_);
   stop_.notify_one();
   if (refresher_.joinable()) refresher_.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

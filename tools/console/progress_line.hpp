@@ -1,7 +1,9 @@
 // progress_line: one line of progress for a long step (loading a model, starting the runtime):
 // "label ..." at once, the elapsed seconds refreshed every 100 ms while the stream is a terminal,
-// then "label ... done in 0.42 s" (or the failure). Used by `flywheel console`.
-// Thread-safety: one owner; the refresh thread only writes the elapsed time until finish().
+// then "label ... done in 0.42 s" (or the failure). Used by `flywheel console`. Log lines written
+// while it is open (runtime/base/log) never share its line: each goes on a line of its own above,
+// and "label ..." is written again below it.
+// Thread-safety: one owner; the refresh thread and log lines from any thread write under mutex_.
 #pragma once
 
 #include <chrono>
@@ -11,6 +13,8 @@
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include "runtime/base/log.hpp"
 
 namespace fw::console {
 
@@ -26,6 +30,7 @@ class progress_line {
 
  private:
   void refresh_loop();
+  void log_above(log_level level, std::string_view text);
 
   std::FILE* stream_;
   std::string label_;
@@ -35,6 +40,7 @@ class progress_line {
   bool done_ = false;  // GUARDED_BY(mutex_)
   bool refresher_started_ = false;
   std::thread refresher_;
+  log_sink previous_sink_;  ///< restored by finish()
 };
 
 }  // namespace fw::console

@@ -18,11 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tools/flywheel/bench_concurrency.hpp"
-#include "tools/flywheel/bench_gpu.hpp"
-#include "tools/flywheel/bench_mixed.hpp"
-#include "tools/flywheel/bench_nodes.hpp"
-#include "tools/flywheel/bench_server.hpp"
+#include "tools/bench/bench_concurrency.hpp"
+#include "tools/bench/bench_gpu.hpp"
+#include "tools/bench/bench_mixed.hpp"
+#include "tools/bench/bench_nodes.hpp"
+#include "tools/bench/bench_server.hpp"
 
 #include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/stream_bench.hpp"
@@ -259,7 +259,7 @@ int compare_models(const arg_parser& args, const bench_spec& spec, const std::ve
   std::vector<std::vector<bench_result>> all(files.size());
   for (int round = 0; round < spec.reps; ++round)
     for (size_t i = 0; i < files.size(); ++i) {
-      auto r = run_tests(*parts[i].device, parts[i].m->config(), one, false);
+      auto r = run_tests(*parts[i].device(), parts[i].m->config(), one, false);
       if (!r) {
         std::fprintf(stderr, "bench: %s: %s\n", files[i].c_str(), r.err().what().c_str());
         return 1;
@@ -279,7 +279,7 @@ int compare_models(const arg_parser& args, const bench_spec& spec, const std::ve
   std::printf("\n");
   for (size_t i = 0; i < files.size(); ++i) {
     std::string kernels;
-    for (const auto& k : parts[i].device->kernel_paths())
+    for (const auto& k : parts[i].device()->kernel_paths())
       if (k.weight_type != "attention") kernels += (kernels.empty() ? "" : ", ") + k.weight_type + " " + k.path;
     const double mib = parts[i].m->weights().matrix_bytes() / 1048576.0;
     std::printf("| %s | %.1f | %s |", files[i].c_str(), mib, kernels.c_str());
@@ -558,14 +558,14 @@ int cmd_bench(int argc, char** argv) {
   const int seqs = std::max(1, spec.batch_rows);
   const uint32_t block = s->cfg.kv_cache.block_tokens;
   s->draft.reset();  // the draft may hold the old backend's threads or KV
-  s->device.reset();
+  s->devices = device_set{};
   auto fresh = s->make_backend(static_cast<uint32_t>(seqs) * (static_cast<uint32_t>(max_depth + longest) + block));
   if (!fresh) {
     std::fprintf(stderr, "bench: %s\n", fresh.err().what().c_str());
     return 1;
   }
-  s->device = std::move(*fresh);
-  backend& be = *s->device;
+  s->devices = device_set(std::move(*fresh));
+  backend& be = *s->device();
   const int threads = s->threads()->size();
 
   const uint64_t bytes_per_token = decode_bytes_per_token(s->m->weights());

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/model/user_prompt.hpp"
 #include "runtime/text/chat_encoding.hpp"
 #include "runtime/setup/runtime_parts.hpp"
 #include "runtime/step/generator.hpp"
@@ -102,9 +103,7 @@ int cmd_bench_spec(int argc, char** argv) {
   greedy.temperature = 0;
   greedy.max_tokens = static_cast<int32_t>(*max_tokens);
   greedy.ignore_eos = args.on("ignore-eos");
-  auto encode = [&](const std::string& text) {
-    return encode_chat(m.vocab(), *m.chat(), {{"user", text}}, true);
-  };
+  auto encode = [&](const std::string& text) { return user_prompt(m, text); };
   const std::vector<std::pair<std::string, const std::vector<std::string>*>> sets = {{"chat", &chat_set},
                                                                                      {"extraction", &extraction_set}};
   generator_options base;
@@ -113,7 +112,7 @@ int cmd_bench_spec(int argc, char** argv) {
   // Verification cost: one forward over k + 1 rows vs one row, after a 128-token context; the
   // same calibration k = auto's cost-aware choice uses.
   std::vector<double> calibrated;
-  if (auto cc = calibrate_verify_cost(*session->device, 8, 128, 5)) calibrated = std::move(*cc);
+  if (auto cc = calibrate_verify_cost(*session->device(), 8, 128, 5)) calibrated = std::move(*cc);
   nlohmann::json verify = nlohmann::json::array();
   for (size_t k = 0; k < calibrated.size(); ++k) verify.push_back({{"rows", k + 1}, {"cost_vs_one_row", calibrated[k]}});
 
@@ -147,8 +146,8 @@ int cmd_bench_spec(int argc, char** argv) {
       for (size_t si = 0; si < sets.size(); ++si) {
         // Plain and speculative runs of each prompt alternate, so both see the same machine load
         // (a shared machine drifts over minutes); the fastest rep of each counts.
-        generator plain_gen(m, *session->device, base);
-        generator spec_gen(m, *session->device, go);
+        generator plain_gen(m, *session->device(), base);
+        generator spec_gen(m, *session->device(), go);
         set_result sr;
         for (const auto& text : *sets[si].second) {
           const auto prompt = encode(text);

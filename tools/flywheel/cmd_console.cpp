@@ -112,12 +112,8 @@ int cmd_console(int argc, char** argv) {
       std::fprintf(stderr, "console: %s\n", parts.err().what().c_str());
       return 1;
     }
-    be = parts->device.get();
-    const auto lim = parts->limits();  // before the devices move into the engine
-    actors::engine_options eo;
-    eo.prefill_device = std::move(parts->prefill_device);
-    eo.offload_device = std::move(parts->offload_device);
-    auto e = actors::engine::start(parts->m, std::move(parts->device), lim, std::move(eo));
+    be = parts->device();
+    auto e = actors::engine::start(*parts);
     p.finish(e ? "done" : "failed");
     if (!e) {
       std::fprintf(stderr, "console: %s\n", e.err().what().c_str());

@@ -8,26 +8,17 @@
 #include <string>
 #include <vector>
 
-#include "runtime/text/chat_encoding.hpp"
+#include "runtime/model/user_prompt.hpp"
 #include "runtime/spec/drafts/feature_drafter.hpp"
 #include "runtime/spec/drafts/feature_fit.hpp"
 #include "tools/flywheel/arg_parser.hpp"
-#include "runtime/quant/calibration_set.hpp"
+#include "runtime/setup/feature_map_fit.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
 
 namespace fw::cli {
 namespace {
 
-/// One user message per line, in file order (the calibration-file rules: '\n' is a line break,
-/// '#' and empty lines are skipped, binary or non-UTF-8 files are refused).
-expected<std::vector<std::string>> read_prompts(const std::string& path) {
-  calibration_options o;
-  o.max_queries = UINT32_MAX;
-  o.min_queries = 1;
-  o.longest_first = false;
-  return read_calibration_file(path, o);
-}
 
 }  // namespace
 
@@ -64,7 +55,7 @@ int cmd_fit_draft(int argc, char** argv) {
       return 0;
     }
   }
-  auto texts = read_prompts(args.str("prompts"));
+  auto texts = read_prompt_file(args.str("prompts"));
   if (!texts) {
     std::fprintf(stderr, "fit-draft: %s\n", texts.err().what().c_str());
     return 2;
@@ -77,8 +68,7 @@ int cmd_fit_draft(int argc, char** argv) {
   const model& m = *session->m;
   std::vector<std::vector<int32_t>> prompts;
   for (const auto& t : *texts)
-    prompts.push_back(m.chat() ? encode_chat(m.vocab(), *m.chat(), {{"user", t}}, true)
-                               : m.vocab().encode(t, true, false));
+    prompts.push_back(user_prompt(m, t));
   feature_fit_options o;
   o.max_tokens = static_cast<int>(*max_tokens);
   o.vocab_size = static_cast<uint32_t>(*vocab);
@@ -95,7 +85,7 @@ int cmd_fit_draft(int argc, char** argv) {
     }
   };
   feature_fit_report report;
-  auto map = fit_feature_map(m, *session->device, *session->threads(), prompts, o, &report);
+  auto map = fit_feature_map(m, *session->device(), *session->threads(), prompts, o, &report);
   if (!map) {
     std::fprintf(stderr, "fit-draft: %s\n", map.err().what().c_str());
     return 1;

@@ -93,7 +93,7 @@ int cmd_generate(int argc, char** argv) {
   go.n_ctx = session->n_ctx;
   go.draft = session->draft.get();
   go.policy = session->policy;
-  generator gen(m, *session->device, go);
+  generator gen(m, *session->device(), go);
   auto res = gen.run(prompt, *params, [&](std::string_view piece) {
     if (!json) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);

@@ -46,7 +46,7 @@ int cmd_info(int argc, char** argv) {
   std::printf("cpu:          %s; %d threads\n", cpu::host_features().describe().c_str(), s->threads()->size());
   std::printf("kernels:\n");
   int fallbacks = 0;
-  for (const auto& k : s->device->kernel_paths()) {
+  for (const auto& k : s->device()->kernel_paths()) {
     std::printf("  %-13s -> %s%s%s\n", k.weight_type.c_str(), k.path.c_str(), k.fallback ? "  WARNING: " : "",
                 k.fallback ? k.note.c_str() : "");
     fallbacks += k.fallback;

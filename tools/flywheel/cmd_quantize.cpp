@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/cpu_features.hpp"
+#include "runtime/model/user_prompt.hpp"
 #include "runtime/quant/calibration_set.hpp"
 #include "runtime/quant/calibrator.hpp"
 #include "runtime/quant/quantizer.hpp"
@@ -298,8 +299,8 @@ int cmd_quantize(int argc, char** argv) {
   if (calibrated) {
     std::vector<std::vector<int32_t>> prompts;
     for (const auto& t : texts)
-      prompts.push_back(m.chat() ? encode_chat(m.vocab(), *m.chat(), {{"user", t}}, true) : m.vocab().encode(t, true, false));
-    auto s = cal.run(*parts->device, mc.n_layer, mc.n_embd, mc.n_ff, prompts, parts->n_ctx);
+      prompts.push_back(user_prompt(m, t));
+    auto s = cal.run(*parts->device(), mc.n_layer, mc.n_embd, mc.n_ff, prompts, parts->n_ctx);
     if (!s) return fail(s.err().message, s.err().code == errc::cancelled ? 130 : 1);
     summary = *s;
     calp = &cal;

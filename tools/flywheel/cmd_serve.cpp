@@ -50,12 +50,12 @@ int serve_prefill_node(config cfg, const sigset_t& stop_signals) {
     std::fprintf(stderr, "serve: %s\n", parts.err().what().c_str());
     return 1;
   }
-  std::fprintf(stderr, "serve: %s\n", parts->device->summary().c_str());
+  std::fprintf(stderr, "serve: %s\n", parts->device()->summary().c_str());
   auto identity = parts->node_identity("prefill node");
   const std::string fingerprint = identity.model_fingerprint;
   actors::prefill_node_options po;
   po.prefill_chunk = chunk;
-  auto node = actors::prefill_node::start(parts->m, std::move(parts->device), std::move(identity), *listen, std::move(po));
+  auto node = actors::prefill_node::start(parts->m, parts->devices.take(device_role::decode), std::move(identity), *listen, std::move(po));
   if (!node) {
     std::fprintf(stderr, "serve: %s\n", node.err().what().c_str());
     return 1;
@@ -144,13 +144,10 @@ int cmd_serve(int argc, char** argv) {
     std::fprintf(stderr, "serve: %s\n", parts.err().what().c_str());
     return 1;
   }
-  std::fprintf(stderr, "serve: %s\n", parts->device->summary().c_str());
-  if (parts->prefill_device) std::fprintf(stderr, "serve: prefill on its own %s\n", parts->prefill_device->summary().c_str());
-  const auto lim = parts->limits();  // before the devices move into the engine
-  actors::engine_options eo;
-  eo.prefill_device = std::move(parts->prefill_device);
-  eo.offload_device = std::move(parts->offload_device);
-  auto engine = actors::engine::start(parts->m, std::move(parts->device), lim, std::move(eo));
+  for (const auto& d : parts->devices.all())
+    std::fprintf(stderr, "serve: %s (%s): %s\n", d.name.c_str(), std::string(enum_name(device_role_names, d.role)).c_str(),
+                 d.be->summary().c_str());
+  auto engine = actors::engine::start(*parts);
   if (!engine) {
     std::fprintf(stderr, "serve: %s\n", engine.err().what().c_str());
     return 1;

@@ -63,7 +63,7 @@ expected<runtime_parts> model_session::open(const arg_parser& args, bool verbose
   if (verbose) {
     if (s->draft) std::fprintf(stderr, "speculative decoding: draft %s, k %s\n", s->draft->name().c_str(),
                                s->cfg.speculative.k ? std::to_string(*s->cfg.speculative.k).c_str() : "auto");
-    for (const auto& k : s->device->kernel_paths()) {
+    for (const auto& k : s->device()->kernel_paths()) {
       std::fprintf(stderr, "kernel: %-5s -> %s%s%s\n", k.weight_type.c_str(), k.path.c_str(),
                    k.fallback ? "  WARNING: " : "", k.fallback ? k.note.c_str() : "");
     }

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/model/user_prompt.hpp"
 #include "runtime/quant/calibration_set.hpp"
 #include "runtime/setup/runtime_parts.hpp"
 #include "runtime/text/chat_encoding.hpp"
@@ -56,10 +57,10 @@ expected<quality_report> run_quality(const config& base, const quality_run& run)
     auto qs = read_calibration_file(run.queries_path, co);
     if (!qs) return qs.err();
     for (const auto& q : *qs)
-      queries.push_back(r->m->chat() ? encode_chat(vocab, *r->m->chat(), {{"user", q}}, true) : vocab.encode(q, true, false));
+      queries.push_back(user_prompt(*r->m, q));
   }
   const int32_t bos = vocab.add_bos() ? vocab.bos() : -1;
-  return evaluate_quality(*m->device, cap_m, *r->device, cap_r, mc.n_layer, mc.n_vocab, bos, tokens, queries, run.options);
+  return evaluate_quality(*m->device(), cap_m, *r->device(), cap_r, mc.n_layer, mc.n_vocab, bos, tokens, queries, run.options);
 }
 
 void print_quality(const quality_report& r, const quality_run& run) {

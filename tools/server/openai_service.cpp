@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/sched/admission.hpp"
 #include "runtime/text/chat_encoding.hpp"
 
 namespace fw::server {
@@ -83,8 +84,6 @@ json empty_logprobs(bool chat) {
           {"text_offset", json::array()}};
 }
 
-constexpr const char* ttft_help = "Histogram of time to first token in seconds.";
-constexpr const char* itl_help = "Histogram of inter-token latency in seconds.";
 
 }  // namespace
 
@@ -122,8 +121,7 @@ bool openai_service::authorized(const http_request& req) const {
 
 void openai_service::count_response(const char* route, unsigned status) {
   engine_.metrics()
-      .counter("flywheel:http_requests_total", "HTTP requests answered, by route and status code.",
-               {{"route", route}, {"code", std::to_string(status)}})
+      .counter(series::http_requests, {{"route", route}, {"code", std::to_string(status)}})
       .inc();
 }
 
@@ -234,39 +232,25 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
                                   route);
     prompt = encode_chat(m.vocab(), *tmpl, g.messages, true);
   } else if (g.prompt_is_ids) {
-    for (int32_t id : g.prompt_ids)
-      if (id >= m.vocab().n_vocab())
-        return reply_error(*reply, bad_request("prompt: token id " + std::to_string(id) + " is not in the vocabulary (" +
-                                               std::to_string(m.vocab().n_vocab()) + " tokens)",
-                                               "prompt"),
-                           route);
     prompt = std::move(g.prompt_ids);
   } else {
     // A raw completion prompt is the client's whole text, control tokens included (as OpenAI's
     // and llama.cpp's completion endpoints).
     prompt = m.vocab().encode(g.prompt, true, true);
   }
-  if (prompt.empty()) return reply_error(*reply, bad_request("the prompt is empty", chat ? "messages" : "prompt"), route);
-  const size_t n_prompt = prompt.size();
-  if (n_prompt >= opt_.n_ctx)
-    return reply_error(*reply,
-                       bad_request("this model's context window is " + std::to_string(opt_.n_ctx) + " tokens; the prompt has " +
-                                       std::to_string(n_prompt) + " (at least one must be left to generate)",
-                                   chat ? "messages" : "prompt", "context_length_exceeded"),
-                       route);
-  const int64_t room = static_cast<int64_t>(opt_.n_ctx) - static_cast<int64_t>(n_prompt);
-  if (g.max_tokens_set) {
-    if (g.params.max_tokens > room)
-      return reply_error(*reply,
-                         bad_request("this model's context window is " + std::to_string(opt_.n_ctx) + " tokens; the prompt has " +
-                                         std::to_string(n_prompt) + " and max_tokens asks for " +
-                                         std::to_string(g.params.max_tokens) + " more (at most " +
-                                         std::to_string(room) + ")",
-                                     "max_tokens", "context_length_exceeded"),
-                         route);
-  } else if (g.params.max_tokens < 0 || g.params.max_tokens > room) {
-    g.params.max_tokens = static_cast<int32_t>(room);  // the default: as much as the window holds
+  // The runtime's admission rules (runtime/sched/admission: tokens in the vocabulary, prompt and
+  // max_tokens within the window), answered with OpenAI's codes. An unset max_tokens is the
+  // [sampling] default where it fits, else as much as the window holds.
+  int32_t asked = g.params.max_tokens;
+  if (!g.max_tokens_set && asked >= 0 && prompt.size() + static_cast<size_t>(asked) > opt_.n_ctx) asked = -1;
+  auto budget = admit_request(prompt, static_cast<uint32_t>(m.vocab().n_vocab()), opt_.n_ctx, asked);
+  if (!budget) {
+    const bool overflow = budget.err().code == errc::context_overflow;
+    const bool prompt_fits = !prompt.empty() && prompt.size() < opt_.n_ctx;
+    const char* param = g.max_tokens_set && prompt_fits ? "max_tokens" : (chat ? "messages" : "prompt");
+    return reply_error(*reply, bad_request(budget.err().message, param, overflow ? "context_length_exceeded" : ""), route);
   }
+  g.params.max_tokens = static_cast<int32_t>(*budget);
 
   auto r = std::make_unique<live>();
   r->reply = reply;
@@ -399,23 +383,15 @@ std::string openai_service::metrics_text() {
   const auto& labels = engine_.metric_labels();
   alert_reading now;
   now.now_s = monotonic_s();
-  now.draft_tokens = reg.counter(metric_names::spec_decode_num_draft_tokens,
-                                 metric_names::spec_decode_num_draft_tokens_help, labels).value();
-  now.accepted_tokens = reg.counter(metric_names::spec_decode_num_accepted_tokens,
-                                    metric_names::spec_decode_num_accepted_tokens_help, labels).value();
-  now.ttft = reg.histogram(metric_names::time_to_first_token, ttft_help, metric_buckets::time_to_first_token(), labels)
-                 .read();
-  now.tpot = reg.histogram(metric_names::inter_token_latency, itl_help, metric_buckets::inter_token_latency(), labels)
-                 .read();
-  now.prefill_to_decode = reg.histogram(metric_names::prefill_to_decode_latency,
-                                        metric_names::prefill_to_decode_latency_help,
-                                        metric_buckets::prefill_to_decode_latency(), labels)
-                              .read();
+  now.draft_tokens = reg.counter(series::spec_decode_num_draft_tokens, labels).value();
+  now.accepted_tokens = reg.counter(series::spec_decode_num_accepted_tokens, labels).value();
+  now.ttft = reg.histogram(series::time_to_first_token, labels).read();
+  now.tpot = reg.histogram(series::inter_token_latency, labels).read();
+  now.prefill_to_decode = reg.histogram(series::prefill_to_decode_latency, labels).read();
   for (const alert_status& a : alerts_.evaluate(now)) {
     auto l = labels;
     l.push_back({"alert", a.name});
-    reg.gauge("flywheel:alerts_firing", "1 while the alert's condition holds over the [alerts] window, else 0.", l)
-        .set(a.firing ? 1 : 0);
+    reg.gauge(series::alerts_firing, l).set(a.firing ? 1 : 0);
   }
   return engine_.render_metrics();
 }

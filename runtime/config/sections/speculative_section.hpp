@@ -29,6 +29,8 @@ struct speculative_section {
   std::string draft_plugin;    ///< draft = "plugin:NAME": the [[plugins.load]] name
   std::string draft_model;     ///< GGUF draft for draft = "model"
   std::string feature_map = "models/feature_draft.gguf";  ///< draft = "feature"/"hybrid": the map `flywheel fit-draft` wrote
+  /// The prompts the feature map is fitted on when feature_map does not exist yet (first use).
+  std::string feature_prompts = "conf/calibration/prompts.txt";
   std::optional<uint32_t> k = 5;  ///< draft tokens per step 1..16; nullopt: "auto" (adaptive policy)
   uint32_t draft_layers = 0;   ///< layer-skip: target layers the draft runs; 0: half of them
   draft_quant_type draft_quant = draft_quant_type::q4_0;  ///< self-quant: weight format of the draft copy

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <numeric>
 #include <variant>
 #include <vector>
@@ -120,12 +121,14 @@ class scheduler_test : public ::testing::Test {
     start(std::move(su));
   }
 
-  void start_with_offload() {
+  void start_with_offload(std::optional<rollout_limits> rollout = {}) {
     offload_ = make_pool();
     auto su = base_setup();
     su.offload_pool = offload_.get();
+    su.rollout = rollout;
     start(std::move(su));
   }
+
 
   /// Submits a request and runs its prefill on the worker it went to; returns its decode job.
   decode_job to_decode(uint64_t id, uint32_t prompt_tokens = 6) {
@@ -526,15 +529,20 @@ TEST_F(scheduler_test, admission_tpot_holds_requests_the_predicted_step_cannot_c
   su.admission_tpot_s = 0.010;
   start(std::move(su));
   auto d = to_decode(1);
-  // Steps of 1 sequence: 2 ms per layer-row, 0.1 ms per context token (two context sizes fit both).
+  // The decode worker's fit of steps of 1 sequence: 2 ms per layer-row, 0.1 ms per context token
+  // (two context sizes pin down both), reported with a step's tokens.
+  decode_time_predictor worker;
   for (int i = 0; i < 8; ++i) {
-    step_tokens t;
-    t.rows = 1;
-    t.sum_context = 10 + 10 * (i % 2);
-    t.step_s = 0.002 * 2 + 0.0001 * static_cast<double>(t.sum_context);
-    (void)s_->progress(t);
+    const double ctx = 10 + 10 * (i % 2);
+    worker.observe(ctx, 1, 2, 0.002 * 2 + 0.0001 * ctx);
   }
-  ASSERT_GT(s_->stats().predictor_steps, 0u);
+  step_tokens t;
+  t.ids = {1};
+  t.tokens = {7};
+  t.fit = worker.fit();
+  (void)s_->progress(t);
+  EXPECT_EQ(s_->stats().predictor_steps, 8u) << "the scheduler reads the worker's fit, it does not refit";
+  EXPECT_NEAR(s_->stats().predictor_b, worker.b(), 1e-12);
   (void)one<run_prefill>(s_->submit(request(2)));  // 2 rows: ~10 ms, within the target
   EXPECT_TRUE(s_->submit(request(3)).empty()) << "a third row would pass 10 ms";
   EXPECT_EQ(s_->stage_of(3), request_stage::waiting);
@@ -551,7 +559,7 @@ TEST_F(scheduler_test, rollout_stage_one_serves_without_speculation_and_prefills
   EXPECT_EQ(p.job.chunk, 1u << 16);
   auto d = one<run_decode>(s_->prefill_finished(p.worker, prefilled(p))).job;
   EXPECT_EQ(d.params.max_draft_k, 0);
-  EXPECT_FALSE(d.may_offload);
+  EXPECT_FALSE(d.may_offload) << "offload is rollout stage 4";
   EXPECT_EQ(s_->stats().rollout_stage, 1u);
 }
 

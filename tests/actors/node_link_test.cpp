@@ -1,0 +1,383 @@
+// Prefill and decode on two nodes connected by CAF's network layer, in one test process (two
+// actor systems, a real loopback TCP connection, a tiny model): a decode node's greedy output
+// equals a one-node engine's; its prompts are prefilled by the prefill node and their KV arrives
+// as a chunked kv_codec stream; a prefill node of another protocol version or model is refused
+// by the handshake (both sides named) and the decode node prefills locally; a damaged stream, a
+// prefill node past the deadline and a prefill node that goes away mid-flight each fail over to
+// local prefill without losing a request or changing a token; a prefill node back on the same
+// port gets the traffic again; garbage on the port is dropped and the node keeps serving; every
+// pool ends empty. The multi-process form (kill -9) is tests/server/test_nodes.py.
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <thread>
+
+#include "actors/engine.hpp"
+#include "actors/node_service_actor.hpp"
+#include "actors/prefill_node.hpp"
+#include "runtime/device/cpu/cpu_backend.hpp"
+#include "runtime/sched/peer_choice.hpp"
+#include "runtime/setup/device_identity_of.hpp"
+#include "tests/support/engine_fixture.hpp"
+#include "tests/support/sampling_presets.hpp"
+#include "tests/support/test_models.hpp"
+
+namespace fw::actors {
+namespace {
+
+using namespace std::chrono_literals;
+
+class node_link_test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tiny_model_spec spec;
+    spec.weight_type = ggml_type::q8_0;
+    spec.seed = 47;
+    model_ = test::load_tiny(spec, "nodes_q8_0");
+  }
+  static void TearDownTestSuite() { model_.reset(); }
+
+  static std::unique_ptr<backend> device() { return test::tiny_device(*model_, 4096, 1); }
+
+  static device_identity identity(const std::string& name, backend& b) {
+    return device_identity_of(name, b, model_fingerprint(model_->file()));
+  }
+
+  static std::unique_ptr<prefill_node> start_node(uint16_t port = 0, prefill_node_options o = {},
+                                                  std::function<void(device_identity&)> amend = {}) {
+    auto dev = device();
+    auto id = identity("prefill node cpu:0", *dev);
+    if (amend) amend(id);
+    o.prefill_chunk = 16;
+    auto n = prefill_node::start(model_, std::move(dev), id, node_address{"127.0.0.1", port}, std::move(o));
+    EXPECT_TRUE(n) << (n ? "" : n.err().what());
+    return n ? std::move(*n) : nullptr;
+  }
+
+  /// A decode node whose peers are these ports; none: a one-node engine (the reference).
+  static std::unique_ptr<engine> start_engine(std::vector<uint16_t> ports, double deadline_s = 3.0,
+                                              std::shared_ptr<const engine_faults> faults = nullptr) {
+    engine_limits lim;
+    lim.n_ctx = 256;
+    lim.prefill_chunk = 16;
+    for (uint16_t p : ports) lim.nodes.peers.push_back(node_address{"127.0.0.1", p});
+    lim.nodes.heartbeat_s = 0.05;
+    lim.nodes.heartbeat_timeout_s = 1.0;
+    lim.nodes.reconnect_s = 0.02;
+    lim.nodes.reconnect_max_s = 0.2;
+    lim.nodes.deadline_s = deadline_s;
+    lim.nodes.chunk_bytes = 4096;  // several chunks per stream
+    auto dev = device();
+    lim.nodes.self = identity("decode node cpu:0", *dev);
+    engine_options o;
+    o.faults = std::move(faults);
+    return test::start_engine(model_, std::move(dev), lim, std::move(o));
+  }
+
+  static std::vector<int32_t> prompt_of(size_t i) {
+    std::vector<int32_t> p;
+    for (size_t j = 0; j < 9 + i * 13; ++j) p.push_back(static_cast<int32_t>(3 + (i * 37 + j * 11) % 250));
+    return p;
+  }
+  static std::vector<std::vector<int32_t>> prompts(size_t n) {
+    std::vector<std::vector<int32_t>> p;
+    for (size_t i = 0; i < n; ++i) p.push_back(prompt_of(i));
+    return p;
+  }
+
+  /// Submits every prompt at once; the tokens of each, in order.
+  static std::vector<std::vector<int32_t>> run_all(engine& e, const std::vector<std::vector<int32_t>>& ps, int n = 12) {
+    std::vector<std::future<completed_request>> futs;
+    for (const auto& p : ps) {
+      auto pr = std::make_shared<std::promise<completed_request>>();
+      auto acc = std::make_shared<completed_request>();
+      futs.push_back(pr->get_future());
+      e.submit(p, test::greedy(n), [pr, acc](const stream_event& ev) {
+        if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
+          acc->tokens.insert(acc->tokens.end(), ev.tokens.begin(), ev.tokens.end());
+        } else {
+          acc->final = ev;
+          pr->set_value(*acc);
+        }
+      });
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto& f : futs) {
+      EXPECT_EQ(f.wait_for(120s), std::future_status::ready);
+      auto r = f.get();
+      EXPECT_TRUE(r.ok()) << r.final.error;
+      out.push_back(r.tokens);
+    }
+    return out;
+  }
+
+  static const std::vector<std::vector<int32_t>>& reference() {
+    static const auto ref = [] {
+      auto e = start_engine({});
+      return run_all(*e, prompts(8));
+    }();
+    return ref;
+  }
+
+  /// Waits until the decode node's first peer is in `state`.
+  static bool wait_peer(engine& e, const std::string& state, double timeout_s = 10) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (std::chrono::steady_clock::now() < end) {
+      auto p = e.peers();
+      if (!p.empty() && p[0].state == state) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+  static void expect_pools_empty(engine& e) {
+    auto s = e.stats();
+    ASSERT_TRUE(s) << s.err().what();
+    EXPECT_EQ(s->waiting + s->prefilling + s->decoding, 0u);
+    EXPECT_EQ(e.device().kv_pool().used_blocks(), s->prefix_cache_blocks);
+  }
+
+  static inline std::shared_ptr<const model> model_;
+};
+
+TEST_F(node_link_test, the_prefill_node_prefills_and_the_tokens_equal_one_node) {
+  auto node = start_node();
+  ASSERT_TRUE(node);
+  auto e = start_engine({node->port()});
+  ASSERT_TRUE(wait_peer(*e, "connected"));
+  EXPECT_EQ(run_all(*e, prompts(8)), reference());
+  const auto p = e->peers();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].prefills, 8u);
+  EXPECT_EQ(p[0].failovers, 0u);
+  EXPECT_EQ(e->local_prefills(), 0u);
+  EXPECT_EQ(p[0].name, "prefill node cpu:0");
+  EXPECT_GT(p[0].bytes, 8u * kv_stream_header_bytes);
+  EXPECT_EQ(node->counters().prefills.load(), 8u);
+  EXPECT_EQ(node->counters().bytes.load(), p[0].bytes);
+  expect_pools_empty(*e);
+  EXPECT_EQ(node->device().kv_pool().used_blocks(), 0u);
+  const std::string text = e->render_metrics();
+  EXPECT_NE(text.find("flywheel:node_peer_prefills_total{"), std::string::npos);
+  EXPECT_NE(text.find("peer=\"127.0.0.1:" + std::to_string(node->port()) + "\"} 8"), std::string::npos);
+}
+
+TEST_F(node_link_test, two_prefill_nodes_share_the_prompts) {
+  auto a = start_node(), b = start_node();
+  ASSERT_TRUE(a && b);
+  auto e = start_engine({a->port(), b->port()});
+  const auto end = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < end) {
+    auto p = e->peers();
+    if (p.size() == 2 && p[0].state == "connected" && p[1].state == "connected") break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(run_all(*e, prompts(8)), reference());
+  const auto p = e->peers();
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_GT(p[0].prefills, 0u);
+  EXPECT_GT(p[1].prefills, 0u);
+  EXPECT_EQ(p[0].prefills + p[1].prefills, 8u);
+}
+
+TEST_F(node_link_test, no_reachable_peer_means_local_prefill) {
+  // A port nobody listens on: bind, note it, close.
+  uint16_t port = 0;
+  {
+    auto n = start_node();
+    ASSERT_TRUE(n);
+    port = n->port();
+  }
+  auto e = start_engine({port});
+  EXPECT_EQ(run_all(*e, prompts(8)), reference());
+  EXPECT_EQ(e->local_prefills(), 8u);
+  const auto p = e->peers();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].state, "down");
+  EXPECT_FALSE(p[0].reason.empty());
+  expect_pools_empty(*e);
+}
+
+TEST_F(node_link_test, a_peer_of_another_protocol_version_is_refused_naming_both_sides) {
+  prefill_node_options o;
+  o.protocol = node_protocol_version + 98;
+  auto node = start_node(0, o);
+  ASSERT_TRUE(node);
+  auto e = start_engine({node->port()});
+  ASSERT_TRUE(wait_peer(*e, "refused"));
+  const auto p = e->peers();
+  EXPECT_NE(p[0].reason.find("version " + std::to_string(node_protocol_version + 98)), std::string::npos) << p[0].reason;
+  EXPECT_NE(p[0].reason.find("decode node cpu:0"), std::string::npos) << p[0].reason;
+  EXPECT_NE(p[0].reason.find("prefill node cpu:0"), std::string::npos) << p[0].reason;
+  EXPECT_EQ(run_all(*e, prompts(8)), reference());
+  EXPECT_EQ(e->local_prefills(), 8u);
+  EXPECT_GE(node->counters().refused.load(), 1u);
+  EXPECT_EQ(node->counters().prefills.load(), 0u);
+}
+
+TEST_F(node_link_test, a_peer_serving_another_model_file_is_refused) {
+  auto node = start_node(0, {}, [](device_identity& id) { id.model_fingerprint = "crc32c:00000000, 1 MB"; });
+  ASSERT_TRUE(node);
+  auto e = start_engine({node->port()});
+  ASSERT_TRUE(wait_peer(*e, "refused"));
+  EXPECT_NE(e->peers()[0].reason.find("model"), std::string::npos) << e->peers()[0].reason;
+  EXPECT_EQ(run_all(*e, prompts(4)), std::vector(reference().begin(), reference().begin() + 4));
+  EXPECT_EQ(node->counters().prefills.load(), 0u);
+}
+
+TEST_F(node_link_test, a_damaged_stream_is_refused_and_the_prompt_recomputed_here) {
+  auto node = start_node();
+  ASSERT_TRUE(node);
+  auto faults = std::make_shared<engine_faults>();
+  faults->damage_kv_stream = [](uint64_t id, std::vector<std::byte>& s) {
+    if (id % 2 == 0) s[s.size() / 2] ^= std::byte{0x40};  // payload bit flip
+    else s.resize(s.size() - 7);                           // truncated
+  };
+  auto e = start_engine({node->port()}, 3.0, faults);
+  ASSERT_TRUE(wait_peer(*e, "connected"));
+  EXPECT_EQ(run_all(*e, prompts(8)), reference());
+  EXPECT_EQ(e->peers()[0].failovers, 8u);
+  EXPECT_EQ(e->local_prefills(), 8u);
+  expect_pools_empty(*e);
+}
+
+TEST_F(node_link_test, a_prefill_node_past_the_deadline_fails_over_and_the_request_completes) {
+  prefill_node_options o;
+  o.before_prefill = [](uint64_t) { std::this_thread::sleep_for(400ms); };
+  auto node = start_node(0, o);
+  ASSERT_TRUE(node);
+  auto e = start_engine({node->port()}, 0.1);
+  ASSERT_TRUE(wait_peer(*e, "connected"));
+  EXPECT_EQ(run_all(*e, prompts(2)), std::vector(reference().begin(), reference().begin() + 2));
+  EXPECT_GE(e->peers()[0].failovers, 1u);
+  expect_pools_empty(*e);
+}
+
+TEST_F(node_link_test, a_prefill_node_lost_mid_flight_loses_nothing_and_gets_traffic_again_when_back) {
+  // The node dies mid-flight: once `dead` is set its next prefill throws, which kills its
+  // service (as a crash would; the multi-process kill -9 is tests/server/test_nodes.py).
+  auto dead = std::make_shared<std::atomic<bool>>(false);
+  prefill_node_options slow;
+  slow.before_prefill = [dead](uint64_t) {
+    std::this_thread::sleep_for(30ms);
+    if (dead->load()) throw std::runtime_error("the prefill node died");
+  };
+  auto node = start_node(0, slow);
+  ASSERT_TRUE(node);
+  const uint16_t port = node->port();
+  auto e = start_engine({port});
+  ASSERT_TRUE(wait_peer(*e, "connected"));
+  auto ps = prompts(8);
+  for (size_t i = 0; i < 8; ++i) ps.push_back(prompt_of(i));  // 16 in flight
+  auto want = reference();
+  want.insert(want.end(), reference().begin(), reference().end());
+  std::thread killer([&] {
+    while (node->counters().prefills.load() < 2) std::this_thread::sleep_for(1ms);
+    dead->store(true);
+  });
+  EXPECT_EQ(run_all(*e, ps), want);
+  killer.join();
+  node->shutdown();
+  ASSERT_TRUE(wait_peer(*e, "down", 5));
+  auto p = e->peers();
+  EXPECT_GE(p[0].failovers, 1u);
+  EXPECT_GE(p[0].prefills, 2u);
+  EXPECT_LT(p[0].prefills, 16u);
+  EXPECT_EQ(p[0].prefills + e->local_prefills(), 16u);
+  const uint64_t before = p[0].prefills;
+  expect_pools_empty(*e);
+
+  // Back on the same port: reconnected within the backoff, and prompts go there again.
+  node.reset();
+  auto again = start_node(port);
+  ASSERT_TRUE(again);
+  ASSERT_TRUE(wait_peer(*e, "connected"));
+  EXPECT_EQ(run_all(*e, prompts(4)), std::vector(reference().begin(), reference().begin() + 4));
+  p = e->peers();
+  EXPECT_EQ(p[0].prefills, before + 4);
+  EXPECT_GE(p[0].connects, 2u);
+}
+
+TEST_F(node_link_test, garbage_on_the_port_is_dropped_and_the_node_keeps_serving) {
+  auto node = start_node();
+  ASSERT_TRUE(node);
+  for (size_t n : {1, 64, 4096, 100000}) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(node->port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    std::vector<char> junk(n);
+    for (size_t i = 0; i < n; ++i) junk[i] = static_cast<char>((i * 131 + 7) ^ (i >> 3));
+    (void)!::send(fd, junk.data(), junk.size(), MSG_NOSIGNAL);
+    ::close(fd);
+  }
+  auto e = start_engine({node->port()});
+  ASSERT_TRUE(wait_peer(*e, "connected"));
+  EXPECT_EQ(run_all(*e, prompts(4)), std::vector(reference().begin(), reference().begin() + 4));
+  EXPECT_EQ(node->counters().prefills.load(), 4u);
+}
+
+TEST(peer_choice, the_least_loaded_connected_peer_or_local_with_a_reason) {
+  std::vector<peer_view> v{{true, 2, 0}, {false, 0, 0}, {true, 1, 9}, {true, 1, 3}};
+  EXPECT_EQ(choose_peer(v, 100, 0, 1).peer, 3);  // fewest in flight, then least served
+  EXPECT_EQ(choose_peer(v, 100, 16, 1).peer, -1);
+  EXPECT_NE(choose_peer(v, 100, 16, 1).reason.find("cached"), std::string::npos);
+  EXPECT_EQ(choose_peer(v, 3, 0, 4).peer, -1);
+  EXPECT_EQ(choose_peer(v, 0, 0, 0).peer, -1);
+  std::vector<peer_view> down{{false, 0, 0}};
+  EXPECT_EQ(choose_peer(down, 100, 0, 1).reason, "no prefill node connected");
+  EXPECT_EQ(choose_peer({}, 100, 0, 1).reason, "no prefill node configured");
+}
+
+TEST(peer_choice, the_peer_expected_to_finish_first_and_local_when_all_would_miss_the_deadline) {
+  // 1000 tokens/s with 2000 queued, versus 500 tokens/s with nothing queued.
+  std::vector<peer_view> v{{true, 2, 5, 2000, 1000}, {true, 3, 0, 0, 500}};
+  EXPECT_EQ(choose_peer(v, 500, 0, 1, 3.0).peer, 1);   // 1.0 s vs 2.5 s
+  EXPECT_EQ(choose_peer(v, 3000, 0, 1, 10.0).peer, 0); // 5.0 s vs 6.0 s
+  const auto late = choose_peer(v, 3000, 0, 1, 4.0);
+  EXPECT_EQ(late.peer, -1);
+  EXPECT_NE(late.reason.find("deadline"), std::string::npos);
+  std::vector<peer_view> unmeasured{{true, 9, 0, 100000, 0}};
+  EXPECT_EQ(choose_peer(unmeasured, 3000, 0, 1, 0.1).peer, 0);  // no rate yet: no estimate
+}
+
+TEST(peer_choice, reconnect_backoff_doubles_to_its_cap) {
+  EXPECT_DOUBLE_EQ(reconnect_delay_s(0, 0.1, 5), 0.1);
+  EXPECT_DOUBLE_EQ(reconnect_delay_s(3, 0.1, 5), 0.8);
+  EXPECT_DOUBLE_EQ(reconnect_delay_s(10, 0.1, 5), 5);
+  EXPECT_DOUBLE_EQ(reconnect_delay_s(4000000000u, 0.1, 5), 5);
+}
+
+TEST(node_hello, the_handshake_names_both_sides_of_each_mismatch) {
+  node_hello a{node_protocol_version, "prefill", {}}, b{node_protocol_version, "decode", {}};
+  a.identity.name = "prefill node cpu:0";
+  b.identity.name = "decode node cpu:0";
+  for (auto* h : {&a, &b}) {
+    h->identity.kind = "cpu";
+    h->identity.model_fingerprint = "crc32c:1, 1 MB";
+    h->identity.kv_format_version = 1;
+    h->identity.kv_layers = 2;
+    h->identity.kv_heads = 2;
+    h->identity.kv_head_dim = 8;
+  }
+  EXPECT_EQ(refuse_hello(a, b), "");
+  b.protocol = 7;
+  EXPECT_NE(refuse_hello(a, b).find("decode node cpu:0 speaks version 7"), std::string::npos);
+  b.protocol = node_protocol_version;
+  b.identity.kv_head_dim = 16;
+  const std::string why = refuse_hello(a, b);
+  EXPECT_NE(why.find("prefill node cpu:0"), std::string::npos) << why;
+  EXPECT_NE(why.find("decode node cpu:0"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace fw::actors

@@ -1,0 +1,196 @@
+// The per-element math of the CUDA kernels (kernels/cuda/*.hpp, FW_HD functions nvcc compiles
+// for the device too), checked on the host against the references, so it is tested on every
+// machine, GPU or not: half conversions, the 32-element weight decoding of every format, the
+// split-K softmax merge and its entropy, the attention plan, and the KV tile addressing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/ops.hpp"
+#include "kernels/cuda/attention_math.hpp"
+#include "kernels/cuda/cuda_compat.hpp"
+#include "kernels/cuda/weight_chunk.hpp"
+#include "kernels/format/ggml_type.hpp"
+#include "kernels/format/quant_ref.hpp"
+#include "tests/support/kv_test_pools.hpp"
+
+namespace {
+
+using fw::cuda::wfmt;
+
+uint32_t bits_of(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
+}
+
+TEST(cuda_math_test, half_to_float_matches_the_reference_for_every_half) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float want = fw::fp16_to_fp32(static_cast<uint16_t>(h));
+    const float got = fw::cuda::half_to_float(static_cast<uint16_t>(h));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << std::hex << h;
+    } else {
+      ASSERT_EQ(bits_of(got), bits_of(want)) << "half 0x" << std::hex << h;
+    }
+  }
+}
+
+TEST(cuda_math_test, float_to_half_rounds_like_the_kv_cache_store) {
+  std::mt19937 rng(7);
+  std::vector<float> x;
+  for (float f : {0.f, -0.f, 1.f, -1.f, 65504.f, 65519.f, 65520.f, 1e9f, -1e9f, 6.1035156e-05f, 6.0e-08f, 2.98e-08f,
+                  2.9802322e-08f, 1e-10f, 0.333333f})
+    x.push_back(f);
+  std::uniform_int_distribution<uint32_t> any;
+  for (int i = 0; i < 200000; ++i) {
+    float f;
+    const uint32_t b = any(rng);
+    std::memcpy(&f, &b, sizeof f);
+    if (!std::isnan(f)) x.push_back(f);
+  }
+  std::vector<uint16_t> want(x.size());
+  fw::cpu::ref::fp32_to_fp16_row(x.data(), want.data(), static_cast<int64_t>(x.size()));
+  for (size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(fw::cuda::float_to_half(x[i]), want[i]) << "float " << x[i] << " (0x" << std::hex << bits_of(x[i]) << ")";
+}
+
+struct format_case {
+  fw::ggml_type type;
+  wfmt f;
+};
+
+TEST(cuda_math_test, every_weight_format_decodes_as_its_reference_conversion) {
+  const format_case cases[] = {{fw::ggml_type::f32, wfmt::f32},         {fw::ggml_type::f16, wfmt::f16},
+                               {fw::ggml_type::bf16, wfmt::bf16},       {fw::ggml_type::q4_0, wfmt::q4_0},
+                               {fw::ggml_type::q4_1, wfmt::q4_1},       {fw::ggml_type::q8_0, wfmt::q8_0},
+                               {fw::ggml_type::fw_w8a8, wfmt::w8},      {fw::ggml_type::fw_w4a16_g32, wfmt::w4g32},
+                               {fw::ggml_type::fw_w4a16_g64, wfmt::w4g64}, {fw::ggml_type::fw_w4a16_g128, wfmt::w4g128}};
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  constexpr int64_t k = 512;
+  std::vector<float> src(k);
+  for (auto& v : src) v = dist(rng);
+  src[17] = 9.f;  // an outlier, as real weights have
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(fw::type_traits(c.type).name));
+    const auto t = fw::type_traits(c.type);
+    ASSERT_TRUE(t.from_float && t.to_float);
+    const size_t bytes = fw::row_bytes(t, k);
+    ASSERT_EQ(static_cast<int64_t>(bytes), fw::cuda::row_bytes_of(c.f, k));
+    std::vector<uint8_t> row(bytes);
+    t.from_float(src.data(), row.data(), k);
+    std::vector<float> want(k), got(k);
+    t.to_float(row.data(), want.data(), k);
+    for (int64_t j = 0; j < k / 32; ++j) fw::cuda::decode_chunk(c.f, row.data(), j, got.data() + 32 * j);
+    for (int64_t i = 0; i < k; ++i) ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << "element " << i;
+  }
+}
+
+/// Direct double-precision softmax statistics of scores s: weights' sum of values and entropy.
+struct direct {
+  std::vector<double> out;
+  double entropy;
+};
+direct softmax_direct(const std::vector<float>& s, const std::vector<std::vector<float>>& v) {
+  const double m = *std::max_element(s.begin(), s.end());
+  double l = 0;
+  std::vector<double> p(s.size());
+  for (size_t i = 0; i < s.size(); ++i) l += p[i] = std::exp(s[i] - m);
+  direct d{std::vector<double>(v[0].size(), 0.0), 0.0};
+  for (size_t i = 0; i < s.size(); ++i) {
+    const double q = p[i] / l;
+    if (q > 0) d.entropy -= q * std::log(q);
+    for (size_t e = 0; e < v[i].size(); ++e) d.out[e] += q * v[i][e];
+  }
+  return d;
+}
+
+TEST(cuda_math_test, split_softmax_parts_merge_in_any_order_to_the_direct_result) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.f, 3.f);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 700), dims = 8;
+    std::vector<float> s(n);
+    std::vector<std::vector<float>> v(n, std::vector<float>(dims));
+    for (int i = 0; i < n; ++i) {
+      s[i] = dist(rng) + (trial % 5 == 0 && i == n / 2 ? 40.f : 0.f);  // sometimes one dominant key
+      for (auto& x : v[i]) x = dist(rng);
+    }
+    // Chunks as the kernel cuts them, each accumulated key by key; merged in a shuffled order.
+    const int chunk = 32 * (1 + static_cast<int>(rng() % 4));
+    struct part {
+      fw::cuda::softmax_part st;
+      std::vector<float> acc;
+    };
+    std::vector<part> parts;
+    for (int b = 0; b < n; b += chunk) {
+      part p{{}, std::vector<float>(dims, 0.f)};
+      for (int i = b; i < std::min(n, b + chunk); ++i) {
+        const float f = fw::cuda::softmax_add(p.st, s[i]);
+        const float w = std::exp(s[i] - p.st.m);
+        for (int e = 0; e < dims; ++e) p.acc[e] = p.acc[e] * f + w * v[i][e];
+      }
+      parts.push_back(std::move(p));
+    }
+    parts.push_back({{}, std::vector<float>(dims, 0.f)});  // an empty chunk (keys past the row's end)
+    std::shuffle(parts.begin(), parts.end(), rng);
+    fw::cuda::softmax_part total;
+    std::vector<float> acc(dims, 0.f);
+    for (const auto& p : parts) {
+      const auto k = fw::cuda::softmax_merge(total, p.st);
+      for (int e = 0; e < dims; ++e) acc[e] = acc[e] * k.a + p.acc[e] * k.b;
+    }
+    const direct d = softmax_direct(s, v);
+    constexpr double out_tolerance = 2e-5, entropy_tolerance = 2e-4;  // float accumulation over <= 700 keys
+    for (int e = 0; e < dims; ++e) EXPECT_NEAR(acc[e] / total.l, d.out[e], out_tolerance * (1 + std::abs(d.out[e])));
+    EXPECT_NEAR(fw::cuda::softmax_entropy(total), d.entropy, entropy_tolerance * (1 + d.entropy)) << "n " << n;
+  }
+}
+
+TEST(cuda_math_test, attention_plans_cover_every_key_in_whole_warps) {
+  for (int64_t rows : {1, 2, 16, 64, 512, 4096})
+    for (int heads : {9, 32, 64})
+      for (int keys : {1, 31, 64, 65, 300, 4096, 32768}) {
+        const auto p = fw::cuda::plan_attention(rows, heads, keys);
+        SCOPED_TRACE(std::to_string(rows) + " rows, " + std::to_string(heads) + " heads, " + std::to_string(keys) + " keys");
+        EXPECT_EQ(p.chunk_keys % 32, 0);
+        EXPECT_GE(static_cast<int64_t>(p.chunks) * p.chunk_keys, keys);
+        EXPECT_LT(static_cast<int64_t>(p.chunks - 1) * p.chunk_keys, keys);  // no chunk starts past the keys
+        if (rows * heads >= 2048) {
+          EXPECT_EQ(p.chunks, 1);
+        }
+        if (p.chunks > 1) {
+          EXPECT_GE(p.chunk_keys, 64) << "at least 64 keys per chunk";
+        }
+      }
+  // A batch-1 decode at a long context is cut into many chunks (the GPU stays busy).
+  EXPECT_GE(fw::cuda::plan_attention(1, 32, 4096).chunks, 32);
+}
+
+TEST(cuda_math_test, kv_tile_addressing_is_the_pools) {
+  for (auto dt : {fw::kv_dtype::f32, fw::kv_dtype::f16}) {
+    const auto layout = fw::test::kv_shape(16, dt, 3, 2, 64);
+    auto pool = fw::test::make_kv_pool(layout, 8);
+    const fw::cuda::kv_tiles_layout t{layout.n_layer, layout.n_head_kv, layout.head_dim, layout.block_tokens};
+    const auto* base = static_cast<const std::byte*>(pool->block_data(0).data());
+    const size_t eb = layout.elem_bytes();
+    for (uint32_t b : {0u, 5u, 7u})
+      for (uint32_t l = 0; l < layout.n_layer; ++l)
+        for (uint32_t h = 0; h < layout.n_head_kv; ++h)
+          for (uint32_t tok : {0u, 9u, 15u})
+            for (uint32_t e : {0u, 1u, 63u}) {
+              const auto* k = static_cast<const std::byte*>(pool->k_data(b, l, h)) + (size_t{e} * layout.block_tokens + tok) * eb;
+              const auto* v = static_cast<const std::byte*>(pool->v_data(b, l, h)) + (size_t{tok} * layout.head_dim + e) * eb;
+              ASSERT_EQ(base + t.k_at(b, l, h, tok, e) * static_cast<int64_t>(eb), k);
+              ASSERT_EQ(base + t.v_at(b, l, h, tok, e) * static_cast<int64_t>(eb), v);
+            }
+  }
+}
+
+}  // namespace
