@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/pack-gpu.sh: packs, on this (build) machine, what tools/gpu-check.sh needs on a GPU host
-# that lacks this project's libraries (README "GPU"):
+# that lacks this project's libraries (docs/gpu.md):
 #   .gpu/pack.tar.xz         the CUDA-enabled binaries built here (flywheel, fw_cuda_tests,
 #                            flywheel-tiny-model; stripped) and every shared library ldd shows
 #                            them using outside the C library (CAF, utf8proc, pcre2, libedit,

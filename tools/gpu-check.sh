@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/gpu-check.sh: the one command for a GPU host (README "GPU"). Runs the CUDA-enabled
+# tools/gpu-check.sh: the one command for a GPU host (docs/gpu.md). Runs the CUDA-enabled
 # binaries packed by scripts/pack-gpu.sh (.gpu/pack.tar.xz, with the libraries they need) and
 # writes one JSON report, in about 5 minutes on one H200:
 #   1. every GPU test (fw_cuda_tests): each kernel against the CPU reference with named

@@ -53,7 +53,8 @@ field<T> integer(std::string_view key, M T::*m, int64_t lo, int64_t hi, std::str
             obj.*m = static_cast<M>(x);
             return {};
           },
-          [=](const T& obj) { return std::to_string(obj.*m); }};
+          [=](const T& obj) { return std::to_string(obj.*m); },
+          "an integer, " + range_text(std::to_string(lo), std::to_string(hi), note)};
 }
 
 /// A float or integer in [lo, hi]; with lo_open the lower bound itself is excluded.
@@ -74,7 +75,8 @@ field<T> number(std::string_view key, M T::*m, double lo, double hi, bool lo_ope
             obj.*m = static_cast<M>(x);
             return {};
           },
-          [=](const T& obj) { return format_number(obj.*m); }};
+          [=](const T& obj) { return format_number(obj.*m); },
+          "a number, " + range_text(lo_open ? "above " + shortest(lo) + "," : shortest(lo), (lo_open ? "up to " : "") + shortest(hi), note)};
 }
 
 template <class T>
@@ -86,7 +88,8 @@ field<T> boolean(std::string_view key, bool T::*m) {
             obj.*m = v->get();
             return {};
           },
-          [=](const T& obj) { return std::string(obj.*m ? "true" : "false"); }};
+          [=](const T& obj) { return std::string(obj.*m ? "true" : "false"); },
+          "true or false"};
 }
 
 /// An array of distinct integers in [lo, hi].
@@ -115,7 +118,8 @@ field<T> integer_list(std::string_view key, std::vector<int> T::*m, int lo, int 
             std::string s = "[";
             for (size_t i = 0; i < (obj.*m).size(); ++i) s += (i ? ", " : "") + std::to_string((obj.*m)[i]);
             return s + "]";
-          }};
+          },
+          "distinct integers, " + range_text(std::to_string(lo), std::to_string(hi), {})};
 }
 
 template <class T>
@@ -128,7 +132,8 @@ field<T> text(std::string_view key, std::string T::*m, bool allow_empty) {
             obj.*m = v->get();
             return {};
           },
-          [=](const T& obj) { return quote(obj.*m); }};
+          [=](const T& obj) { return quote(obj.*m); },
+          allow_empty ? "a string" : "a non-empty string"};
 }
 
 /// A string naming one value of an enumeration (its table in sections/).
@@ -147,7 +152,8 @@ field<T> enumerated(std::string_view key, E T::*m, const enum_table<E, N>& table
             obj.*m = *e;
             return {};
           },
-          [=, &table](const T& obj) { return quote(enum_name(table, obj.*m)); }};
+          [=, &table](const T& obj) { return quote(enum_name(table, obj.*m)); },
+          "one of " + join(enum_names(table))};
 }
 
 template <class T>
@@ -171,7 +177,8 @@ field<T> string_list(std::string_view key, std::vector<std::string> T::*m) {
             std::string s = "[";
             for (size_t i = 0; i < (obj.*m).size(); ++i) s += (i ? ", " : "") + quote((obj.*m)[i]);
             return s + "]";
-          }};
+          },
+          "a list of non-empty strings"};
 }
 
 /// speculative.draft: a built-in kind or "plugin:NAME" (a draft_model plugin from [[plugins.load]]).
@@ -197,7 +204,8 @@ field<speculative_section> draft_field() {
             s.draft_plugin.clear();
             return {};
           },
-          [](const speculative_section& s) { return quote(s.draft_name()); }};
+          [](const speculative_section& s) { return quote(s.draft_name()); },
+          "one of none, model, self-quant, layer-skip, ngram, feature, hybrid, or \"plugin:NAME\""};
 }
 
 /// speculative.k: "auto" or a whole number 1..16, written as an integer or a string.
@@ -227,7 +235,8 @@ field<speculative_section> draft_k() {
           },
           [](const speculative_section& s) {
             return s.k ? std::to_string(*s.k) : quote("auto");  // a number prints as a TOML integer
-          }};
+          },
+          "\"auto\" or an integer, 1 to 16"};
 }
 
 /// A field of section S, seen from the whole config.
@@ -237,7 +246,7 @@ field<config> lift(S config::*sec, field<S> f) {
           [sec, a = std::move(f.assign)](config& c, const toml::node& n, const std::string& q) {
             return a(c.*sec, n, q);
           },
-          [sec, p = std::move(f.print)](const config& c) { return p(c.*sec); }};
+          [sec, p = std::move(f.print)](const config& c) { return p(c.*sec); }, std::move(f.allowed)};
 }
 
 template <class S>

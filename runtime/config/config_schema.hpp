@@ -39,6 +39,8 @@ struct field {
   std::function<check_result(T&, const toml::node&, const std::string& qualified)> assign;
   /// The current value as TOML text.
   std::function<std::string(const T&)> print;
+  /// What the checks accept, for people ("an integer, 1 to 1024"; the configuration reference).
+  std::string allowed;
 };
 
 /// One [section] of plain keys; arrays names its keys that hold arrays of tables ([[plugins.load]]),

@@ -78,7 +78,7 @@ def main():
         check(rep["bits_per_weight"] < 9, f"w8a8 is ~8 bits per weight ({rep['bits_per_weight']:.2f})")
         check(all(s["error"] <= s["error_rtn"] for s in rep["sites"]), "every site's chosen error <= round-to-nearest")
         check(any(s["method"] == "smoothquant" for s in rep["sites"]), "SmoothQuant was chosen somewhere")
-        # Loose bounds a broken quantizer would miss by far (README has the measured figures).
+        # Loose bounds a broken quantizer would miss by far (docs/quantization.md has the measured figures).
         check(q["perplexity_delta"] < 0.05 and q["top1_agreement"] > 0.85 and len(q["layer_error"]) == 30,
               f"w8a8 quality: ppl {q['perplexity']:.3f} vs {q['perplexity_ref']:.3f}, top-1 {q['top1_agreement']:.3f}")
         check(q["greedy_queries"] == 16, "greedy agreement ran on the calibration queries")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The quantization table of README ("Quantization"): the bundled model exported to f16, then
+# The quantization table of docs/quantization.md: the bundled model exported to f16, then
 # q8_0 / q4_0 (round-to-nearest), W8A8 and W4A16 (calibrated, W4A16 also with GPTQ, and --method rtn) and mixed under a
 # 101 MiB budget (llama.cpp Q4_K_M's size); each evaluated against the f16 export on conf/eval/heldout.txt, then timed
 # together with `flywheel bench --models`. About 25 minutes on 2 cores. Never run in CI.

@@ -4,7 +4,7 @@
 # matrix from flywheel's calibration file, then Q4_0 and Q4_K_M files with `llama-quantize
 # --imatrix` from flywheel's f16 export, and measures `llama-perplexity` of f16, Q4_0 and Q4_K_M
 # on the held-out text. llama.cpp's Q4_0 file is also measured by `flywheel eval` (flywheel runs
-# Q4_0), the same protocol as flywheel's own table (README, "Quantization").
+# Q4_0), the same protocol as flywheel's own table (docs/quantization.md).
 #   tools/bench/quant_vs_llama_cpp.sh [OUT_DIR]     (default: build/quant-vs-llama; needs OUT_DIR/f16.gguf
 #                                                    or makes it; ~15 min the first time: the build)
 set -euo pipefail

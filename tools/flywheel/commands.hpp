@@ -14,6 +14,7 @@ int cmd_fit_draft(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
 int cmd_eval(int argc, char** argv);
+int cmd_config_reference(int argc, char** argv);
 
 /// The model used when --model is not given.
 inline constexpr const char* default_model_path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";

@@ -24,6 +24,7 @@ constexpr command commands[] = {
     {"quantize", fw::cli::cmd_quantize, "write a model in another scheme: f16/q4_0/..., or W8A8/W4A16/mixed calibrated on your queries"},
     {"eval", fw::cli::cmd_eval, "quality of a model against a reference: perplexity, KL, top-1, per-layer error"},
     {"info", fw::cli::cmd_info, "show a model's metadata and the kernel path of each weight type"},
+    {"config-reference", fw::cli::cmd_config_reference, "print every config key (type, default, range, meaning) as Markdown"},
     {"plugins", fw::cli::cmd_plugins, "list the config's plugins (name kind version file state users) or --check a file"},
 };
 

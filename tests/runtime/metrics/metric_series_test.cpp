@@ -1,6 +1,6 @@
 // The series table (runtime/metrics/metric_series.hpp) is the one place a metric's name, type and
 // help are written: these tests check the table itself, that the registry renders each entry as
-// declared, that no source outside the table spells a series name, and that README lists them all.
+// declared, that no source outside the table spells a series name, and that the docs list them all.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -79,11 +79,11 @@ TEST(metric_series_test, no_source_outside_the_table_spells_a_series_name) {
   EXPECT_TRUE(offenders.empty()) << "series named outside runtime/metrics/metric_series.hpp:\n" << offenders;
 }
 
-TEST(metric_series_test, the_readme_lists_every_series) {
-  const std::string readme = read_file(std::filesystem::path(FW_SOURCE_DIR) / "README.md");
-  ASSERT_FALSE(readme.empty());
+TEST(metric_series_test, the_docs_list_every_series) {
+  const std::string page = read_file(std::filesystem::path(FW_SOURCE_DIR) / "docs" / "console.md");
+  ASSERT_FALSE(page.empty());
   for (const metric_series* s : all_series())
-    EXPECT_NE(readme.find(std::string("`") + s->name), std::string::npos) << s->name << " is not in README's metric list";
+    EXPECT_NE(page.find(std::string("`") + s->name), std::string::npos) << s->name << " is not in docs/console.md's metric list";
 }
 
 }  // namespace
