@@ -9,7 +9,10 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "runtime/config/config.hpp"
+#include "tools/flywheel/install_layout.hpp"
 #include "runtime/plugin/plugin_host.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
@@ -42,8 +45,9 @@ int cmd_plugins(int argc, char** argv) {
   }
 
   config cfg;
-  if (args.has("config")) {
-    auto file = config::from_file(args.str("config"));
+  const std::optional<std::string> path = args.has("config") ? args.str("config") : installed_default_config();
+  if (path) {
+    auto file = config::from_file(*path);
     if (!file) {
       std::fprintf(stderr, "plugins: %s\n", file.err().what().c_str());
       return 2;

@@ -1,5 +1,7 @@
 #include "tools/flywheel/model_session.hpp"
 
+#include "tools/flywheel/install_layout.hpp"
+
 
 #include <algorithm>
 #include <cstdio>
@@ -22,7 +24,8 @@ std::string draft_choices() {
 }  // namespace
 
 void model_session::declare_flags(arg_parser& args) {
-  args.option("config", "TOML config file (default: none, built-in defaults; see conf/default.toml)")
+  args.option("config", "TOML config file (default: the built-in defaults, see conf/default.toml; an installed "
+                        "flywheel: PREFIX/share/flywheel/conf/default.toml)")
       .option("model", std::string("GGUF model file (overrides model.path; built-in: ") + default_model_path + ")")
       .option("threads", "CPU threads, 0 = all cores (overrides compute.threads; built-in: 0)")
       .option("ctx-size", "context window per sequence in tokens, 0 = the model's training context capped at 4096 "
@@ -37,8 +40,10 @@ void model_session::declare_flags(arg_parser& args) {
 
 expected<config> model_session::load_config(const arg_parser& args) {
   config cfg;
-  if (args.has("config")) {
-    auto file = config::from_file(args.str("config"));
+  // No --config: the built-in defaults, or an installed tree's default.toml (install_layout).
+  const std::optional<std::string> path = args.has("config") ? args.str("config") : installed_default_config();
+  if (path) {
+    auto file = config::from_file(*path);
     if (!file) return file.err();
     cfg = std::move(*file);
   }
