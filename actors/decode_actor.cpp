@@ -64,7 +64,9 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
                                           bool offload) {
   self->state.decoder = std::make_unique<batch_decoder>(*ctx->m, *device, ctx->limits.max_batch);
   if (!offload) self->state.decoder->set_speculation(ctx->limits.draft, ctx->limits.policy);
-  self->state.decoder->keep_finished_kv(!offload && ctx->limits.prefix_cache_blocks > 0 && !ctx->physical());
+  // The scheduler is the one owner of every pool's block book: finished, failed and cancelled
+  // sequences' KV goes back to it, never freed here.
+  self->state.decoder->return_kv(true);
   if (ctx->faults && ctx->faults->fail_kv_reserve) self->state.decoder->set_kv_fault(ctx->faults->fail_kv_reserve);
   auto kick = [self] {
     auto& st = self->state;
@@ -80,8 +82,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         seq->kv() = std::move(job.kv);
         if (!job.resumed.empty() && !seq->resume(job.resumed, ctx->m->vocab())) {
           // It had finished before its worker died (the scheduler never heard): nothing to add.
-          device->kv_pool().release_epoch(seq->kv().epoch);
-          self->send(scheduler, done_atom::value, finished_ids{{job.id}, {}, {}});
+          self->send(scheduler, done_atom::value, finished_ids{{job.id}, {std::move(seq->kv())}, {{}}});
           return;
         }
         std::optional<float> entropy;
@@ -98,7 +99,8 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
       [=](degrade_atom, int32_t cap) { self->state.decoder->set_k_cap(cap); },
       [=](cancel_atom, uint64_t id) {
         self->state.pinned.erase(id);
-        if (self->state.decoder->remove(id)) self->send(scheduler, done_atom::value, finished_ids{{id}, {}, {}});
+        if (auto kv = self->state.decoder->detach(id))
+          self->send(scheduler, done_atom::value, finished_ids{{id}, {std::move(*kv)}, {{}}});
       },
       [=](step_atom) {
         auto& st = self->state;
@@ -160,6 +162,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
             f.codes.push_back(static_cast<uint8_t>(x.err.code));
             f.messages.push_back(std::move(x.err.message));
           }
+          for (auto& r : res.returned_failed) f.kvs.push_back(std::move(r.kv));
           self->send(scheduler, fail_atom::value, std::move(f));
         }
         if (!res.events.empty()) self->send(front_door, step_atom::value, step_batch{std::move(res.events)});

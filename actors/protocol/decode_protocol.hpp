@@ -55,7 +55,7 @@ typename Inspector::result_type inspect(Inspector& f, finished_ids& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sequence_failures& x) {
-  return f(caf::meta::type_name("fw::actors::sequence_failures"), x.ids, x.codes, x.messages);
+  return f(caf::meta::type_name("fw::actors::sequence_failures"), x.ids, x.codes, x.messages, x.kvs);
 }
 
 }  // namespace fw

@@ -94,9 +94,10 @@ class scheduler {
   /// The decode worker hands over a long-tail sequence (offload_policy): its id, its KV in the
   /// decode pool, the tokens it may still generate, and the sequence itself.
   scheduler_actions offload_requested(uint64_t id, kv_handle kv, uint32_t remaining, carried_sequence seq);
-  /// A decode worker finished these (KV freed there, or handed here for the prefix cache).
+  /// A decode worker finished (or, cancelled, dropped) these and hands their KV back: the prefix
+  /// cache keeps whole blocks, the rest is released (the workers never free KV themselves).
   scheduler_actions finished(finished_ids f);
-  /// A decode worker failed these (KV freed there).
+  /// A decode worker failed these and hands their KV back (released here).
   scheduler_actions decode_failed(const sequence_failures& f);
   /// A decode worker produced these tokens (before the client gets them), and the decode device's
   /// fitted decode-time model (admission_tpot).
@@ -199,6 +200,7 @@ class scheduler {
 
   // Workers and sequences.
   bool is_current(worker_kind w, uint64_t generation) const;
+  void release_returned(kv_handle& h, const char* what);
   void mark_down(worker_kind w) { workers_[index(w)].up = false; }
   bool is_parked(uint64_t id) const;
   bool drop_parked(uint64_t id);

@@ -91,17 +91,20 @@ struct step_tokens {
 
 struct finished_ids {
   std::vector<uint64_t> ids;
-  /// With a prefix cache: the finished sequences' KV handed to the scheduler (the pool's owner)
-  /// instead of freed, each with the tokens it holds (parallel vectors, possibly empty).
+  /// The sequences' KV handed back to the scheduler (the pools' one owner), each with the tokens
+  /// it holds (parallel vectors; tokens empty for a cancelled one): it caches whole blocks of the
+  /// decode pool's in the prefix cache and releases the rest.
   std::vector<kv_handle> kvs;
   std::vector<std::vector<int32_t>> kv_tokens;
 };
 
-/// Sequences a step failed, each with its error's kind (fw::errc) and message.
+/// Sequences a step failed, each with its error's kind (fw::errc) and message, and the KV handles
+/// they held (the scheduler, the pools' one owner, releases them).
 struct sequence_failures {
   std::vector<uint64_t> ids;
   std::vector<uint8_t> codes;
   std::vector<std::string> messages;
+  std::vector<kv_handle> kvs;
 };
 
 }  // namespace fw

@@ -52,6 +52,15 @@ bool batch_decoder::remove(uint64_t id) {
   return true;
 }
 
+std::optional<kv_handle> batch_decoder::detach(uint64_t id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return std::nullopt;
+  if (it->second.draft) it->second.draft->end(id);
+  kv_handle kv = std::move(it->second.seq->kv());
+  seqs_.erase(it);
+  return kv;
+}
+
 std::unique_ptr<sequence> batch_decoder::take(uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return nullptr;
@@ -168,10 +177,12 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
       outs = s.advance_speculative(std::span<const float>(out.logits).subspan(row * nv, n_rows * nv), prop,
                                    model_.vocab(), &accepted);
       row += n_rows;
-      // Roll back the rejected tail: the KV keeps every history token but the newest. A KV that
-      // cannot be cut back is not trusted again: the sequence fails.
+      // Roll back the rejected tail: the KV keeps every history token but the newest. Only the
+      // length moves: the blocks stay the sequence's (its worst case was reserved at admission, so
+      // the next step's rows fit without allocating). A KV that cannot be cut back is not trusted
+      // again: the sequence fails.
       if (!s.finished()) {
-        if (auto ok = backend_.kv_pool().truncate(s.kv(), static_cast<uint32_t>(s.history().size() - 1)); !ok)
+        if (auto ok = backend_.kv_pool().set_length(s.kv(), static_cast<uint32_t>(s.history().size() - 1)); !ok)
           res.failed.push_back({s.id(), ok.err()});
       }
       sl.draft->accept(s.id(), s.history());
@@ -215,7 +226,7 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
   }
   for (uint64_t id : res.finished) {
     auto it = seqs_.find(id);
-    if (keep_finished_ && it != seqs_.end()) {
+    if (return_kv_ && it != seqs_.end()) {
       finished_kv fk;
       fk.id = id;
       fk.kv = std::move(it->second.seq->kv());
@@ -227,8 +238,21 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
     }
     remove(id);
   }
-  for (const auto& f : res.failed) remove(f.id);
+  drop_failed(res);
   return res;
+}
+
+void batch_decoder::drop_failed(step_result& res) {
+  for (const auto& f : res.failed) {
+    if (!return_kv_) {
+      remove(f.id);
+    } else if (auto kv = detach(f.id)) {
+      finished_kv fk;
+      fk.id = f.id;
+      fk.kv = std::move(*kv);
+      res.returned_failed.push_back(std::move(fk));
+    }
+  }
 }
 
 step_result batch_decoder::step() {
@@ -245,7 +269,7 @@ step_result batch_decoder::step() {
     for (const auto& ps : p.seqs) failed.push_back({ps.id, ok.err()});
     step_result res;
     res.failed = std::move(failed);
-    for (const auto& f : res.failed) remove(f.id);
+    drop_failed(res);
     return res;
   }
   step_result res = apply(p, result_, std::move(failed));

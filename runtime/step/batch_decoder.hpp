@@ -55,6 +55,8 @@ class batch_decoder {
   void add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy = std::nullopt);
   /// Removes a sequence (cancel, failure) and frees its KV. false when unknown.
   bool remove(uint64_t id);
+  /// Removes a sequence and hands its KV handle back instead of freeing it; nullopt when unknown.
+  std::optional<kv_handle> detach(uint64_t id);
   /// Removes a sequence without freeing its KV (it moves to another device); null when unknown.
   std::unique_ptr<sequence> take(uint64_t id);
   /// The sequences decoding now.
@@ -80,9 +82,11 @@ class batch_decoder {
 
   /// Frees every sequence's KV (shutdown / failure).
   void clear();
-  /// On: a sequence that finishes normally leaves its KV in step_result::returned (the owner
-  /// decides: a prefix cache keeps it) instead of freeing it. Off (default): freed.
-  void keep_finished_kv(bool on) { keep_finished_ = on; }
+  /// On: the decoder never frees a KV block: a sequence that finishes leaves its handle in
+  /// step_result::returned (with the tokens it holds, for a prefix cache), one that fails in
+  /// step_result::returned_failed, for the pool's one owner (the scheduler) to release. Off
+  /// (default, a decoder that owns its pool: generate, benchmarks): freed here.
+  void return_kv(bool on) { return_kv_ = on; }
 
   /// Turns speculative decoding on (draft non-null) or off for sequences added from now on.
   /// The drafter must outlive the decoder or the next call.
@@ -102,6 +106,8 @@ class batch_decoder {
   void set_kv_fault(std::function<bool(uint64_t)> fail) { kv_fault_ = std::move(fail); }
 
  private:
+  /// The failed sequences of res leave the batch (their KV freed, or returned).
+  void drop_failed(step_result& res);
   const model& model_;
   backend& backend_;
   uint32_t max_rows_;
@@ -112,7 +118,7 @@ class batch_decoder {
   };
   std::map<uint64_t, slot> seqs_;
   std::function<bool(uint64_t)> kv_fault_;
-  bool keep_finished_ = false;
+  bool return_kv_ = false;
   drafter* draft_ = nullptr;
   k_policy policy_;
   spec_gate gate_;  ///< with an adaptive policy: drafting off while plain decoding is faster

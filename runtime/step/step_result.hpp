@@ -35,7 +35,7 @@ struct sequence_failure {
   error err;
 };
 
-/// A finished sequence's KV handed back instead of freed (batch_decoder::keep_finished_kv): the
+/// A finished sequence's KV handed back instead of freed (batch_decoder::return_kv): the
 /// tokens its cache holds (tokens.size() == kv.n_tokens), for a prefix cache to keep.
 struct finished_kv {
   uint64_t id = 0;
@@ -47,7 +47,8 @@ struct step_result {
   std::vector<step_event> events;        ///< in row order, tokens of one sequence in sequence order
   std::vector<sequence_failure> failed;  ///< sequences that left the batch with an error
   std::vector<uint64_t> finished;        ///< sequences that ended normally (left the batch)
-  std::vector<finished_kv> returned;     ///< their KV, when keep_finished_kv is on (else freed)
+  std::vector<finished_kv> returned;     ///< their KV, when return_kv is on (else freed)
+  std::vector<finished_kv> returned_failed;  ///< the failed ones' KV (no tokens), when return_kv is on
   /// Per sequence the draft was asked for this step: tokens proposed and accepted, or failed
   /// (the draft errored; the sequence stepped plainly).
   struct verdict {

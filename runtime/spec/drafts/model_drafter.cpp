@@ -95,7 +95,7 @@ expected<draft_proposal> model_drafter::propose(uint64_t seq, std::span<const in
     batch.add_sequence(*kv, &feed, 1, static_cast<int32_t>(hist.size() - 1), false);
     auto r = backend_->forward(batch, logits_);
     if (!r) {
-      if (shares_target_kv()) ignore_error("draft model KV", backend_->kv_pool().truncate(**kv, history_kv));
+      if (shares_target_kv()) ignore_error("draft model KV", backend_->kv_pool().set_length(**kv, history_kv));
       return r.err();
     }
     if (!shares_target_kv()) s.in_kv.push_back(feed);
@@ -125,8 +125,9 @@ expected<draft_proposal> model_drafter::propose(uint64_t seq, std::span<const in
     out.tokens.push_back(tok);
     hist.push_back(tok);
   }
-  // The target verifies from the history's end: its handle goes back to the length it had.
-  if (shares_target_kv()) ignore_error("draft model KV", backend_->kv_pool().truncate(**kv, history_kv));
+  // The target verifies from the history's end: its handle goes back to the length it had (its
+  // blocks stay: they are the target's owner's, not the draft's, to free).
+  if (shares_target_kv()) ignore_error("draft model KV", backend_->kv_pool().set_length(**kv, history_kv));
   return out;
 }
 

@@ -136,11 +136,12 @@ class scheduler_test : public ::testing::Test {
     return one<run_decode>(s_->prefill_finished(p.worker, prefilled(p))).job;
   }
 
-  /// A decode worker finishing `job` after `generated` tokens: its KV freed there.
-  scheduler_actions finish(decode_job& job) {
-    EXPECT_TRUE(decode_->release(job.kv).has_value());
+  /// A decode worker finishing `job`: it hands the KV back (the scheduler releases or caches it).
+  scheduler_actions finish(const decode_job& job, std::vector<int32_t> tokens = {}) {
     finished_ids f;
     f.ids = {job.id};
+    f.kvs = {job.kv};
+    f.kv_tokens = {std::move(tokens)};
     return s_->finished(std::move(f));
   }
 };
@@ -305,12 +306,13 @@ TEST_F(scheduler_test, a_decode_job_ready_while_its_worker_restarts_is_parked_th
 TEST_F(scheduler_test, a_decode_failure_reaches_the_client_with_its_kind) {
   start(base_setup());
   auto d = to_decode(1);
-  ASSERT_TRUE(decode_->release(d.kv).has_value());
   sequence_failures f;
   f.ids = {1};
   f.codes = {static_cast<uint8_t>(errc::out_of_memory)};
   f.messages = {"no room"};
+  f.kvs = {d.kv};  // the worker hands the failed sequence's KV back
   auto e = one<fail_request>(s_->decode_failed(f));
+  EXPECT_EQ(decode_->used_blocks(), 0u) << "released by the scheduler, the pool's one owner";
   EXPECT_EQ(e.e.code, errc::out_of_memory);
   EXPECT_EQ(e.e.message, "no room");
   EXPECT_EQ(s_->stats().failed, 1u);
@@ -343,6 +345,20 @@ TEST_F(scheduler_test, the_prefix_cache_serves_a_repeated_prompt_from_copied_blo
   const auto st = s_->stats();
   EXPECT_EQ(st.prefix_cache_hits, 1u);
   EXPECT_EQ(st.prefix_cache_hit_tokens, 12u);
+}
+
+TEST_F(scheduler_test, a_finished_sequence_s_whole_blocks_enter_the_prefix_cache_from_its_returned_kv) {
+  auto su = base_setup();
+  su.prefix_cache_blocks = 16;
+  start(std::move(su));
+  auto d = to_decode(1, 6);  // 5 prefilled tokens: one whole block cached at prefill
+  EXPECT_EQ(s_->stats().prefix_cache_blocks, 1u);
+  std::vector<int32_t> tokens = request(1, 6).prompt;
+  for (int32_t t : {60, 61, 62}) tokens.push_back(t);  // prompt + 3 generated: 9 tokens, 8 in KV
+  d.kv.n_tokens = 8;
+  (void)finish(d, std::vector<int32_t>(tokens.begin(), tokens.begin() + 8));
+  EXPECT_EQ(s_->stats().prefix_cache_blocks, 2u) << "the prompt and answer's 2 whole blocks replace the 1-block entry";
+  EXPECT_EQ(decode_->used_blocks(), 2u) << "only the cached blocks are left; the rest was released";
 }
 
 TEST_F(scheduler_test, cached_prefixes_yield_their_blocks_to_a_waiting_request) {
@@ -484,6 +500,13 @@ TEST_F(scheduler_test, a_long_tail_sequence_moves_to_the_offload_device_and_is_c
   EXPECT_EQ(decode_->used_blocks(), 0u);
   EXPECT_EQ(s_->stats().offloaded, 1u);
   EXPECT_EQ(one<cancel_decode>(s_->cancel(1)).worker, worker_kind::offload);
+  // The offload worker hands the dropped sequence's KV back: released into the offload pool.
+  finished_ids f;
+  f.ids = {1};
+  f.kvs = {*a.kv};
+  f.kv_tokens = {{}};
+  (void)s_->finished(std::move(f));
+  EXPECT_EQ(offload_->used_blocks(), 0u);
 }
 
 TEST_F(scheduler_test, an_offload_that_cannot_move_keeps_decoding_where_it_is) {
