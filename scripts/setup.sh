@@ -89,5 +89,7 @@ fi
 # -- build --
 if [ "${FW_SKIP_BUILD:-0}" != 1 ]; then
   cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$root/build" -j"$(nproc)"
+  # Progress and errors only: the "Built target" lines of an up-to-date tree say nothing (a
+  # second scripts/run.sh reaches the console without a screen of them).
+  cmake --build "$root/build" -j"$(nproc)" | sed -u '/Built target /d'
 fi
