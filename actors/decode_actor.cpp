@@ -6,7 +6,6 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "runtime/sched/offload_policy.hpp"
 
 namespace fw::actors {
 namespace {
@@ -26,34 +25,6 @@ void publish_spec_metrics(const engine_context& ctx, const spec_stats& s) {
     l.emplace_back("position", std::to_string(i));
     reg.counter(series::spec_decode_num_accepted_tokens_per_pos, l)
         .advance_to(static_cast<double>(s.accepted_at[i]));
-  }
-}
-
-/// Long-tail sequences the decode device hands to the offload device after this step.
-void offer_offload(decode_actor::stateful_pointer<decode_state> self, const engine_context* ctx, const scheduler_actor& scheduler) {
-  auto& dec = *self->state.decoder;
-  if (!ctx->offload_device() || dec.active() == 0) return;
-  const kv_block_pool& pool = ctx->device()->kv_pool();
-  const kv_block_pool& off = ctx->offload_device()->kv_pool();
-  std::vector<offload_candidate> cands;
-  for (const sequence* s : dec.sequences())
-    if (!self->state.pinned.count(s->id()))
-      cands.push_back({s->id(), static_cast<uint32_t>(s->generated().size()), s->kv().n_tokens, s->remaining()});
-  const double free_share = pool.total_blocks() ? double(pool.free_blocks()) / pool.total_blocks() : 0.0;
-  offload_step step;
-  if (const auto& p = self->state.predictor; p.fitted() && ctx->limits.offload.max_step_s > 0) {
-    double sum = 0;  // the whole batch's contexts, pinned sequences too
-    for (const sequence* q : dec.sequences()) sum += q->kv().n_tokens + 1;
-    const double n_layer = ctx->m->config().n_layer;
-    step.predicted_s = p.step_seconds(sum, static_cast<double>(dec.active()), n_layer);
-    step.per_token_s = p.a();
-    step.per_row_s = p.b() * n_layer;
-  }
-  for (uint64_t id : choose_offload(std::move(cands), free_share, off.free_blocks(), off.layout().block_tokens,
-                                    ctx->limits.offload, step)) {
-    sequence_box box{std::make_shared<sequence_box::holder>()};
-    box.h->seq = dec.take(id);
-    if (box.h->seq) self->send(scheduler, offload_atom::value, std::move(box));
   }
 }
 
@@ -89,8 +60,14 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         if (job.attention_entropy >= 0) entropy = job.attention_entropy;
         self->state.decoder->add(std::move(seq), entropy);
         if (job.prefilled_s > 0) self->state.joined_prefilled_s.push_back(job.prefilled_s);
-        if (!job.may_offload) self->state.pinned.insert(job.id);
         kick();
+      },
+      [=](offload_atom, uint64_t id) {
+        // The scheduler's offload_policy chose this long tail: it moves with its KV handle (one
+        // that finished meanwhile is not here; its done report is on the way).
+        sequence_box box{std::make_shared<sequence_box::holder>()};
+        box.h->seq = self->state.decoder->take(id);
+        if (box.h->seq) self->send(scheduler, offload_atom::value, std::move(box));
       },
       [=](adopt_atom, sequence_box& box) {
         if (box.h && box.h->seq) self->state.decoder->add(std::move(box.h->seq));
@@ -98,7 +75,6 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
       },
       [=](degrade_atom, int32_t cap) { self->state.decoder->set_k_cap(cap); },
       [=](cancel_atom, uint64_t id) {
-        self->state.pinned.erase(id);
         if (auto kv = self->state.decoder->detach(id))
           self->send(scheduler, done_atom::value, finished_ids{{id}, {std::move(*kv)}, {{}}});
       },
@@ -126,14 +102,15 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         const auto step_t0 = std::chrono::steady_clock::now();
         step_result res = st.decoder->step();
         const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_t0).count();
-        if (!offload && rows > 0) st.predictor.observe(static_cast<double>(sum_context), rows, ctx->m->config().n_layer, step_s);
         // Counters and the scheduler first, so that what a client reads after its final event
         // already includes this step.
         if (!offload && ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
         if (!res.events.empty()) {
           // The scheduler hears of every token before the client does.
           step_tokens t;
-          if (!offload) t.fit = st.predictor.fit();  // the predictor models the decode device
+          t.step_s = offload ? 0.0 : step_s;  // the scheduler's decode-time model is the decode device's
+          t.rows = rows;
+          t.sum_context = sum_context;
           for (const auto& v : res.verdicts) {
             t.draft_ids.push_back(v.id);
             t.draft_failed.push_back(v.failed ? 1 : 0);
@@ -145,8 +122,6 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
             }
           if (!t.ids.empty()) self->send(scheduler, progress_atom::value, std::move(t));
         }
-        for (uint64_t id : res.finished) st.pinned.erase(id);
-        for (const auto& x : res.failed) st.pinned.erase(x.id);
         if (!res.finished.empty()) {
           finished_ids f{std::move(res.finished), {}, {}};
           for (auto& r : res.returned) {
@@ -166,7 +141,6 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
           self->send(scheduler, fail_atom::value, std::move(f));
         }
         if (!res.events.empty()) self->send(front_door, step_atom::value, step_batch{std::move(res.events)});
-        if (!offload) offer_offload(self, ctx, scheduler);
         kick();
       },
   };

@@ -2,10 +2,12 @@
 // each step is one message to itself, so new sequences and cancels interleave between steps. A
 // step that fails for some sequences (their KV cannot grow, a forward pass error) reports them
 // to the scheduler with their errors and goes on with the others. If a step throws (tests:
-// engine_faults), the worker dies; its state's destructor frees the KV of every sequence it held
-// and the supervisor restarts it. With an offload device, the decode device's worker asks
-// offload_policy after every step and hands long-tail sequences to the scheduler, which moves their
-// KV and gives them to the offload device's worker (the same code). Protocol: actors/protocol/decode_protocol.hpp.
+// engine_faults), the worker dies; the scheduler releases what it held by epoch and the
+// supervisor restarts it. Finished, failed and cancelled sequences' KV goes back to the scheduler
+// (the pools' one owner). With an offload device, the scheduler's offload_policy picks long tails
+// from the step reports and asks for them (offload_atom, id); the worker hands each over, and the
+// scheduler moves its KV and gives it to the offload device's worker (the same code).
+// Protocol: actors/protocol/decode_protocol.hpp.
 #pragma once
 
 #include <caf/typed_event_based_actor.hpp>
@@ -19,7 +21,6 @@
 #include "actors/protocol/decode_protocol.hpp"
 #include "actors/protocol/front_door_protocol.hpp"
 #include "actors/protocol/scheduler_protocol.hpp"
-#include "runtime/sched/decode_time_predictor.hpp"
 #include "runtime/step/batch_decoder.hpp"
 
 namespace fw::actors {
@@ -32,9 +33,6 @@ struct decode_state {
   bool stepping = false;
   /// Prefill-finish times of sequences that joined since the last step (their first step is next).
   std::vector<double> joined_prefilled_s;
-  std::unordered_set<uint64_t> pinned;  ///< sequences that may not be offloaded
-  /// This device's steps (t = a*L + b*N), for offloading for time ([scheduler] offload_tpot_ms).
-  decode_time_predictor predictor;
   static inline const char* name = "fw.decode";
 };
 

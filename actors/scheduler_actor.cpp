@@ -56,6 +56,10 @@ struct action_sender {
                std::move(box));
   }
 
+  void operator()(hand_over& a) {
+    self->send(a.worker == worker_kind::offload ? self->state.offload : self->state.decode, offload_atom::value, a.id);
+  }
+
   void operator()(cancel_decode& a) {
     self->send(a.worker == worker_kind::offload ? self->state.offload : self->state.decode, cancel_atom::value, a.id);
   }
@@ -89,6 +93,7 @@ fw::scheduler::setup scheduler_setup_of(const engine_context& ctx) {
   s.prefix_cache_blocks = ctx.limits.prefix_cache_blocks;
   if (ctx.limits.degraded_kv_transfer) s.degraded_kv_wire = static_cast<uint8_t>(*ctx.limits.degraded_kv_transfer);
   s.rollout = ctx.limits.rollout;
+  s.offload = ctx.limits.offload;
   return s;
 }
 

@@ -3,6 +3,7 @@
 //   (cancel_atom, uint64_t id)  a sequence leaves; its KV is freed
 //   (step_atom)                 one decode step (the worker sends it to itself between steps)
 //   (adopt_atom, sequence_box)  a running sequence joins (offload: its KV already in this pool)
+//   (offload_atom, uint64_t id) the scheduler's offload_policy chose it: hand it over
 //   (degrade_atom, int32_t cap) caps speculation's k (the supervisor, on a degraded link); < 0: none
 // It sends, once per step that produced anything:
 //   to the front door: (step_atom, step_batch)            tokens/text of every sequence
@@ -13,8 +14,8 @@
 //                      (done_atom, finished_ids)          sequences that finished (KV freed, or
 //                                                         handed over for the prefix cache)
 //                      (fail_atom, sequence_failures)     sequences that failed (KV freed)
-//                      (offload_atom, sequence_box)       a long-tail sequence to move to the
-//                                                         offload device (offload_policy)
+//                      (offload_atom, sequence_box)       the sequence the scheduler asked for
+//                                                         (offload_atom, id), with its KV handle
 #pragma once
 
 #include <caf/actor_system_config.hpp>
@@ -40,12 +41,12 @@ namespace fw {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
   return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv,
-           x.attention_entropy, x.prefilled_s, x.resumed, x.may_offload);
+           x.attention_entropy, x.prefilled_s, x.resumed);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_tokens& x) {
-  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens, x.draft_ids, x.draft_failed, x.fit.a, x.fit.b, x.fit.steps);
+  return f(caf::meta::type_name("fw::actors::step_tokens"), x.ids, x.tokens, x.draft_ids, x.draft_failed, x.step_s, x.rows, x.sum_context);
 }
 
 template <class Inspector>
@@ -93,6 +94,7 @@ namespace fw::actors {
 
 using decode_actor = caf::typed_actor<caf::reacts_to<decode_atom, decode_job>, caf::reacts_to<cancel_atom, uint64_t>,
                                       caf::reacts_to<step_atom>, caf::reacts_to<adopt_atom, sequence_box>,
+                                      caf::reacts_to<offload_atom, uint64_t>,
                                       caf::reacts_to<degrade_atom, int32_t>>;
 
 template <class Inspector>

@@ -47,7 +47,7 @@ typename Inspector::result_type inspect(Inspector& f, scheduler_stats& x) {
            x.prefill_kv_total_blocks, x.prefill_queue, x.prefill_queue_tokens, x.prefill_tokens_per_s, x.kv_transfers,
            x.kv_transfer_bytes, x.kv_transfer_f32_bytes, x.kv_transfer_seconds, x.kv_transfer_refused,
            x.prefill_failovers, x.routed_co_located, x.routed_physical, x.last_route_reason, x.degradation, x.predictor_a, x.predictor_b, x.predictor_steps, x.admission_holds, x.rollout_stage, x.rollout_share,
-           x.rollout_decisions, x.rollout_log, x.rollout_requests, x.rollout_p99_ms, x.rollout_error_rate, x.rollout_draft_failure, x.offload_device, x.offloaded, x.offload_active, x.offload_refused, x.offload_kv_used_blocks, x.offload_kv_total_blocks,
+           x.rollout_decisions, x.rollout_log, x.rollout_requests, x.rollout_p99_ms, x.rollout_error_rate, x.rollout_draft_failure, x.offload_device, x.offloaded, x.offload_active, x.offload_refused, x.offload_asked, x.offload_missed, x.offload_kv_used_blocks, x.offload_kv_total_blocks,
            x.decisions, x.decision_us_p99, x.decision_us_max);
 }
 

@@ -3,22 +3,16 @@
 // (prompt + generated tokens: what attention reads) on a model of N layers takes
 // t = a * sum(L_i) + b * N * rows: a is the per-token cost of attention, b the per-layer cost of
 // one sequence's row (weights, norms, MLP). Old steps fade with `forget` per step (1: never), so
-// the fit follows a device that slows down. It is fitted once, by the decode worker that measures
-// the steps (offload for time, [scheduler] offload_tpot_ms); the worker reports fit() with each
-// step and the scheduler adopt()s it for admission ([scheduler] admission_tpot_ms: a new sequence
-// joins only while the predicted step stays under the target) and shows it (`:stats`).
-// Pure: no clock; callers pass what they measured. Thread-safety: none; one owner each.
+// the fit follows a device that slows down. The scheduler fits it, once, from the decode worker's
+// step reports, and uses it for admission ([scheduler] admission_tpot_ms: a new sequence joins
+// only while the predicted step stays under the target) and for offload for time ([scheduler]
+// offload_tpot_ms), and shows it (`:stats`). Pure: no clock; callers pass what they measured.
+// Thread-safety: none; one owner (the scheduler).
 #pragma once
 
 #include <cstdint>
 
 namespace fw {
-
-/// A fitted model as a value: t = a * sum(L) + b * N * rows, fitted on `steps` steps (0: not fitted).
-struct decode_time_fit {
-  double a = 0, b = 0;
-  uint64_t steps = 0;
-};
 
 class decode_time_predictor {
  public:
@@ -33,17 +27,6 @@ class decode_time_predictor {
   [[nodiscard]] double a() const { return a_; }  ///< seconds per context token
   [[nodiscard]] double b() const { return b_; }  ///< seconds per layer per sequence
   [[nodiscard]] uint64_t steps() const { return steps_; }
-
-  /// The fit as a value (steps 0 before fitted()): its one owner measures, others adopt it.
-  [[nodiscard]] decode_time_fit fit() const { return fitted_ ? decode_time_fit{a_, b_, steps_} : decode_time_fit{}; }
-  /// Uses another predictor's fit as this one's (a fit with no steps changes nothing).
-  void adopt(const decode_time_fit& f) {
-    if (f.steps == 0) return;
-    a_ = f.a;
-    b_ = f.b;
-    steps_ = f.steps;
-    fitted_ = true;
-  }
 
   /// Predicted seconds of one step over those sequences; 0 before fitted().
   [[nodiscard]] double step_seconds(double sum_context, double rows, double n_layer) const;

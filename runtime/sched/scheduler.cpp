@@ -89,6 +89,7 @@ scheduler_actions scheduler::submit(client_request req) {
 }
 
 scheduler_actions scheduler::cancel(uint64_t id) {
+  handing_over_.erase(id);  // a cancel, not a miss
   switch (table_.cancel(id)) {
     case request_table::cancel_outcome::unknown:
       return flush();
@@ -151,6 +152,7 @@ void scheduler::transfer_lost(uint64_t id, bool receiver_down, const error& e) {
 }
 
 scheduler_actions scheduler::offload_requested(uint64_t id, kv_handle kv, uint32_t remaining, carried_sequence seq) {
+  handing_over_.erase(id);
   const request_record* r = table_.find(id);
   if (!r || r->cancelled) {  // cancelled meanwhile (the decode worker no longer had it)
     ignore_error("scheduler: releasing a cancelled sequence's KV", decode_pool_->release(kv));
@@ -173,7 +175,10 @@ scheduler_actions scheduler::offload_requested(uint64_t id, kv_handle kv, uint32
 }
 
 scheduler_actions scheduler::finished(finished_ids f) {
-  for (uint64_t id : f.ids) offloaded_.erase(id);
+  for (uint64_t id : f.ids) {
+    offloaded_.erase(id);
+    hand_over_ended(id);
+  }
   table_.finished(f.ids);
   for (uint64_t id : f.ids) {
     if (auto it = requests_.find(id); it != requests_.end()) record_outcome(it->second, false);
@@ -199,7 +204,10 @@ scheduler_actions scheduler::finished(finished_ids f) {
 
 scheduler_actions scheduler::decode_failed(const sequence_failures& f) {
   for (kv_handle h : f.kvs) release_returned(h, "scheduler: releasing a failed sequence's KV");
-  for (uint64_t id : f.ids) offloaded_.erase(id);
+  for (uint64_t id : f.ids) {
+    offloaded_.erase(id);
+    hand_over_ended(id);
+  }
   for (size_t i = 0; i < f.ids.size(); ++i)
     if (table_.failed(f.ids[i]))
       fail(f.ids[i], make_error(static_cast<errc>(i < f.codes.size() ? f.codes[i] : uint8_t(errc::internal)),
@@ -216,9 +224,10 @@ scheduler_actions scheduler::progress(const step_tokens& t) {
       ++it->second.proposals;
       it->second.draft_failures += t.draft_failed[i];
     }
-  if (t.fit.steps > 0) {
-    predictor_.adopt(t.fit);  // the decode worker's fit: measured once, there
+  if (t.step_s > 0 && t.rows > 0) {  // a step of the decode device
+    predictor_.observe(static_cast<double>(t.sum_context), t.rows, cfg_.n_layer, t.step_s);
     if (admission_held_) admit();  // the batch may have room now
+    consider_offload();
   }
   return flush();
 }
@@ -242,6 +251,7 @@ scheduler_actions scheduler::worker_up(worker_kind worker, bool restarted) {
 scheduler_actions scheduler::worker_lost(worker_kind worker, const std::string& reason) {
   mark_down(worker);
   if (worker == worker_kind::decode) {
+    handing_over_.clear();  // the dead worker will not answer; its sequences are re-admitted
     // Sequences on the offload device, moving there or parked are not the dead worker's.
     auto held = [this](uint64_t i) { return !offloaded_.count(i) && !transit_.count(i) && !is_parked(i); };
     release_lost(table_.requeue_decoding(held, now()), *decode_pool_, "decode", reason);
@@ -294,6 +304,7 @@ scheduler_actions scheduler::tick() {
       fail_over(id, staged_.at(id), "not prefilled within the " + std::to_string(deadline) + " s deadline");
   }
   for (const auto& [id, phase] : table_.expire(t)) {
+    handing_over_.erase(id);
     out_.push_back(fail_request{id, make_error(errc::timed_out, "request did not finish within " +
                                                                    std::to_string(static_cast<int>(cfg_.request_timeout_s)) +
                                                                    " s")});
@@ -384,6 +395,48 @@ void scheduler::release_lost(const std::vector<std::pair<uint64_t, uint32_t>>& l
   for (const auto& [id, epoch] : lost) from.release_epoch(epoch);
   log_warn("the " + std::string(worker) + " worker died (" + reason + "); " + std::to_string(lost.size()) +
            " request(s) it held are re-admitted from their token history");
+}
+
+void scheduler::hand_over_ended(uint64_t id) {
+  // The sequence ended (finished or failed) before the hand-over asked for it reached its worker.
+  if (handing_over_.erase(id)) ++offload_missed_;
+}
+
+void scheduler::consider_offload() {
+  // offload_policy over the decode device's sequences as the scheduler knows them: generated
+  // tokens, KV length (history minus the next input), what each may still generate; rollout
+  // stages below 4 stay where they are.
+  if (!offload_pool_ || !worker_running(worker_kind::offload) || !worker_running(worker_kind::transfer) ||
+      !worker_running(worker_kind::decode))
+    return;
+  std::vector<offload_candidate> cands;
+  double sum_context = 0, rows = 0;
+  for (const auto& [id, h] : requests_) {
+    const request_record* r = table_.find(id);
+    if (!r || r->phase != request_phase::decoding || offloaded_.count(id) || transit_.count(id) || is_parked(id))
+      continue;
+    const auto generated = static_cast<uint32_t>(h.generated.size());
+    const auto kv_tokens = static_cast<uint32_t>(h.req.prompt.size()) + generated - 1;
+    sum_context += kv_tokens + 1;  // the whole batch's contexts, pinned sequences too
+    ++rows;
+    if (h.stage < 4 || handing_over_.count(id)) continue;
+    cands.push_back({id, generated, kv_tokens, r->budget > generated ? r->budget - generated : 0});
+  }
+  if (cands.empty()) return;
+  offload_step step;
+  if (predictor_.fitted() && cfg_.offload.max_step_s > 0) {
+    step.predicted_s = predictor_.step_seconds(sum_context, rows, cfg_.n_layer);
+    step.per_token_s = predictor_.a();
+    step.per_row_s = predictor_.b() * cfg_.n_layer;
+  }
+  const double free_share =
+      decode_pool_->total_blocks() ? double(decode_pool_->free_blocks()) / decode_pool_->total_blocks() : 0.0;
+  for (uint64_t id : choose_offload(std::move(cands), free_share, offload_pool_->free_blocks(),
+                                    offload_pool_->layout().block_tokens, cfg_.offload, step)) {
+    handing_over_.insert(id);
+    ++offload_asked_;
+    out_.push_back(hand_over{worker_kind::decode, id});
+  }
 }
 
 uint8_t scheduler::transfer_wire() const {

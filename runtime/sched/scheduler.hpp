@@ -30,6 +30,7 @@
 #include "runtime/kv/kv_block_pool.hpp"
 #include "runtime/kv/prefix_cache.hpp"
 #include "runtime/sched/decode_time_predictor.hpp"
+#include "runtime/sched/offload_policy.hpp"
 #include "runtime/sched/request_table.hpp"
 #include "runtime/sched/route_policy.hpp"
 #include "runtime/sched/scheduler_actions.hpp"
@@ -69,6 +70,7 @@ class scheduler {
     uint32_t prefix_cache_blocks = 0;  ///< 0: no prefix cache
     std::optional<uint8_t> degraded_kv_wire;  ///< the KV wire over a degraded link; unset: as configured
     std::optional<rollout_limits> rollout;    ///< [rollout] enabled
+    offload_limits offload{};                 ///< with an offload pool: which long tails move
     clock_fn clock = steady_seconds;          ///< monotonic seconds
   };
 
@@ -99,8 +101,9 @@ class scheduler {
   scheduler_actions finished(finished_ids f);
   /// A decode worker failed these and hands their KV back (released here).
   scheduler_actions decode_failed(const sequence_failures& f);
-  /// A decode worker produced these tokens (before the client gets them), and the decode device's
-  /// fitted decode-time model (admission_tpot).
+  /// A decode worker produced these tokens (before the client gets them). After a step of the
+  /// decode device (step_s > 0) the decode-time model learns from it (admission_tpot) and
+  /// offload_policy may pick long tails for the offload device (hand_over).
   scheduler_actions progress(const step_tokens& t);
   /// A worker of this kind runs (restarted: it replaces one that died).
   scheduler_actions worker_up(worker_kind worker, bool restarted);
@@ -209,6 +212,8 @@ class scheduler {
   void release_lost(const std::vector<std::pair<uint64_t, uint32_t>>& lost, kv_block_pool& from, const char* worker,
                     const std::string& reason);
   uint8_t transfer_wire() const;
+  void consider_offload();
+  void hand_over_ended(uint64_t id);
 
   // Outcomes.
   void fail(uint64_t id, const error& e);
@@ -227,6 +232,7 @@ class scheduler {
   std::vector<held_sequence> parked_sequences_;  ///< running sequences coming back then
   std::unordered_map<uint64_t, held_sequence> transit_;  ///< moving to the offload device
   std::unordered_set<uint64_t> offloaded_;               ///< decoding on the offload device
+  std::unordered_set<uint64_t> handing_over_;            ///< asked of the decode worker (hand_over)
   worker_slot workers_[worker_kinds];
   prefix_cache cache_;
   uint64_t cache_tick_ = 0;  ///< the cache's recency clock (one per lookup or insert)
@@ -237,7 +243,7 @@ class scheduler {
   std::string degradation_reason_;
   bool admission_held_ = false;
   uint64_t admission_holds_ = 0;
-  uint64_t offloaded_total_ = 0, offload_refused_ = 0;
+  uint64_t offloaded_total_ = 0, offload_refused_ = 0, offload_asked_ = 0, offload_missed_ = 0;
   uint64_t prefill_chunks_ = 0, prefill_chunk_rows_ = 0;
   uint64_t worker_restarts_ = 0, rejected_ = 0;
   static constexpr size_t decision_window = 8192;

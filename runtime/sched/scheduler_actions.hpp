@@ -58,7 +58,15 @@ struct adopt_sequence {
   std::optional<kv_handle> kv;
 };
 
-/// The worker holding a decoding request drops it (and frees its KV).
+/// The decode worker hands this running sequence over (it comes back as
+/// scheduler::offload_requested): offload_policy chose it for the offload device. One that
+/// finished first is simply not there (its done report is on the way).
+struct hand_over {
+  worker_kind worker = worker_kind::decode;
+  uint64_t id = 0;
+};
+
+/// The worker holding a decoding request drops it (and hands its KV back).
 struct cancel_decode {
   worker_kind worker = worker_kind::decode;
   uint64_t id = 0;
@@ -70,7 +78,8 @@ struct fail_request {
   error e;
 };
 
-using scheduler_action = std::variant<run_prefill, run_transfer, run_decode, adopt_sequence, cancel_decode, fail_request>;
+using scheduler_action =
+    std::variant<run_prefill, run_transfer, run_decode, adopt_sequence, hand_over, cancel_decode, fail_request>;
 using scheduler_actions = std::vector<scheduler_action>;
 
 }  // namespace fw

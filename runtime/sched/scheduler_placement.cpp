@@ -182,8 +182,7 @@ void scheduler::send_prefill(worker_kind worker, prefill_job job) {
 void scheduler::start_decode(uint64_t id, kv_handle kv, float entropy, double prefilled_s) {
   const auto& held = requests_.at(id);
   const request_record& r = *table_.find(id);
-  decode_job job{id,          held.req.prompt, held.req.params, r.budget,           std::move(kv),
-                 entropy,     prefilled_s,     held.generated,  held.stage >= 4};
+  decode_job job{id, held.req.prompt, held.req.params, r.budget, std::move(kv), entropy, prefilled_s, held.generated};
   if (!worker_running(worker_kind::decode)) {  // being restarted: the job waits for the replacement
     parked_jobs_.push_back(std::move(job));
     return;

@@ -60,6 +60,8 @@ scheduler_stats scheduler::stats() const {
     s.offloaded = offloaded_total_;
     s.offload_active = offloaded_.size();
     s.offload_refused = offload_refused_;
+    s.offload_asked = offload_asked_;
+    s.offload_missed = offload_missed_;
     s.offload_kv_used_blocks = offload_pool_->used_blocks();
     s.offload_kv_total_blocks = offload_pool_->total_blocks();
     s.kv_transfer_bytes = pd_.bytes;

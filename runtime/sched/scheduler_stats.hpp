@@ -63,6 +63,8 @@ struct scheduler_stats {
   uint64_t offloaded = 0;                  ///< sequences moved there so far
   uint64_t offload_active = 0;             ///< decoding there now
   uint64_t offload_refused = 0;            ///< moves abandoned (stream refused, no room): kept decoding
+  uint64_t offload_asked = 0;              ///< hand-overs offload_policy asked of the decode worker
+  uint64_t offload_missed = 0;             ///< ... whose sequence ended before the hand-over reached it
   uint64_t offload_kv_used_blocks = 0;
   uint64_t offload_kv_total_blocks = 0;
   uint64_t decisions = 0;                  ///< scheduling decisions (admission passes, routes)

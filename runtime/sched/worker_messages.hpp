@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "runtime/kv/kv_handle.hpp"
-#include "runtime/sched/decode_time_predictor.hpp"
 #include "runtime/sample/sampling_params.hpp"
 
 namespace fw {
@@ -73,7 +72,6 @@ struct decode_job {
   /// Re-admitted after a decode worker died: the tokens it had generated (and streamed) then.
   /// history + resumed minus the last token are in kv; the sequence carries on after them.
   std::vector<int32_t> resumed;
-  bool may_offload = true;  ///< false: it stays on this device (a rollout stage below 4)
 };
 
 /// The tokens one decode step produced: ids[i] generated tokens[i] (in order per sequence).
@@ -83,10 +81,12 @@ struct step_tokens {
   /// Sequences the draft was asked for this step, and whether it errored (the rollout breaker).
   std::vector<uint64_t> draft_ids;
   std::vector<uint8_t> draft_failed;
-  /// The decode device's decode-time model as its worker has fitted it so far (the one fit: the
-  /// worker measures its steps, the scheduler's admission reads it); steps 0: not fitted yet, or
-  /// the offload device's worker.
-  decode_time_fit fit;
+  /// The step itself, for the scheduler's decode-time model (the one fit): its seconds, the
+  /// sequences it carried and the sum of their contexts (prompt + generated tokens); step_s 0:
+  /// not a step of the decode device (the offload device's worker).
+  double step_s = 0;
+  uint32_t rows = 0;
+  uint64_t sum_context = 0;
 };
 
 struct finished_ids {

@@ -125,8 +125,21 @@ class scheduler_test : public ::testing::Test {
     offload_ = make_pool();
     auto su = base_setup();
     su.offload_pool = offload_.get();
+    su.offload.min_generated = 2;     // a long tail after 2 tokens
+    su.offload.max_free_share = 1.0;  // the decode pool always counts as short of memory
     su.rollout = rollout;
     start(std::move(su));
+  }
+
+  /// One decode-device step that produced one token for each of ids.
+  scheduler_actions step(std::vector<uint64_t> ids) {
+    step_tokens t;
+    t.ids = ids;
+    t.tokens.assign(ids.size(), 50);
+    t.rows = static_cast<uint32_t>(ids.size());
+    t.sum_context = 10 * ids.size();
+    t.step_s = 0.005;
+    return s_->progress(t);
   }
 
 
@@ -167,7 +180,6 @@ TEST_F(scheduler_test, a_request_goes_waiting_prefilling_decoding_done_with_its_
   EXPECT_EQ(d.budget, 8u);
   EXPECT_EQ(d.kv.n_tokens, 5u);
   EXPECT_FLOAT_EQ(d.attention_entropy, 1.5f);
-  EXPECT_TRUE(d.may_offload);
   EXPECT_EQ(s_->stage_of(1), request_stage::decoding);
 
   EXPECT_TRUE(finish(d).empty());
@@ -509,6 +521,41 @@ TEST_F(scheduler_test, a_long_tail_sequence_moves_to_the_offload_device_and_is_c
   EXPECT_EQ(offload_->used_blocks(), 0u);
 }
 
+TEST_F(scheduler_test, offload_policy_asks_the_decode_worker_for_a_long_tail_once) {
+  start_with_offload();
+  auto d = to_decode(1);
+  EXPECT_TRUE(all_of<hand_over>(step({1})).empty()) << "1 generated token: not a long tail yet";
+  EXPECT_TRUE(all_of<hand_over>(step({1})).empty());
+  auto h = one<hand_over>(step({1}));
+  EXPECT_EQ(h.worker, worker_kind::decode);
+  EXPECT_EQ(h.id, 1u);
+  EXPECT_TRUE(all_of<hand_over>(step({1})).empty()) << "asked already: not again while it comes";
+  (void)one<run_transfer>(s_->offload_requested(1, d.kv, 5, std::make_shared<int>(1)));
+  const auto st = s_->stats();
+  EXPECT_EQ(st.offload_asked, 1u);
+  EXPECT_EQ(st.offload_missed, 0u);
+}
+
+TEST_F(scheduler_test, a_long_tail_that_finishes_before_its_hand_over_counts_as_missed) {
+  start_with_offload();
+  auto d = to_decode(1);
+  for (int i = 0; i < 2; ++i) (void)step({1});
+  (void)one<hand_over>(step({1}));
+  (void)finish(d);  // the worker's done report overtook the hand-over
+  const auto st = s_->stats();
+  EXPECT_EQ(st.offload_asked, 1u);
+  EXPECT_EQ(st.offload_missed, 1u);
+  EXPECT_EQ(decode_->used_blocks(), 0u);
+}
+
+TEST_F(scheduler_test, rollout_stages_below_four_are_never_offloaded) {
+  rollout_limits r;
+  r.start_stage = 3;
+  start_with_offload(r);
+  (void)to_decode(1);
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(all_of<hand_over>(step({1})).empty());
+}
+
 TEST_F(scheduler_test, an_offload_that_cannot_move_keeps_decoding_where_it_is) {
   start_with_offload();
   auto d = to_decode(1);
@@ -552,20 +599,15 @@ TEST_F(scheduler_test, admission_tpot_holds_requests_the_predicted_step_cannot_c
   su.admission_tpot_s = 0.010;
   start(std::move(su));
   auto d = to_decode(1);
-  // The decode worker's fit of steps of 1 sequence: 2 ms per layer-row, 0.1 ms per context token
-  // (two context sizes pin down both), reported with a step's tokens.
-  decode_time_predictor worker;
+  // Steps of 1 sequence: 2 ms per layer-row, 0.1 ms per context token (two context sizes fit both).
   for (int i = 0; i < 8; ++i) {
-    const double ctx = 10 + 10 * (i % 2);
-    worker.observe(ctx, 1, 2, 0.002 * 2 + 0.0001 * ctx);
+    step_tokens t;
+    t.rows = 1;
+    t.sum_context = 10 + 10 * (i % 2);
+    t.step_s = 0.002 * 2 + 0.0001 * static_cast<double>(t.sum_context);
+    (void)s_->progress(t);
   }
-  step_tokens t;
-  t.ids = {1};
-  t.tokens = {7};
-  t.fit = worker.fit();
-  (void)s_->progress(t);
-  EXPECT_EQ(s_->stats().predictor_steps, 8u) << "the scheduler reads the worker's fit, it does not refit";
-  EXPECT_NEAR(s_->stats().predictor_b, worker.b(), 1e-12);
+  EXPECT_EQ(s_->stats().predictor_steps, 8u);
   (void)one<run_prefill>(s_->submit(request(2)));  // 2 rows: ~10 ms, within the target
   EXPECT_TRUE(s_->submit(request(3)).empty()) << "a third row would pass 10 ms";
   EXPECT_EQ(s_->stage_of(3), request_stage::waiting);
@@ -582,7 +624,6 @@ TEST_F(scheduler_test, rollout_stage_one_serves_without_speculation_and_prefills
   EXPECT_EQ(p.job.chunk, 1u << 16);
   auto d = one<run_decode>(s_->prefill_finished(p.worker, prefilled(p))).job;
   EXPECT_EQ(d.params.max_draft_k, 0);
-  EXPECT_FALSE(d.may_offload) << "offload is rollout stage 4";
   EXPECT_EQ(s_->stats().rollout_stage, 1u);
 }
 
