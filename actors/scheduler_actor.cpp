@@ -22,6 +22,10 @@ bool receiver_down(const caf::error& err) { return err == caf::sec::request_rece
 struct action_sender {
   self_ptr self;
 
+  const decode_actor& decode_worker(worker_kind w) const {
+    return w == worker_kind::offload ? self->state.offload : self->state.decode;
+  }
+
   void operator()(run_prefill& a) {
     auto& st = self->state;
     const prefill_actor& target = a.worker == worker_kind::prefill ? st.prefill : st.fallback;
@@ -52,16 +56,15 @@ struct action_sender {
     sequence_box box;
     box.h = std::static_pointer_cast<sequence_box::holder>(a.seq);
     if (a.kv) box.h->seq->kv() = std::move(*a.kv);
-    self->send(a.worker == worker_kind::offload ? self->state.offload : self->state.decode, adopt_atom::value,
-               std::move(box));
+    self->send(decode_worker(a.worker), adopt_atom::value, std::move(box));
   }
 
   void operator()(hand_over& a) {
-    self->send(a.worker == worker_kind::offload ? self->state.offload : self->state.decode, offload_atom::value, a.id);
+    self->send(decode_worker(a.worker), offload_atom::value, a.id);
   }
 
   void operator()(cancel_decode& a) {
-    self->send(a.worker == worker_kind::offload ? self->state.offload : self->state.decode, cancel_atom::value, a.id);
+    self->send(decode_worker(a.worker), cancel_atom::value, a.id);
   }
 
   void operator()(fail_request& a) {

@@ -35,6 +35,10 @@ void log(log_level level, std::string_view text) {
     sink_(level, text);
     return;
   }
+  write_log_line(level, text);
+}
+
+void write_log_line(log_level level, std::string_view text) {
   const std::string line = "flywheel: " + std::string(to_string(level)) + ": " + std::string(text) + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
 }

@@ -25,6 +25,10 @@ inline void log_info(std::string_view t) { log(log_level::info, t); }
 inline void log_warn(std::string_view t) { log(log_level::warn, t); }
 inline void log_error(std::string_view t) { log(log_level::error, t); }
 
+/// Writes "flywheel: <level>: <text>" to stderr, as log() does without a sink (a sink that only
+/// rearranges the screen, like the console's progress line, passes lines on here).
+void write_log_line(log_level level, std::string_view text);
+
 /// Replaces stderr as the destination (empty function: back to stderr); returns the old sink.
 using log_sink = std::function<void(log_level, std::string_view)>;
 log_sink set_log_sink(log_sink sink);

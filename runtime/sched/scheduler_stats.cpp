@@ -21,8 +21,11 @@ scheduler_stats scheduler::stats() const {
   const auto& pc = cache_.stats();
   // Cached prefixes are reclaimable (admission evicts them), so they count as free here, as
   // vLLM counts its cached blocks; prefix_cache_blocks says how many there are.
+  auto held_by_requests = [&](const kv_block_pool& p) {
+    return p.used_blocks() - std::min<uint64_t>(p.used_blocks(), pc.blocks);
+  };
   const kv_block_pool& pool = *decode_pool_;  // the decode device's
-  s.kv_used_blocks = pool.used_blocks() - std::min<uint64_t>(pool.used_blocks(), pc.blocks);
+  s.kv_used_blocks = held_by_requests(pool);
   s.kv_total_blocks = pool.total_blocks();
   s.prefix_cache_queries = pc.queries;
   s.prefix_cache_hits = pc.hits;
@@ -64,6 +67,8 @@ scheduler_stats scheduler::stats() const {
     s.offload_missed = offload_missed_;
     s.offload_kv_used_blocks = offload_pool_->used_blocks();
     s.offload_kv_total_blocks = offload_pool_->total_blocks();
+  }
+  if (offload_pool_ || physical()) {  // the transfer worker moves KV
     s.kv_transfer_bytes = pd_.bytes;
     s.kv_transfer_f32_bytes = pd_.f32_bytes;
     s.kv_transfer_seconds = pd_.transfer_s;
@@ -80,7 +85,7 @@ scheduler_stats scheduler::stats() const {
     s.kv_used_blocks = pool.used_blocks();
     s.physical = true;
     const kv_block_pool& cache_pool = *prefill_pool_;
-    s.prefill_kv_used_blocks = cache_pool.used_blocks() - std::min<uint64_t>(cache_pool.used_blocks(), pc.blocks);
+    s.prefill_kv_used_blocks = held_by_requests(cache_pool);
     s.prefill_kv_total_blocks = cache_pool.total_blocks();
     for (const auto& [id, sr] : staged_)
       if (sr.on_prefill_device && !sr.failed_over) {
@@ -90,15 +95,11 @@ scheduler_stats scheduler::stats() const {
     const auto& pd = pd_;
     s.prefill_tokens_per_s = pd.prefill_rate;
     s.kv_transfers = pd.transfers;
-    s.kv_transfer_bytes = pd.bytes;
-    s.kv_transfer_f32_bytes = pd.f32_bytes;
-    s.kv_transfer_seconds = pd.transfer_s;
     s.kv_transfer_refused = pd.refused;
     s.prefill_failovers = pd.failovers;
     s.routed_co_located = pd.co_located;
     s.routed_physical = pd.physical;
     s.last_route_reason = pd.last_reason;
-    s.degradation = degradation_;
   }
   return s;
 }

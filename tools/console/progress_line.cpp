@@ -3,16 +3,6 @@
 #include <unistd.h>
 
 namespace fw::console {
-namespace {
-
-/// What the log writes without a sink (runtime/base/log).
-void write_log_line(log_level level, std::string_view text) {
-  const std::string line = "flywheel: " + std::string(to_string(level)) + ": " + std::string(text) + "\n";
-  std::fwrite(line.data(), 1, line.size(), stderr);
-}
-
-}  // namespace
-
 progress_line::progress_line(std::FILE* stream, std::string label)
     : stream_(stream), label_(std::move(label)), start_(std::chrono::steady_clock::now()) {
   std::fprintf(stream_, "%s ...", label_.c_str());
