@@ -94,6 +94,9 @@ fw::scheduler::setup scheduler_setup_of(const engine_context& ctx) {
   s.request_retries = ctx.limits.request_retries;
   s.admission_tpot_s = ctx.limits.admission_tpot_s;
   s.prefix_cache_blocks = ctx.limits.prefix_cache_blocks;
+  s.prefill_shortest_first = ctx.limits.prefill_shortest_first;
+  s.prefill_slice = ctx.limits.prefill_chunk;
+  s.prefill_max_wait_s = ctx.limits.prefill_max_wait_s;
   if (ctx.limits.degraded_kv_transfer) s.degraded_kv_wire = static_cast<uint8_t>(*ctx.limits.degraded_kv_transfer);
   s.rollout = ctx.limits.rollout;
   s.offload = ctx.limits.offload;

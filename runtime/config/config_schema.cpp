@@ -315,6 +315,8 @@ std::vector<section> build_sections() {
        integer("prefill_chunk", &scheduler_section::prefill_chunk, 1, 1 << 16),
        number("prefill_chunk_ms", &scheduler_section::prefill_chunk_ms, 0, 60000, false, "0 = off"),
        boolean("decode_priority", &scheduler_section::decode_priority),
+       enumerated("prefill_order", &scheduler_section::prefill_order, prefill_order_type_names),
+       number("prefill_max_wait_s", &scheduler_section::prefill_max_wait_s, 0, 3600, false, "0 = no bound"),
        number("prefill_deadline_s", &scheduler_section::prefill_deadline_s, 0, 3600, false, "0 = none"),
        integer("offload_after_tokens", &scheduler_section::offload_after_tokens, 0, 1 << 20),
        number("offload_below_free_share", &scheduler_section::offload_below_free_share, 0, 1, false,

@@ -65,7 +65,10 @@ scheduler::~scheduler() {
   for (auto& h : cache_.evict_all()) (void)prefill_pool_->release(h);
 }
 
-scheduler_actions scheduler::flush() { return std::exchange(out_, {}); }
+scheduler_actions scheduler::flush() {
+  pump_prefills();
+  return std::exchange(out_, {});
+}
 
 // -- events --
 
@@ -112,6 +115,7 @@ scheduler_actions scheduler::cancel(uint64_t id) {
 scheduler_actions scheduler::prefill_finished(worker_kind worker, prefill_done d) {
   prefill_chunks_ += d.chunks;
   prefill_chunk_rows_ += d.rows;
+  if (prefill_slice_done(worker, d)) return flush();
   if (physical() && worker == worker_kind::prefill) prefilled_remote(d);
   else prefilled_local(d);
   return flush();
@@ -119,6 +123,7 @@ scheduler_actions scheduler::prefill_finished(worker_kind worker, prefill_done d
 
 scheduler_actions scheduler::prefill_failed(uint64_t id, worker_kind worker, uint64_t generation, bool receiver_down,
                                             error e) {
+  prefill_slice_failed(worker, id);
   if (physical() && worker == worker_kind::prefill) prefill_remote_failed(id, generation, receiver_down, e);
   else prefill_local_failed(id, worker, generation, receiver_down, std::move(e));
   return flush();

@@ -68,6 +68,13 @@ class scheduler {
     uint32_t request_retries = 2;      ///< prefills of one request that may kill their worker
     double admission_tpot_s = 0;       ///< [scheduler] admission_tpot_ms in seconds; 0: off
     uint32_t prefix_cache_blocks = 0;  ///< 0: no prefix cache
+    /// One device ([scheduler] prefill_order = "shortest"): its prefill worker gets one slice of
+    /// at most prefill_slice tokens at a time, of the prompt with the least work left
+    /// (prefill_order), so a short prompt waits behind one slice of a long one, not its whole
+    /// prefill; a prompt waiting prefill_max_wait_s goes first. false: whole prompts, FIFO.
+    bool prefill_shortest_first = false;
+    uint32_t prefill_slice = 512;
+    double prefill_max_wait_s = 2.0;
     std::optional<uint8_t> degraded_kv_wire;  ///< the KV wire over a degraded link; unset: as configured
     std::optional<rollout_limits> rollout;    ///< [rollout] enabled
     offload_limits offload{};                 ///< with an offload pool: which long tails move
@@ -187,6 +194,11 @@ class scheduler {
   void remember_prefix(const std::vector<int32_t>& prompt, const kv_handle& kv, const kv_block_pool& src);
   void release_cached(std::vector<kv_handle> handles);
   void send_prefill(worker_kind worker, prefill_job job);
+  // The single device's prefill queue (setup::prefill_shortest_first; scheduler_prefill_queue.cpp).
+  bool queue_prefill(worker_kind worker, prefill_job& job);
+  bool prefill_slice_done(worker_kind worker, prefill_done& d);
+  void prefill_slice_failed(worker_kind worker, uint64_t id);
+  void pump_prefills();
   void start_decode(uint64_t id, kv_handle kv, float entropy, double prefilled_s);
 
   // Replies of the prefill device and the transfer worker.
@@ -249,6 +261,16 @@ class scheduler {
   static constexpr size_t decision_window = 8192;
   std::vector<float> decision_us_;
   uint64_t decisions_ = 0;
+  /// A prompt waiting for the single device's prefill worker (what is left of it: its KV holds
+  /// the slices done so far).
+  struct queued_prefill {
+    prefill_job job;
+    double queued_s = 0;
+    uint64_t seq = 0;  ///< arrival order
+  };
+  std::vector<queued_prefill> prefill_queue_;
+  std::optional<queued_prefill> prefill_running_;  ///< the rest of the prompt whose slice is running
+  uint64_t prefill_slices_ = 0, prefill_reordered_ = 0, prefill_seq_ = 0;
   scheduler_actions out_;
 };
 

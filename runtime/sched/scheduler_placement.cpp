@@ -168,6 +168,7 @@ void scheduler::send_prefill(worker_kind worker, prefill_job job) {
   const uint64_t id = job.id;
   // Below rollout stage 3 (logical PD) a prompt runs as one forward, as without separation.
   if (auto it = requests_.find(id); it != requests_.end() && it->second.stage < 3) job.chunk = 1u << 16;
+  if (queue_prefill(worker, job)) return;
   if (!worker_running(worker)) {
     // The worker is being restarted: as if the job had reached a dead worker (its KV is
     // released by its epoch, as for a job that died with its worker).

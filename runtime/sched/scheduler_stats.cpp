@@ -35,6 +35,8 @@ scheduler_stats scheduler::stats() const {
   s.decisions = decisions_;
   s.prefill_chunks = prefill_chunks_;
   s.prefill_chunk_rows = prefill_chunk_rows_;
+  s.prefill_slices = prefill_slices_;
+  s.prefill_reordered = prefill_reordered_;
   s.degradation = degradation_;
   if (predictor_.fitted()) {
     s.predictor_a = predictor_.a();

@@ -30,6 +30,8 @@ struct scheduler_stats {
   uint64_t prefix_cache_blocks = 0;        ///< blocks the cache holds now (pool used = both)
   uint64_t prefill_chunks = 0;             ///< forward passes of the prefills finished so far
   uint64_t prefill_chunk_rows = 0;         ///< prompt rows they ran (mean chunk: rows / chunks)
+  uint64_t prefill_slices = 0;             ///< prefill_order "shortest": slices sent to the prefill worker
+  uint64_t prefill_reordered = 0;          ///< ... that went before an older prompt
   // Separate prefill and decode devices (all zero when co-located).
   bool physical = false;                   ///< a prefill device besides the decode device
   uint64_t prefill_kv_used_blocks = 0;     ///< the prefill device's pool (cached prefixes not counted)

@@ -44,6 +44,10 @@ struct engine_limits {
   /// is sized so that its predicted time stays within this (prefill_chunk_budget), at most
   /// prefill_chunk rows; 0: chunks of prefill_chunk rows.
   double prefill_chunk_s = 0;
+  /// [scheduler] prefill_order = "shortest" (one device): prompts in slices of prefill_chunk
+  /// tokens, the least work left first, one waiting prefill_max_wait_s first. false: FIFO.
+  bool prefill_shortest_first = false;
+  double prefill_max_wait_s = 2.0;
   double request_timeout_s = 600; ///< unfinished requests fail after this
   /// [scheduler] admission_tpot_ms in seconds: the predicted decode step a new sequence may not
   /// push the batch past (decode_time_predictor); 0: off.

@@ -152,6 +152,10 @@ engine_limits runtime_parts::limits() const {
   lim.max_queue = cfg.scheduler.max_queue;
   lim.prefill_chunk = cfg.scheduler.prefill_chunk;
   lim.prefill_chunk_s = cfg.scheduler.prefill_chunk_ms / 1000.0;
+  // A decode node's prompts go whole to its prefill peers (a slice past position 0 could not).
+  lim.prefill_shortest_first =
+      cfg.scheduler.prefill_order == prefill_order_type::shortest && cfg.node.role != node_role::decode;
+  lim.prefill_max_wait_s = cfg.scheduler.prefill_max_wait_s;
   lim.admission_tpot_s = cfg.scheduler.admission_tpot_ms / 1000.0;
   lim.request_timeout_s = cfg.scheduler.request_timeout_s > 0 ? cfg.scheduler.request_timeout_s
                                                               : std::numeric_limits<double>::infinity();

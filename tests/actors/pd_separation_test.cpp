@@ -26,7 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-enum class mode { co_located, logical, physical, offload };
+enum class mode { co_located, logical, shortest, physical, offload };
 
 class pd_separation_test : public ::testing::Test {
  protected:
@@ -64,6 +64,7 @@ class pd_separation_test : public ::testing::Test {
     lim.kv_transfer = s.wire;
     lim.degraded_kv_transfer = s.degraded_wire;
     lim.rollout = s.rollout;
+    lim.prefill_shortest_first = s.m == mode::shortest;  // slices of prefill_chunk (16) tokens
     engine_options o;
     o.faults = s.faults;
     if (s.m == mode::offload) {
@@ -83,7 +84,7 @@ class pd_separation_test : public ::testing::Test {
       devs.add("decode", device_role::decode, device(1, true, 4096));
       devs.add("prefill", device_role::prefill, device(1, true, 2048));
     } else {
-      devs.add("both", device_role::both, device(2, s.m != mode::co_located));
+      devs.add("both", device_role::both, device(2, s.m != mode::co_located));  // logical, shortest
     }
     if (s.m == mode::offload) {
       devs.add("offload", device_role::offload, device(1, true, 4096));
@@ -176,7 +177,7 @@ TEST_F(pd_separation_test, greedy_output_is_identical_co_located_logical_and_phy
   std::vector<std::vector<int32_t>> prompts;
   for (size_t i = 0; i < 8; ++i) prompts.push_back(prompt_of(i));
   std::vector<std::vector<int32_t>> want;
-  for (mode m : {mode::co_located, mode::logical, mode::physical, mode::offload}) {
+  for (mode m : {mode::co_located, mode::logical, mode::shortest, mode::physical, mode::offload}) {
     setup s;
     s.m = m;
     auto e = start(s);
@@ -211,6 +212,51 @@ TEST_F(pd_separation_test, greedy_output_is_identical_co_located_logical_and_phy
       EXPECT_GT(st->offloaded, 0u);
       EXPECT_EQ(st->offload_active, 0u);
       EXPECT_NE(e->render_metrics().find("flywheel:offloaded_sequences_total"), std::string::npos);
+    }
+    expect_pools_empty(*e);
+  }
+}
+
+TEST_F(pd_separation_test, a_short_prompt_behind_a_long_one_answers_first_when_prefills_go_shortest_first) {
+  // A 230-token prompt, then a 5-token one right behind it. FIFO (logical): the short prompt
+  // waits for the long one's whole prefill (on this tiny model that is too quick to time). Shortest
+  // first: it waits for one 16-token slice and streams its first token while the long prompt is
+  // still prefilling.
+  std::vector<int32_t> long_prompt;
+  for (int32_t j = 0; j < 230; ++j) long_prompt.push_back(3 + (j * 13) % 250);
+  const std::vector<int32_t> short_prompt = {5, 9, 11, 7, 3};
+  for (mode m : {mode::logical, mode::shortest}) {
+    setup s;
+    s.m = m;
+    auto e = start(s);
+    ASSERT_TRUE(e);
+    std::mutex mu;
+    std::vector<int> first_token_order;  // 0: the long request, 1: the short one
+    std::vector<std::promise<void>> done(2);
+    for (int which : {0, 1}) {
+      auto seen = std::make_shared<bool>(false);
+      e->submit(which == 0 ? long_prompt : short_prompt, test::greedy(4),
+                [&, which, seen](const stream_event& ev) {
+                  if (ev.kind == static_cast<uint8_t>(stream_kind::token)) {
+                    std::lock_guard<std::mutex> lock(mu);
+                    if (!std::exchange(*seen, true)) first_token_order.push_back(which);
+                  } else {
+                    EXPECT_TRUE(ev.error.empty()) << ev.error;
+                    done[which].set_value();
+                  }
+                });
+    }
+    for (auto& d : done) ASSERT_EQ(d.get_future().wait_for(60s), std::future_status::ready);
+    ASSERT_EQ(first_token_order.size(), 2u);
+    auto st = e->stats();
+    ASSERT_TRUE(st);
+    if (m == mode::logical) {
+      EXPECT_EQ(st->prefill_slices, 0u) << "FIFO: whole prompts, none reordered";
+      EXPECT_EQ(st->prefill_reordered, 0u);
+    } else {
+      EXPECT_EQ(first_token_order.front(), 1) << "shortest first: the short request answers first";
+      EXPECT_GE(st->prefill_reordered, 1u);
+      EXPECT_GE(st->prefill_slices, 230u / 16 + 1);
     }
     expect_pools_empty(*e);
   }

@@ -118,6 +118,7 @@ std::vector<variant> variants(const config& base, const mixed_bench_options& o) 
     config c = base;
     c.devices = {one};
     c.scheduler.decode_priority = false;
+    c.scheduler.prefill_order = prefill_order_type::fifo;
     c.scheduler.prefill_chunk = 1 << 16;  // a whole prompt per forward
     v.push_back({"co-located", c});
   }

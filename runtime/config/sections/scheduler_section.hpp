@@ -4,7 +4,16 @@
 
 #include <cstdint>
 
+#include "runtime/config/sections/enum_names.hpp"
+
 namespace fw {
+
+/// The order a device that both prefills and decodes runs waiting prompts in: "shortest" (the
+/// least prefill work left first, in slices of prefill_chunk tokens, a prompt waiting
+/// prefill_max_wait_s first) or "fifo" (arrival order, whole prompts).
+enum class prefill_order_type { shortest, fifo };
+inline constexpr enum_table<prefill_order_type, 2> prefill_order_type_names = {{
+    {prefill_order_type::shortest, "shortest"}, {prefill_order_type::fifo, "fifo"}}};
 
 struct scheduler_section {
   uint32_t max_batch = 16;          ///< sequences decoded together in one step
@@ -17,6 +26,8 @@ struct scheduler_section {
   /// Decode steps go before waiting prefill chunks on a device doing both (logical separation):
   /// a decode step waits behind at most one chunk. false: first come, first served (co-located).
   bool decode_priority = true;
+  prefill_order_type prefill_order = prefill_order_type::shortest;
+  double prefill_max_wait_s = 2.0;  ///< "shortest": a prompt waiting this long goes first; 0: never
   /// With separate prefill and decode devices: a prompt whose prefill has not finished this long
   /// after admission is prefilled on the decode device instead (co-located failover); 0: never.
   double prefill_deadline_s = 3.0;

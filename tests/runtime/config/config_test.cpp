@@ -176,7 +176,7 @@ TEST(config_test, unknown_key_lists_the_allowed_keys) {
   const auto msg = error_of("[scheduler]\nmax_batch = 4\nmax_batchh = 8\n");
   EXPECT_EQ(msg,
             "bad.toml:3:1: unknown key 'max_batchh' in [scheduler] (did you mean 'max_batch'?); "
-            "allowed: max_batch, max_queue, prefill_chunk, prefill_chunk_ms, decode_priority, prefill_deadline_s, offload_after_tokens, offload_below_free_share, offload_tpot_ms, request_timeout_s, admission_tpot_ms");
+            "allowed: max_batch, max_queue, prefill_chunk, prefill_chunk_ms, decode_priority, prefill_order, prefill_max_wait_s, prefill_deadline_s, offload_after_tokens, offload_below_free_share, offload_tpot_ms, request_timeout_s, admission_tpot_ms");
   // No suggestion when nothing is close.
   const auto far = error_of("[logging]\ncolour = true\n");
   EXPECT_EQ(far, "bad.toml:2:1: unknown key 'colour' in [logging]; allowed: level");
@@ -402,7 +402,7 @@ TEST(config_test, set_rejects_unknown_and_ambiguous_keys) {
   config c;
   EXPECT_EQ(c.set("scheduler.max_batchh", "3").err().message,
             "unknown key 'max_batchh' in [scheduler] (did you mean 'max_batch'?); allowed: max_batch, "
-            "max_queue, prefill_chunk, prefill_chunk_ms, decode_priority, prefill_deadline_s, offload_after_tokens, offload_below_free_share, offload_tpot_ms, request_timeout_s, admission_tpot_ms");
+            "max_queue, prefill_chunk, prefill_chunk_ms, decode_priority, prefill_order, prefill_max_wait_s, prefill_deadline_s, offload_after_tokens, offload_below_free_share, offload_tpot_ms, request_timeout_s, admission_tpot_ms");
   EXPECT_TRUE(contains(c.set("schedular.max_batch", "3").err().message,
               "unknown section 'schedular' in key 'schedular.max_batch' (did you mean "
                         "'scheduler'?)"));
