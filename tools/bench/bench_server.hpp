@@ -1,11 +1,11 @@
 // The load generator behind `flywheel bench --server URL --rate R --duration S [--concurrency C]`:
 // Poisson arrivals at R requests/s for S seconds against any OpenAI-compatible server (flywheel's
-// or another), each a streaming /v1/chat/completions request
-// (one user message; an answer without any text counts as an error); measures TTFT, TPOT (per request: time
-// after the first token / tokens after it), inter-token gaps and end-to-end latency (P50/P95/P99),
-// achieved QPS, output tokens/s and errors by status, with a progress line on stderr.
-// With C > 0 at most C requests are open at once (arrivals wait: reported as client_wait_ms).
-// A benchmark, not a test. Plain blocking sockets, one thread per open request.
+// or another), each a streaming /v1/chat/completions request of one user message, replayed by
+// tools/bench/trace_replay (an answer without any text counts as an error). Measures from each
+// arrival: TTFT, TPOT (per request: time after the first token / tokens after it), inter-token
+// gaps and end-to-end latency (P50/P95/P99), achieved QPS, output tokens/s and errors by status,
+// with a progress line on stderr. With C > 0 at most C requests are open at once (arrivals
+// wait: reported as client_wait_ms). A benchmark, not a test.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -36,7 +36,6 @@ LABEL=""
 PEER_BIN=""
 PP="128,512"
 TG="128"
-JOBS="${FW_JOBS:-2}"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --threads) THREADS="$2"; shift 2 ;;
@@ -55,41 +54,19 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-VERSION="${FW_LLAMA_CPP_PYTHON#*==}"
-NATIVE="${FW_LLAMA_CPP_NATIVE:-1}"
-CACHE="${FW_LLAMA_CPP_CACHE:-$HOME/.cache/flywheel/llama.cpp-$VERSION$([[ $NATIVE == 1 ]] && echo -native)}"
-BIN="$CACHE/bin"
+# shellcheck source=llama_cpp_peer.sh
+source "$ROOT/tools/bench/llama_cpp_peer.sh"
+VERSION="$LLAMA_VERSION"
+CACHE="$LLAMA_CACHE"
+BIN="$LLAMA_BIN"
 FLYWHEEL="${FW_BUILD_DIR:-$ROOT/build}/tools/flywheel"
 MODEL="$ROOT/models/$FW_MODEL_FILE"
-
-build_peer() {
-  if [[ -x "$BIN/llama-bench" && -x "$BIN/llama-quantize" ]]; then
-    echo "llama.cpp $VERSION: using $BIN" >&2
-    return
-  fi
-  mkdir -p "$CACHE/src"
-  if [[ ! -d "$CACHE/src/llama_cpp_python-$VERSION" ]]; then
-    python3 -m pip download "$FW_LLAMA_CPP_PYTHON" --no-binary :all: --no-deps -d "$CACHE/src"
-    tar -xzf "$CACHE/src/llama_cpp_python-$VERSION.tar.gz" -C "$CACHE/src"
-  fi
-  local src="$CACHE/src/llama_cpp_python-$VERSION/vendor/llama.cpp"
-  echo "building llama-bench and llama-quantize from $src (~12 min on 2 cores)" >&2
-  local isa=(-DGGML_NATIVE=ON)
-  [[ $NATIVE == 1 ]] || isa=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_AVX512=ON
-    -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF
-    -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
-  cmake -S "$src" -B "$CACHE/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF "${isa[@]}" \
-    -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >&2
-  cmake --build "$CACHE/build" --target llama-bench llama-quantize -j "$JOBS" >&2
-  mkdir -p "$BIN"
-  cp "$CACHE/build/bin/llama-bench" "$CACHE/build/bin/llama-quantize" "$BIN/"
-}
 
 if [[ -n "$PEER_BIN" ]]; then
   BIN="$PEER_BIN"
   [[ -x "$BIN/llama-bench" ]] || { echo "no llama-bench in $BIN" >&2; exit 1; }
 else
-  build_peer
+  build_llama_cpp llama-bench llama-quantize
 fi
 [[ $BUILD_ONLY == 1 ]] && exit 0
 

@@ -20,6 +20,7 @@
 #include "tools/console/interrupt.hpp"
 #include "tools/console/line_reader.hpp"
 #include "tools/console/progress_line.hpp"
+#include "runtime/setup/lever_summary.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
@@ -50,6 +51,7 @@ std::string banner(const runtime_parts& parts, const backend& be) {
     if (k.fallback) warnings += "  WARNING: " + k.weight_type + ": " + k.note + "\n";
   }
   b << "\n" << warnings;
+  b << "  " << lever_summary(parts) << "\n";
   const auto& s = cfg.sampling;
   b << "  sampling: temperature " << s.temperature << ", top_k " << s.top_k << ", top_p " << s.top_p
     << ", max_tokens " << s.max_tokens << " (:set KEY VALUE changes them)\n";

@@ -17,6 +17,7 @@
 #include "actors/engine.hpp"
 #include "actors/prefill_node.hpp"
 #include "runtime/config/node_address.hpp"
+#include "runtime/setup/lever_summary.hpp"
 #include "runtime/setup/runtime_parts.hpp"
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
@@ -188,6 +189,7 @@ int cmd_serve(int argc, char** argv) {
   std::fprintf(stderr, "flywheel serve: listening on http://%s:%u (model \"%s\", context %u tokens%s)\n",
                srv.host.c_str(), static_cast<unsigned>(http->port()), so.model_name.c_str(), so.n_ctx,
                so.api_key.empty() ? "" : ", API key required");
+  std::fprintf(stderr, "flywheel serve: %s\n", lever_summary(*parts).c_str());
   std::fflush(stderr);
 
   while (!wait_signal(stop_signals, 3600)) {

@@ -1,0 +1,149 @@
+#include "tools/bench/server_process.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "tools/bench/http_stream_client.hpp"
+
+namespace fw::cli {
+
+namespace {
+
+/// A loopback port nobody listens on now (bound and released: a small race, fine for a bench).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+std::string tail_of(const std::string& path, size_t bytes = 1500) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  return s.size() > bytes ? "..." + s.substr(s.size() - bytes) : s;
+}
+
+}  // namespace
+
+std::string self_executable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("flywheel") : p.string();
+}
+
+expected<server_process> server_process::start(const std::string& exe, const std::string& config_path,
+                                               const std::string& log_path, double ready_timeout_s) {
+  const int port = free_port();
+  if (port == 0) return make_error(errc::io_error, "no free loopback port for a server");
+  const std::string port_text = std::to_string(port);
+  const pid_t pid = ::fork();
+  if (pid < 0) return make_error(errc::io_error, "fork failed");
+  if (pid == 0) {
+    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) {
+      ::dup2(log, STDOUT_FILENO);
+      ::dup2(log, STDERR_FILENO);
+      ::close(log);
+    }
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, STDIN_FILENO);
+    std::vector<const char*> argv = {exe.c_str(), "serve", "--config", config_path.c_str(), "--host", "127.0.0.1",
+                                     "--port", port_text.c_str(), nullptr};
+    ::execv(exe.c_str(), const_cast<char* const*>(argv.data()));
+    std::_Exit(127);
+  }
+  server_process p(pid, "http://127.0.0.1:" + port_text, log_path);
+  const endpoint ep{"127.0.0.1", port_text};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(ready_timeout_s);
+  while (std::chrono::steady_clock::now() < until) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      p.pid_ = -1;
+      return make_error(errc::io_error, "flywheel serve --config " + config_path + " exited (" +
+                                            (WIFEXITED(status) ? "code " + std::to_string(WEXITSTATUS(status))
+                                                               : "signal " + std::to_string(WTERMSIG(status))) +
+                                            ") before it was ready; its log " + log_path + ":\n" + tail_of(log_path));
+    }
+    if (http_get(ep, "/health", {}, 2).status == 200) return p;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  p.stop(1);
+  return make_error(errc::timed_out, "flywheel serve --config " + config_path + " was not ready within " +
+                                         std::to_string(static_cast<int>(ready_timeout_s)) + " s; its log " + log_path +
+                                         ":\n" + tail_of(log_path));
+}
+
+server_process::server_process(server_process&& o) noexcept
+    : pid_(std::exchange(o.pid_, -1)), url_(std::move(o.url_)), log_(std::move(o.log_)) {}
+
+std::map<std::string, double> server_process::metrics() const {
+  std::map<std::string, double> out;
+  auto ep = parse_endpoint(url_);
+  if (!ep) return out;
+  const auto r = http_get(*ep, "/metrics");
+  if (r.status != 200) return out;
+  std::istringstream in(r.body);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t name_end = line.find_first_of("{ ");
+    const size_t value_at = line.rfind(' ');
+    if (name_end == std::string::npos || value_at == std::string::npos || value_at + 1 >= line.size()) continue;
+    char* end = nullptr;
+    const double v = std::strtod(line.c_str() + value_at + 1, &end);
+    if (end == line.c_str() + value_at + 1) continue;
+    out[line.substr(0, name_end)] += v;
+  }
+  return out;
+}
+
+double server_process::peak_rss_mib() const {
+  if (pid_ <= 0) return 0;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  return 0;
+}
+
+void server_process::stop(double grace_s) {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
+  int status = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+}  // namespace fw::cli

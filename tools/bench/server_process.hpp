@@ -1,0 +1,47 @@
+// server_process: a `flywheel serve` child process for the benchmarks that compare server
+// configurations (`flywheel bench ablation`): started with a config file on a free loopback
+// port, its stderr in a log file, ready when /health answers 200; stopped with SIGTERM (SIGKILL
+// after a grace period). Reads the child's /metrics (summed per series name) and its peak
+// resident memory (VmHWM). A child that exits before it is ready is an error quoting its log.
+// Thread-safety: one owner.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+
+#include "runtime/base/expected.hpp"
+
+namespace fw::cli {
+
+class server_process {
+ public:
+  /// Starts `exe serve --config config_path --port P` (P: a free port) and waits up to
+  /// ready_timeout_s for /health.
+  [[nodiscard]] static expected<server_process> start(const std::string& exe, const std::string& config_path,
+                                                      const std::string& log_path, double ready_timeout_s = 600);
+  server_process(server_process&& o) noexcept;
+  server_process& operator=(server_process&&) = delete;
+  server_process(const server_process&) = delete;
+  ~server_process() { stop(); }
+
+  [[nodiscard]] const std::string& url() const { return url_; }
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  /// Every sample of /metrics summed by series name (labels dropped; _sum/_count kept as named).
+  [[nodiscard]] std::map<std::string, double> metrics() const;
+  /// Peak resident memory of the process so far, MiB (0: unknown).
+  [[nodiscard]] double peak_rss_mib() const;
+  /// SIGTERM, then SIGKILL after grace_s; idempotent.
+  void stop(double grace_s = 15);
+
+ private:
+  server_process(pid_t pid, std::string url, std::string log) : pid_(pid), url_(std::move(url)), log_(std::move(log)) {}
+  pid_t pid_ = -1;
+  std::string url_, log_;
+};
+
+/// The running executable's path (/proc/self/exe).
+std::string self_executable();
+
+}  // namespace fw::cli
