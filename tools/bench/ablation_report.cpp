@@ -128,6 +128,10 @@ void print_ablation(const json& result) {
                 "| E2E p50 / p99 ms | accept | prefix hits | prefill->decode ms | peak MiB |\n");
     std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const auto& c : result["configs"]) {
+      if (c.contains("error")) {
+        std::printf("| %s | did not start: see %s |\n", c.value("label", "").c_str(), c.value("log", "").c_str());
+        continue;
+      }
       const json* r = at_rate(c, rate);
       if (!r) continue;
       const json& s = (*r)["summary"];

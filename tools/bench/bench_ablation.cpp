@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 
 #include "kernels/cpu/cpu_features.hpp"
@@ -66,6 +67,7 @@ std::vector<variant> variants(const std::string& quant_name, const std::string& 
           {"spec", "+speculation (" + draft + ")", false, true, false},
           {"pd", "+PD separation (" + pd_kind + ")", false, false, true},
           {"quant+spec", "quant + spec - stage 2", true, true, false},
+          {"quant+pd", "quant + PD (all but speculation)", true, false, true},
           {"all", "all three - stage " + std::string(pd_kind == "logical" ? "3" : "4"), true, true, true}};
 }
 
@@ -80,8 +82,11 @@ json server_figures(const std::map<std::string, double>& before, const std::map<
   const double drafted = d(series::spec_decode_num_draft_tokens.name);
   out["draft_tokens"] = drafted;
   out["acceptance"] = drafted > 0 ? json(d(series::spec_decode_num_accepted_tokens.name) / drafted) : json(nullptr);
-  const double queries = d(series::prefix_cache_queries.name);
-  out["prefix_cache_hit_rate"] = queries > 0 ? json(d(series::prefix_cache_hits.name) / queries) : json(nullptr);
+  // The share of prompt tokens the prefix cache served (a lookup that hits only the shared system
+  // prompt counts for little).
+  const double prompt = d(series::prompt_tokens.name);
+  out["prefix_cache_hit_rate"] =
+      d(series::prefix_cache_queries.name) > 0 && prompt > 0 ? json(d(series::prefix_cache_hit_tokens.name) / prompt) : json(nullptr);
   const std::string p2d = series::prefill_to_decode_latency.name;
   const double n = d(p2d + "_count");
   out["prefill_to_decode_ms"] = n > 0 ? json(1000 * d(p2d + "_sum") / n) : json(nullptr);
@@ -97,10 +102,30 @@ std::vector<traced_request> warmup_trace(const workload_file& w) {
   return t;
 }
 
-/// Replays the trace of each rate (ascending) against url; stops a sweep at the first rate whose
-/// SLO attainment is below slo_share. server: flywheel's own (for /metrics), or null (a peer).
-expected<json> run_rates(const ablation_options& o, const workload_file& w, const std::string& url,
-                         const std::string& label, server_process* server) {
+/// The trace of each rate, one after the other through the workload's lines from start_line.
+struct rate_trace {
+  double rate = 0;
+  std::vector<traced_request> requests;
+};
+
+std::vector<rate_trace> traces_of(const ablation_options& o, const workload_file& w, const std::vector<double>& rates,
+                                  uint64_t seed) {
+  std::vector<rate_trace> out;
+  size_t line = seed % w.lines.size();
+  for (size_t i = 0; i < rates.size(); ++i) {
+    bool wrapped = false;
+    out.push_back({rates[i], w.trace(rates[i], o.duration_s, seed + i, &line, &wrapped)});
+    if (wrapped)
+      std::fprintf(stderr, "bench ablation: %s has fewer lines than %.2f req/s for %.0f s take: lines repeat\n",
+                   w.path.c_str(), rates[i], o.duration_s);
+  }
+  return out;
+}
+
+/// Replays each rate's trace (ascending) against url. server: flywheel's own (for /metrics), or
+/// null (a peer).
+expected<json> run_rates(const ablation_options& o, const workload_file& w, const std::vector<rate_trace>& traces,
+                         const std::string& url, const std::string& label, server_process* server) {
   replay_options ro;
   ro.url = url;
   ro.temperature = o.temperature;
@@ -111,30 +136,29 @@ expected<json> run_rates(const ablation_options& o, const workload_file& w, cons
   json rates = json::array();
   double best = 0;
   auto before = server ? server->metrics() : std::map<std::string, double>{};
-  for (double rate : o.rates) {
-    bool wrapped = false;
-    const auto trace = w.trace(rate, o.duration_s, o.seed, &wrapped);
-    if (wrapped)
-      std::fprintf(stderr, "bench ablation: %s has fewer lines than %.1f req/s for %.0f s take: it repeats from the start\n",
-                   w.path.c_str(), rate, o.duration_s);
+  for (const auto& [rate, trace] : traces) {
     char name[160];
     std::snprintf(name, sizeof name, "%-11s %5.2f req/s", label.c_str(), rate);
     ro.label = name;
     auto r = replay_trace(ro, trace);
     if (!r) return r.err();
     json one = {{"rate", rate}, {"wall_s", r->wall_s}, {"model", r->model}, {"summary", summarize(*r, o.target)}};
+    json each = json::array();  // every request, in arrival order, for a closer look
+    auto outcomes = r->outcomes;
+    std::sort(outcomes.begin(), outcomes.end(), [](const auto& a, const auto& b) { return a.at_s < b.at_s; });
+    for (const auto& x : outcomes)
+      each.push_back({{"at_s", x.at_s}, {"class", x.cls}, {"status", x.status}, {"ok", x.ok}, {"ttft_ms", x.ttft_ms},
+                      {"e2e_ms", x.e2e_ms}, {"tokens", x.tokens}});
+    one["requests"] = std::move(each);
     if (server) {
       const auto after = server->metrics();
       one["server"] = server_figures(before, after);
       before = after;
     }
-    const double attained = one["summary"]["all"].value("slo_attainment", 0.0);
+    // The highest rate within the SLO share (rates run in rising order, every one of them: a
+    // rate just past a configuration's knee says how steep it is).
+    if (one["summary"]["all"].value("slo_attainment", 0.0) >= o.slo_share) best = rate;
     rates.push_back(std::move(one));
-    if (attained < o.slo_share) {
-      if (o.rates.size() > 1) break;
-    } else {
-      best = rate;
-    }
   }
   return json{{"rates", rates}, {"max_rate_meeting_slo", best}};
 }
@@ -155,7 +179,7 @@ std::string host_name() {
 }  // namespace
 
 const std::vector<std::string>& ablation_config_names() {
-  static const std::vector<std::string> names = {"baseline", "quant", "spec", "pd", "quant+spec", "all"};
+  static const std::vector<std::string> names = {"baseline", "quant", "spec", "pd", "quant+spec", "quant+pd", "all"};
   return names;
 }
 
@@ -167,7 +191,7 @@ expected<json> run_ablation(const ablation_options& o) {
   if (o.rates.empty()) return make_error(errc::invalid_argument, "no rate given");
   for (const auto& n : o.only)
     if (std::find(ablation_config_names().begin(), ablation_config_names().end(), n) == ablation_config_names().end())
-      return make_error(errc::invalid_argument, "--only: unknown configuration '" + n + "' (baseline, quant, spec, pd, quant+spec, all)");
+      return make_error(errc::invalid_argument, "--only: unknown configuration '" + n + "' (baseline, quant, spec, pd, quant+spec, quant+pd, all)");
   std::vector<double> rates = o.rates;
   std::sort(rates.begin(), rates.end());
   std::error_code ec;
@@ -237,6 +261,11 @@ expected<json> run_ablation(const ablation_options& o) {
     if (quality.is_null()) std::fprintf(stderr, "bench ablation: the perplexity check failed; the table goes on without it\n");
   }
 
+  // One trace per rate for every row: each rate's lines follow the previous rate's (from a line
+  // the seed picks), so neither a row's own server nor a long-running peer can serve a prompt
+  // from its cache of an earlier rate or run.
+  const uint64_t seed = o.seed ? o.seed : std::random_device{}();
+  const auto traces = traces_of(o, *w, rates, seed);
   json configs = json::array();
   for (const auto& v : run) {
     config c = *base;
@@ -267,8 +296,15 @@ expected<json> run_ablation(const ablation_options& o) {
     const std::string log = (fs::path(o.out_dir) / "logs" / (v.name + ".log")).string();
     std::fprintf(stderr, "bench ablation: %s: starting flywheel serve --config %s\n", v.label.c_str(), toml.string().c_str());
     auto server = server_process::start(o.exe, toml.string(), log);
-    if (!server) return server.err();
-    auto r = run_rates(o, *w, server->url(), v.name, &*server);
+    if (!server) {
+      // A configuration this device or build cannot serve (e.g. a weight format without a kernel
+      // on it): the row says why and the others run.
+      std::fprintf(stderr, "bench ablation: %s did not start: %s\n", v.label.c_str(), server.err().what().c_str());
+      configs.push_back({{"name", v.name}, {"label", v.label}, {"config", toml.string()}, {"log", log},
+                         {"error", server.err().message.substr(0, 400)}, {"rates", json::array()}});
+      continue;
+    }
+    auto r = run_rates(o, *w, traces, server->url(), v.name, &*server);
     if (!r) return r.err();
     const double peak = server->peak_rss_mib();
     server->stop();
@@ -281,7 +317,7 @@ expected<json> run_ablation(const ablation_options& o) {
   }
   for (const auto& url : o.peers) {
     std::fprintf(stderr, "bench ablation: peer %s\n", url.c_str());
-    auto r = run_rates(o, *w, url, "peer", nullptr);
+    auto r = run_rates(o, *w, traces, url, "peer", nullptr);
     if (!r) return make_error(r.err().code, "--peer " + url + ": " + r.err().message);
     json entry = {{"name", "peer " + url}, {"label", "peer " + url}, {"peer", true}, {"peak_rss_mib", nullptr},
                   {"levers", {{"weights", "its own"}, {"draft", "its own"}, {"pd", "its own"}}}};
@@ -297,7 +333,7 @@ expected<json> run_ablation(const ablation_options& o) {
               {"rates", rates},
               {"slo", {{"ttft_ms", o.target.ttft_ms}, {"tpot_ms", o.target.tpot_ms}, {"share", o.slo_share}}},
               {"temperature", o.temperature},
-              {"seed", o.seed},
+              {"seed", seed},
               {"quality", quality},
               {"configs", configs}};
   out["ratios"] = ablation_ratios(out);

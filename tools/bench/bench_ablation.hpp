@@ -11,10 +11,11 @@
 //              first in slices, the prefix cache, and the config's devices (physical / offload
 //              when it has them)
 //   quant+spec rollout stage 2
+//   quant+pd   all but speculation (does the draft pay on top of the other two?)
 //   all three  stage 3 (4 with the config's devices)
 // and any other OpenAI-compatible server (--peer) with the same client and trace. Per
 // configuration and rate: trace_replay's latency figures per class, goodput at the SLO, and from
-// the server's /metrics the speculative acceptance, the prefix-cache hit rate and the
+// the server's /metrics the speculative acceptance, the share of prompt tokens the prefix cache served and the
 // prefill-to-decode latency; its peak resident memory; and the quantized file's perplexity
 // against the 16-bit weights on the workload's long texts. With several rates (a sweep) each
 // configuration also gets the highest rate at which slo_share of its requests meet the SLO.
@@ -39,7 +40,7 @@ struct ablation_options {
   double duration_s = 60;            ///< seconds of arrivals per rate
   double drain_s = 60;               ///< then open requests get this long
   slo target;
-  double slo_share = 0.9;            ///< a sweep's rate "meets the SLO" when this share of requests do
+  double slo_share = 0.8;            ///< a sweep's rate "meets the SLO" when this share of requests do
   std::string out_dir = "ablation";  ///< configs/, logs/, ablation.json, ablation.svg
   std::string cache_dir = "models/ablation";  ///< the 16-bit and quantized files (made once, reused)
   std::string quant = "w8a8";        ///< w8a8 | w4a16 | a GGUF file
@@ -47,7 +48,7 @@ struct ablation_options {
   std::vector<std::string> only;     ///< configuration names to run; empty: all
   std::vector<std::string> peers;    ///< other servers: http://HOST:PORT
   double temperature = 0;
-  uint64_t seed = 1;
+  uint64_t seed = 0;                 ///< arrivals and the first line; 0: a new one each run
   int quality_chunks = 4;            ///< 512-token chunks of the perplexity text (0: skip)
 };
 

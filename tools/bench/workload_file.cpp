@@ -75,7 +75,8 @@ expected<workload_file> workload_file::parse(const std::string& text, const std:
   return w;
 }
 
-std::vector<traced_request> workload_file::trace(double rate, double duration_s, uint64_t seed, bool* wrapped) const {
+std::vector<traced_request> workload_file::trace(double rate, double duration_s, uint64_t seed, size_t* line,
+                                                 bool* wrapped) const {
   std::vector<traced_request> out;
   if (wrapped) *wrapped = false;
   auto add = [&](const workload_line& l, double at) { out.push_back({at, l.cls, l.messages, l.max_tokens}); };
@@ -86,14 +87,14 @@ std::vector<traced_request> workload_file::trace(double rate, double duration_s,
   }
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate);
-  size_t i = 0;
+  size_t i = line ? *line % lines.size() : 0;
+  size_t taken = 0;
   for (double t = gap(rng); t < duration_s; t += gap(rng)) {
-    if (i == lines.size()) {
-      i = 0;
-      if (wrapped) *wrapped = true;
-    }
+    if (i == lines.size()) i = 0;
+    if (++taken > lines.size() && wrapped) *wrapped = true;
     add(lines[i++], t);
   }
+  if (line) *line = i;
   return out;
 }
 

@@ -33,9 +33,12 @@ struct workload_file {
   [[nodiscard]] static expected<workload_file> parse(const std::string& text, const std::string& name);
 
   /// The arrival trace: recorded times (timed files: the lines within duration_s), or Poisson
-  /// arrivals at `rate` per second for duration_s seconds taking lines in file order (from the
-  /// first again after the last: `wrapped` tells).
-  [[nodiscard]] std::vector<traced_request> trace(double rate, double duration_s, uint64_t seed, bool* wrapped = nullptr) const;
+  /// arrivals at `rate` per second for duration_s seconds taking lines in file order from
+  /// `*line` (from the first again after the last: `wrapped` tells); *line is left at the next
+  /// line, so consecutive traces use different lines (a server's prompt cache cannot serve one
+  /// from an earlier one).
+  [[nodiscard]] std::vector<traced_request> trace(double rate, double duration_s, uint64_t seed, size_t* line = nullptr,
+                                                  bool* wrapped = nullptr) const;
   /// Each line's last user message on one line (newlines as spaces): calibration queries.
   [[nodiscard]] std::string user_queries() const;
   /// The user messages of class `cls` (blank-line separated): a held-out text for perplexity.

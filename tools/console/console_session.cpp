@@ -287,6 +287,10 @@ console_session::outcome console_session::cmd_stats() {
                         static_cast<unsigned long long>(s->prefill_chunk_rows),
                         static_cast<unsigned long long>(s->prefill_chunks),
                         double(s->prefill_chunk_rows) / double(s->prefill_chunks));
+  if (s->prefill_slices > 0)
+    out_ << format_line("prefill order: shortest first, %llu slices, %llu of them before an older prompt\n",
+                        static_cast<unsigned long long>(s->prefill_slices),
+                        static_cast<unsigned long long>(s->prefill_reordered));
   if (s->physical || s->offload_device) out_ << pd_line(*s);
   if (s->predictor_steps > 0)
     out_ << format_line("decode-time model: t = %.3g s x context tokens + %.3g s x layers per sequence (fitted on %llu "

@@ -61,13 +61,14 @@ TEST(workload_file, the_poisson_trace_takes_lines_in_order_and_says_when_it_wrap
   auto w = workload_file::parse(line("short", "a") + "\n" + line("long", "b") + "\n" + line("short", "c"), "w");
   ASSERT_TRUE(w);
   bool wrapped = true;
-  const auto t = w->trace(0.5, 4, 7, &wrapped);
+  const auto t = w->trace(0.5, 4, 7, nullptr, &wrapped);
   const auto again = w->trace(0.5, 4, 7);
   ASSERT_EQ(t.size(), again.size()) << "seeded";
   for (size_t i = 0; i < t.size(); ++i) EXPECT_EQ(t[i].at_s, again[i].at_s);
   EXPECT_LE(t.size(), 3u);
   EXPECT_FALSE(wrapped);
-  const auto busy = w->trace(20, 5, 7, &wrapped);
+  size_t next = 0;
+  const auto busy = w->trace(20, 5, 7, &next, &wrapped);
   EXPECT_TRUE(wrapped);
   ASSERT_GT(busy.size(), 40u) << "about 100 arrivals";
   EXPECT_LT(busy.size(), 160u);
@@ -76,6 +77,15 @@ TEST(workload_file, the_poisson_trace_takes_lines_in_order_and_says_when_it_wrap
     if (i) EXPECT_GE(busy[i].at_s, busy[i - 1].at_s);
     EXPECT_LT(busy[i].at_s, 5.0);
   }
+  EXPECT_EQ(next, busy.size() % 3) << "where the next trace starts";
+  // A second trace starts where the first stopped: no line of a short run repeats.
+  size_t line = 1;
+  const auto first = w->trace(0.3, 4, 9, &line);
+  const auto second = w->trace(0.3, 4, 10, &line);
+  ASSERT_FALSE(first.empty());
+  ASSERT_FALSE(second.empty());
+  EXPECT_EQ(first.front().cls, "long") << "started at line 1";
+  EXPECT_EQ(second.front().messages, w->lines[(1 + first.size()) % 3].messages);
 }
 
 TEST(trace_summary, goodput_counts_requests_within_both_slos_per_second_of_the_window) {
