@@ -61,21 +61,31 @@ int k_policy::next_k(const k_state& s) const {
   return s.k;
 }
 
-int k_policy::best_k(double a, int max_k) const {
+double k_policy::step_cost(int rows) const {
+  const auto& c = c_.verify_cost;
+  const int n = static_cast<int>(c.size());  // measured for 1 .. n rows
+  if (rows <= n) return c[static_cast<size_t>(std::max(rows, 1) - 1)];
+  const int lo = (n - 1) / 2;  // the upper half's slope: the marginal row of a large step
+  const double slope = n - 1 > lo ? (c[static_cast<size_t>(n - 1)] - c[static_cast<size_t>(lo)]) / (n - 1 - lo) : 1.0;
+  return c[static_cast<size_t>(n - 1)] + slope * (rows - n);
+}
+
+int k_policy::best_k(double a, int max_k, int batch_rows) const {
   max_k = std::min<int>(max_k, static_cast<int>(c_.verify_cost.size()) - 1);
+  const int b = std::max(batch_rows, 1);
   int best = 0;
-  double best_rate = 1.0;  // plain decoding: one token per one-row step
+  double best_rate = b / step_cost(b);  // plain decoding: one token per row
   double expected = 1.0, term = 1.0;
   for (int k = 1; k <= max_k; ++k) {
     term *= a;
     expected += term;  // 1 + a + ... + a^k: the target's own token plus the accepted prefix
-    const double rate = expected / c_.verify_cost[k];
+    const double rate = (b - 1 + expected) / step_cost(b + k);
     if (rate > best_rate) best = k, best_rate = rate;
   }
   return best;
 }
 
-int k_policy::best_prefix(std::span<const float> confidence) const {
+int k_policy::best_prefix(std::span<const float> confidence, int batch_rows) const {
   const int n = static_cast<int>(confidence.size());
   if (c_.verify_cost.size() < 2) {
     int m = 0;
@@ -83,12 +93,13 @@ int k_policy::best_prefix(std::span<const float> confidence) const {
     return m;
   }
   const int max_m = std::min<int>(n, static_cast<int>(c_.verify_cost.size()) - 1);
+  const int b = std::max(batch_rows, 1);
   int best = 0;
-  double best_rate = 1.0, expected = 1.0, reach = 1.0;
+  double best_rate = b / step_cost(b), expected = 1.0, reach = 1.0;
   for (int m = 1; m <= max_m; ++m) {
     reach *= confidence[static_cast<size_t>(m - 1)];
     expected += reach;
-    const double rate = expected / c_.verify_cost[static_cast<size_t>(m)];
+    const double rate = (b - 1 + expected) / step_cost(b + m);
     if (rate > best_rate) best = m, best_rate = rate;
   }
   return best;

@@ -72,13 +72,21 @@ class k_policy {
   /// k to use now given the tokens the sequence may still generate.
   int k_for(const k_state& s, uint32_t remaining) const;
   /// The k in [0, max_k] with the most expected tokens per unit of step cost at acceptance a
-  /// (needs verify_cost; max_k is also limited by its length).
-  int best_k(double acceptance, int max_k) const;
+  /// (needs verify_cost; max_k is also limited by its length). batch_rows: the step's plain rows
+  /// (this sequence's among them); see best_prefix.
+  int best_k(double acceptance, int max_k, int batch_rows = 1) const;
   /// For a scored proposal (confidence[i]: chance token i is accepted once the ones before it
   /// are): the prefix length m with the most expected tokens, 1 + c0 + c0 c1 + ..., per unit of
-  /// the cost of verifying m + 1 rows; 0 = plain decoding pays more. Without a verify_cost: every
-  /// token up to the first estimate below lower_at.
-  int best_prefix(std::span<const float> confidence) const;
+  /// the cost of verifying m + 1 rows; 0 = plain decoding pays more. In a step of batch_rows
+  /// plain rows the m rows are judged by the whole step: (batch_rows - 1 + expected tokens) per
+  /// step_cost(batch_rows + m) against batch_rows per step_cost(batch_rows), so where extra rows
+  /// cost as much as the rows already there (a CPU whose batched steps are compute-bound) a
+  /// large batch drafts little or nothing. Without a verify_cost: every token up to the first
+  /// estimate below lower_at.
+  int best_prefix(std::span<const float> confidence, int batch_rows = 1) const;
+  /// A step of `rows` rows relative to one row: verify_cost where measured (rows <= its length),
+  /// beyond it extended by the slope of its upper half. Needs verify_cost.
+  double step_cost(int rows) const;
   /// The proposal length to ask a scoring drafter for (scores_proposals()): with k = auto the
   /// longest allowed (best_prefix then trims it), else the fixed k; never more than remaining - 1.
   int k_for_scored(uint32_t remaining) const;

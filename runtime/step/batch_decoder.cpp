@@ -90,6 +90,7 @@ step_plan batch_decoder::plan() {
   const bool gated = draft_ && policy_.config().adaptive;
   p.drafting = draft_ && (!gated || gate_.allow_drafts());
   const auto t_draft = std::chrono::steady_clock::now();
+  const int batch_rows = static_cast<int>(rows.size());  // the step's plain rows
   for (slot* sl : rows) {
     sequence& s = *sl->seq;
     planned_sequence ps;
@@ -101,6 +102,9 @@ step_plan batch_decoder::plan() {
       const bool scored = sl->draft->scores_proposals();
       int k = scored ? policy_.k_for_scored(s.remaining()) : policy_.k_for(sl->k, s.remaining());
       if (gated && gate_.trial() && !scored) k = std::min(k, 1);  // judged by its cheapest proposal
+      // In a batched step extra rows are weighed against the whole step (best_k's batch_rows).
+      if (gated && !scored && batch_rows > 1 && sl->k.acceptance_ema >= 0 && policy_.config().verify_cost.size() > 1)
+        k = std::min(k, policy_.best_k(sl->k.acceptance_ema, k, batch_rows));
       if (s.params().max_draft_k > 0) k = std::min(k, s.params().max_draft_k);  // the request's cap
       if (k_cap_ >= 0) k = std::min(k, k_cap_);  // the supervisor's (a degraded device or link)
       if (k <= 0) {
@@ -110,7 +114,7 @@ step_plan batch_decoder::plan() {
         p.draft_failed.push_back(s.id());
       } else {
         if (scored && policy_.config().adaptive && !prop->confidence.empty()) {
-          prop->truncate(static_cast<size_t>(policy_.best_prefix(prop->confidence)));
+          prop->truncate(static_cast<size_t>(policy_.best_prefix(prop->confidence, batch_rows)));
           ps.consulted = prop->tokens.empty();
         }
         ps.proposal = std::move(*prop);

@@ -61,6 +61,18 @@ std::optional<int> arg_parser::parse_or_exit_code(int argc, char** argv) {
   return std::nullopt;
 }
 
+std::vector<std::string> arg_parser::list(const std::string& name) const {
+  std::vector<std::string> out;
+  const std::string s = str(name);
+  for (size_t pos = 0; pos <= s.size();) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    if (end > pos) out.push_back(s.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return out;
+}
+
 std::string arg_parser::str(const std::string& name) const {
   if (auto it = values_.find(name); it != values_.end()) return it->second;
   if (auto it = specs_.find(name); it != specs_.end()) return it->second.default_value;

@@ -29,6 +29,8 @@ class arg_parser {
   bool has(const std::string& name) const { return values_.count(name) > 0; }
   bool on(const std::string& name) const { return has(name); }
   std::string str(const std::string& name) const;
+  /// A comma list ("a,b,,c" -> a, b, c; empty items dropped).
+  std::vector<std::string> list(const std::string& name) const;
   expected<int64_t> integer(const std::string& name) const;
   /// An integer of at least `min` ("--name must be at least min" otherwise).
   expected<int64_t> integer(const std::string& name, int64_t min) const;

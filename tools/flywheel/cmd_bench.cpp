@@ -488,14 +488,7 @@ int cmd_bench(int argc, char** argv) {
   spec.reps = static_cast<int>(*reps);
   const bool json = args.on("json");
   if (args.has("models")) {
-    std::vector<std::string> files;
-    std::string list = args.str("models");
-    for (size_t pos = 0; pos <= list.size();) {
-      size_t end = list.find(',', pos);
-      if (end == std::string::npos) end = list.size();
-      if (end > pos) files.push_back(list.substr(pos, end - pos));
-      pos = end + 1;
-    }
+    const std::vector<std::string> files = args.list("models");
     if (files.empty()) {
       std::fprintf(stderr, "bench: --models expects a comma list of GGUF files\n");
       return 2;

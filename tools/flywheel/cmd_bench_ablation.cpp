@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "tools/bench/ablation_report.hpp"
 #include "tools/bench/bench_ablation.hpp"
@@ -18,17 +17,9 @@ namespace fw::cli {
 
 namespace {
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-expected<std::vector<double>> rate_list(const std::string& s, const std::string& flag) {
+expected<std::vector<double>> rate_list(const arg_parser& args, const std::string& flag) {
   std::vector<double> out;
-  for (const auto& item : split_list(s)) {
+  for (const auto& item : args.list(flag)) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
     if (end == item.c_str() || *end != '\0' || !(v > 0) || v > 1000)
@@ -73,7 +64,7 @@ int cmd_bench_ablation(int argc, char** argv) {
   o.exe = self_executable();
   o.config_path = args.str("config");
   o.workload_path = args.str("workload");
-  auto rates = args.has("sweep") ? rate_list(args.str("sweep"), "sweep") : rate_list(args.str("rate"), "rate");
+  auto rates = rate_list(args, args.has("sweep") ? "sweep" : "rate");
   auto duration = args.number("duration");
   auto drain = args.number("drain");
   auto ttft = args.number("slo-ttft-ms");
@@ -102,8 +93,8 @@ int cmd_bench_ablation(int argc, char** argv) {
   o.quality_chunks = static_cast<int>(*chunks);
   o.quant = args.str("quant");
   o.draft = args.str("draft");
-  o.only = split_list(args.str("only"));
-  o.peers = split_list(args.str("peer"));
+  o.only = args.list("only");
+  o.peers = args.list("peer");
   o.cache_dir = args.str("cache-dir");
   o.out_dir = args.str("out");
   auto r = run_ablation(o);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -53,14 +52,6 @@ const std::vector<std::string> extraction_set = {
     "Error log: \"2024-05-02 14:03:11 ERROR disk /dev/sda1 is 98% full; write to /var/log/app.log failed\"\nCopy the "
     "error message and explain it.",
 };
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 struct set_result {
   double plain_ms = 0, spec_ms = 0;  ///< decode time, summed over the set's prompts (fastest rep each)
@@ -124,7 +115,7 @@ int cmd_bench_spec(int argc, char** argv) {
     std::printf("\n\n%-11s %-10s %-5s %10s %12s %9s %10s %9s %s\n", "set", "draft", "k", "accept%", "tokens/step",
                 "speedup", "plain t/s", "gated", "identical");
   }
-  for (const auto& kind : split(args.str("drafts"))) {
+  for (const auto& kind : args.list("drafts")) {
     config c = session->cfg;
     if (auto ok = c.set("speculative.draft", kind); !ok) {
       std::fprintf(stderr, "bench-spec: --drafts: %s\n", ok.err().message.c_str());
@@ -135,7 +126,7 @@ int cmd_bench_spec(int argc, char** argv) {
       std::fprintf(stderr, "bench-spec: draft %s: %s\n", kind.c_str(), d.err().what().c_str());
       return 1;
     }
-    for (const auto& k : split(args.str("k"))) {
+    for (const auto& k : args.list("k")) {
       if (auto ok = c.set("speculative.k", k); !ok) {
         std::fprintf(stderr, "bench-spec: --k: %s\n", ok.err().message.c_str());
         return 2;

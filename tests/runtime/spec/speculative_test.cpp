@@ -434,6 +434,29 @@ TEST(k_policy, best_prefix_verifies_what_pays) {
   EXPECT_EQ(k_policy(fixed).k_for_scored(100), 3);
 }
 
+TEST(k_policy, a_batched_step_weighs_extra_rows_against_the_whole_step) {
+  // The measured shape of a 2-core CPU (1..9 rows), whose 16-row step costs ~5 one-row steps.
+  k_policy_config c;
+  c.verify_cost = {1.0, 1.09, 1.19, 1.39, 1.6, 1.8, 2.07, 2.4, 2.8};
+  const k_policy p(c);
+  EXPECT_DOUBLE_EQ(p.step_cost(1), 1.0);
+  EXPECT_DOUBLE_EQ(p.step_cost(9), 2.8);
+  EXPECT_NEAR(p.step_cost(16), 2.8 + 7 * (2.8 - 1.6) / 4, 1e-12) << "the upper half's slope beyond the measurement";
+  const std::vector<float> sure{0.9f, 0.9f, 0.92f, 0.92f, 0.92f, 0.92f, 0.92f, 0.92f};
+  EXPECT_EQ(p.best_prefix(sure, 1), p.best_prefix(sure)) << "one row: as before";
+  const int at4 = p.best_prefix(sure, 4);
+  EXPECT_GE(at4, 1);
+  EXPECT_LT(at4, p.best_prefix(sure, 1)) << "a 4-row step: a shorter draft pays";
+  EXPECT_EQ(p.best_prefix(sure, 16), 0) << "16 rows, compute-bound: an extra row costs what a whole sequence's does";
+  EXPECT_EQ(p.best_k(0.9, 8, 16), 0);
+  EXPECT_GE(p.best_k(0.9, 8, 2), 1);
+  EXPECT_LE(p.best_k(0.9, 8, 2), p.best_k(0.9, 8, 1));
+  // Where rows are nearly free (a GPU's memory-bound step) a large batch still drafts.
+  k_policy_config flat;
+  flat.verify_cost = {1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.07, 1.08};
+  EXPECT_GE(k_policy(flat).best_prefix(sure, 16), 5);
+}
+
 TEST(k_policy, fixed_by_prompt_by_entropy_and_bandwidth) {
   k_policy_config c;
   c.adaptive = false;
