@@ -97,8 +97,8 @@ json ablation_ratios(const json& result) {
                                                  {"short_ttft_p99", put(short_ttft_p99(&c) / short_ttft_p99(base))}};
     }
     if (const json* all = find_config(result, "all"); all && result["rates"].size() > 1)
-      out["max_rate_all_vs_baseline"] =
-          put(all->value("max_rate_meeting_slo", 0.0) / std::max(base->value("max_rate_meeting_slo", 0.0), 1e-9));
+      if (base->value("max_rate_meeting_slo", 0.0) > 0)  // a baseline that meets no rate has no ratio
+        out["max_rate_all_vs_baseline"] = all->value("max_rate_meeting_slo", 0.0) / base->value("max_rate_meeting_slo", 0.0);
   }
   // flywheel's best configuration on goodput against each peer.
   const json* best = nullptr;
