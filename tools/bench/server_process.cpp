@@ -59,6 +59,9 @@ expected<server_process> server_process::start(const std::string& exe, const std
   const int port = free_port();
   if (port == 0) return make_error(errc::io_error, "no free loopback port for a server");
   const std::string port_text = std::to_string(port);
+  // Everything the child needs is made before fork (no allocation between fork and exec).
+  std::vector<const char*> argv = {exe.c_str(), "serve", "--config", config_path.c_str(), "--host", "127.0.0.1",
+                                   "--port", port_text.c_str(), nullptr};
   const pid_t pid = ::fork();
   if (pid < 0) return make_error(errc::io_error, "fork failed");
   if (pid == 0) {
@@ -70,8 +73,6 @@ expected<server_process> server_process::start(const std::string& exe, const std
     }
     const int null = ::open("/dev/null", O_RDONLY);
     if (null >= 0) ::dup2(null, STDIN_FILENO);
-    std::vector<const char*> argv = {exe.c_str(), "serve", "--config", config_path.c_str(), "--host", "127.0.0.1",
-                                     "--port", port_text.c_str(), nullptr};
     ::execv(exe.c_str(), const_cast<char* const*>(argv.data()));
     std::_Exit(127);
   }
