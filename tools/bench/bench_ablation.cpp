@@ -176,6 +176,60 @@ std::string host_name() {
   return (name.empty() ? std::string("unknown CPU") : name) + " (" + cpu::host_features().describe() + ")";
 }
 
+/// The 16-bit reference weights and the quantized file (made once and kept in cache_dir), and the
+/// quantized file's perplexity against the 16-bit weights on the workload's texts.
+struct weights {
+  std::string f16, quant;
+  json quality = nullptr;
+};
+
+expected<weights> prepare_weights(const ablation_options& o, const workload_file& w, const std::string& model,
+                                  bool quant_is_file, bool need_f16, bool need_quant) {
+  const std::string stem = fs::path(model).stem().string();
+  weights out;
+  const std::string& f16 = out.f16 = (fs::path(o.cache_dir) / (stem + ".f16.gguf")).string();
+  if ((need_f16 || (need_quant && o.quality_chunks > 0)) && !fs::exists(f16)) {
+    std::fprintf(stderr, "bench ablation: writing the 16-bit reference weights %s\n", f16.c_str());
+    if (run_child(o.exe, {"quantize", "--config", o.config_path, "--model", model, "--scheme", "f16", "--out", f16}) != 0)
+      return make_error(errc::io_error, "flywheel quantize --scheme f16 failed (its message is above)");
+  }
+  std::string& quant_file = out.quant = o.quant;
+  json& quality = out.quality;
+  if (need_quant && !quant_is_file) {
+    const std::string queries = w.user_queries();
+    const fs::path calib = fs::path(o.out_dir) / "calibration.txt";
+    if (auto ok = write_file(calib, queries); !ok) return ok.err();
+    quant_file = (fs::path(o.cache_dir) / (stem + "." + o.quant + "." + hex_hash(queries + o.quant) + ".gguf")).string();
+    if (!fs::exists(quant_file)) {
+      std::fprintf(stderr, "bench ablation: quantizing to %s, calibrated on the workload's %zu queries: %s\n", o.quant.c_str(),
+                   w.lines.size(), quant_file.c_str());
+      if (run_child(o.exe, {"quantize", "--config", o.config_path, "--model", model, "--scheme", o.quant, "--calib",
+                            calib.string(), "--out", quant_file}) != 0)
+        return make_error(errc::io_error, "flywheel quantize --scheme " + o.quant + " failed (its message is above)");
+    }
+  } else if (need_quant && !fs::exists(quant_file)) {
+    return make_error(errc::invalid_argument, "--quant " + quant_file + ": no such file");
+  }
+  if (need_quant && o.quality_chunks > 0) {
+    std::string text = w.texts_of("long");
+    if (text.empty()) text = w.user_queries();
+    const fs::path heldout = fs::path(o.out_dir) / "quality_text.txt";
+    const fs::path report = fs::path(o.out_dir) / "quality.json";
+    if (auto ok = write_file(heldout, text); !ok) return ok.err();
+    std::fprintf(stderr, "bench ablation: perplexity of %s against the 16-bit weights on the workload's texts\n",
+                 quant_file.c_str());
+    if (run_child(o.exe, {"eval", "--config", o.config_path, "--model", quant_file, "--ref", f16, "--text", heldout.string(),
+                          "--chunks", std::to_string(o.quality_chunks), "--json", report.string()}) == 0) {
+      std::ifstream in(report);
+      quality = json::parse(in, nullptr, false);
+      if (quality.is_discarded()) quality = nullptr;
+    }
+    if (quality.is_null()) std::fprintf(stderr, "bench ablation: the perplexity check failed; the table goes on without it\n");
+  }
+
+  return out;
+}
+
 }  // namespace
 
 const std::vector<std::string>& ablation_config_names() {
@@ -201,7 +255,6 @@ expected<json> run_ablation(const ablation_options& o) {
   if (ec) return make_error(errc::io_error, "cannot create " + o.out_dir + " or " + o.cache_dir + ": " + ec.message());
 
   const std::string model = base->model.path;
-  const std::string stem = fs::path(model).stem().string();
   const bool config_drafts = base->speculative.draft != draft_kind::none;
   const std::string draft_name = !o.draft.empty() ? o.draft : config_drafts ? base->speculative.draft_name() : "ngram";
   bool has_prefill = false, has_offload = false;
@@ -220,46 +273,11 @@ expected<json> run_ablation(const ablation_options& o) {
   const bool need_f16 = std::any_of(run.begin(), run.end(), [](const variant& v) { return !v.quant; });
   const bool need_quant = std::any_of(run.begin(), run.end(), [](const variant& v) { return v.quant; });
 
-  // The 16-bit reference weights and the quantized file, made once and kept in cache_dir.
-  const std::string f16 = (fs::path(o.cache_dir) / (stem + ".f16.gguf")).string();
-  if ((need_f16 || (need_quant && o.quality_chunks > 0)) && !fs::exists(f16)) {
-    std::fprintf(stderr, "bench ablation: writing the 16-bit reference weights %s\n", f16.c_str());
-    if (run_child(o.exe, {"quantize", "--config", o.config_path, "--model", model, "--scheme", "f16", "--out", f16}) != 0)
-      return make_error(errc::io_error, "flywheel quantize --scheme f16 failed (its message is above)");
-  }
-  std::string quant_file = o.quant;
-  json quality = nullptr;
-  if (need_quant && !quant_is_file) {
-    const std::string queries = w->user_queries();
-    const fs::path calib = fs::path(o.out_dir) / "calibration.txt";
-    if (auto ok = write_file(calib, queries); !ok) return ok.err();
-    quant_file = (fs::path(o.cache_dir) / (stem + "." + o.quant + "." + hex_hash(queries + o.quant) + ".gguf")).string();
-    if (!fs::exists(quant_file)) {
-      std::fprintf(stderr, "bench ablation: quantizing to %s, calibrated on the workload's %zu queries: %s\n", o.quant.c_str(),
-                   w->lines.size(), quant_file.c_str());
-      if (run_child(o.exe, {"quantize", "--config", o.config_path, "--model", model, "--scheme", o.quant, "--calib",
-                            calib.string(), "--out", quant_file}) != 0)
-        return make_error(errc::io_error, "flywheel quantize --scheme " + o.quant + " failed (its message is above)");
-    }
-  } else if (need_quant && !fs::exists(quant_file)) {
-    return make_error(errc::invalid_argument, "--quant " + quant_file + ": no such file");
-  }
-  if (need_quant && o.quality_chunks > 0) {
-    std::string text = w->texts_of("long");
-    if (text.empty()) text = w->user_queries();
-    const fs::path heldout = fs::path(o.out_dir) / "quality_text.txt";
-    const fs::path report = fs::path(o.out_dir) / "quality.json";
-    if (auto ok = write_file(heldout, text); !ok) return ok.err();
-    std::fprintf(stderr, "bench ablation: perplexity of %s against the 16-bit weights on the workload's texts\n",
-                 quant_file.c_str());
-    if (run_child(o.exe, {"eval", "--config", o.config_path, "--model", quant_file, "--ref", f16, "--text", heldout.string(),
-                          "--chunks", std::to_string(o.quality_chunks), "--json", report.string()}) == 0) {
-      std::ifstream in(report);
-      quality = json::parse(in, nullptr, false);
-      if (quality.is_discarded()) quality = nullptr;
-    }
-    if (quality.is_null()) std::fprintf(stderr, "bench ablation: the perplexity check failed; the table goes on without it\n");
-  }
+  auto prepared = prepare_weights(o, *w, model, quant_is_file, need_f16, need_quant);
+  if (!prepared) return prepared.err();
+  const std::string& f16 = prepared->f16;
+  const std::string& quant_file = prepared->quant;
+  const json& quality = prepared->quality;
 
   // One trace per rate for every row: each rate's lines follow the previous rate's (from a line
   // the seed picks), so neither a row's own server nor a long-running peer can serve a prompt
