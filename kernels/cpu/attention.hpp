@@ -10,8 +10,9 @@
 //
 // Paths: scalar reference (two passes: scores, softmax, weighted sum), AVX-512 (one pass with
 // an online softmax over 16-key chunks, 4 queries per register tile; used when head_dim is 32, 64, 96
-// or 128 and block_tokens a multiple of 16) and AVX2 (the same over 8-key chunks, 1-2 queries per
-// tile; head_dim 32, 64, 96 or 128, block_tokens a multiple of 8); otherwise the reference runs. Thread-safety: pure
+// or 128 and block_tokens a multiple of 16) and AVX2 (blocks of up to 4 queries: a scores pass, a
+// softmax pass and a values pass over 8-key vectors; head_dim 32, 64, 96 or 128, block_tokens a
+// multiple of 8); otherwise the reference runs. Thread-safety: pure
 // functions; callers split work by (sequence, kv head, query range).
 #pragma once
 
@@ -53,7 +54,7 @@ namespace ref {
 void attention(const kv_tiles& kv, const attention_queries& qs, float scale);
 }
 namespace avx2 {
-/// The same method on 8-float vectors (attention_avx2.cpp). Requires head_dim in {32, 64, 96, 128} and
+/// Blocks of up to 4 queries in three passes (attention_avx2.cpp). Requires head_dim in {32, 64, 96, 128} and
 /// block_tokens % 8 == 0.
 void attention(const kv_tiles& kv, const attention_queries& qs, float scale);
 bool supports(int head_dim, int block_tokens);

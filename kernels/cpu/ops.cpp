@@ -143,6 +143,8 @@ op_paths pick() {
   if (best_simd_level() >= simd_level::avx512 && host_features().has_avx512())
     return {avx512::rms_norm, avx512::rope_norm, avx512::silu_mul, avx512::softmax,
             avx512::add_inplace, avx512::fp32_to_fp16_row};
+  if (best_simd_level() >= simd_level::avx2 && host_features().has_avx2())
+    return {avx2::rms_norm, rope_norm_table, avx2::silu_mul, avx2::softmax, avx2::add_inplace, avx2::fp32_to_fp16_row};
   return {ref::rms_norm, rope_norm_table, ref::silu_mul, ref::softmax, ref::add_inplace, ref::fp32_to_fp16_row};
 }
 

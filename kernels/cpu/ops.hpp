@@ -1,7 +1,7 @@
 // Element-wise and row-wise float ops of the Llama forward pass. The public functions pick a path
-// once, at first use, from best_simd_level(): AVX-512 (ops_avx512.cpp) when the host has it,
-// else the scalar code. The scalar code is the reference (namespace ref) that the AVX-512 path is
-// tested against. Thread-safety: pure functions.
+// once, at first use, from best_simd_level(): AVX-512 (ops_avx512.cpp) when the host has it, else
+// AVX2 (ops_avx2.cpp), else the scalar code. The scalar code is the reference (namespace ref) that
+// both vector paths are tested against. Thread-safety: pure functions.
 #pragma once
 
 #include <cstddef>
@@ -76,6 +76,15 @@ void softmax(float* x, int64_t n);
 void add_inplace(float* y, const float* x, int64_t n);
 void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n);
 }  // namespace ref
+namespace avx2 {  // AVX2 + FMA + F16C; call only when host_features().has_avx2() (rope: the table path)
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+void silu_mul(float* gate, const float* up, int64_t n);
+void softmax(float* x, int64_t n);
+void add_inplace(float* y, const float* x, int64_t n);
+/// x[i] = e^x[i] with exp256 (for tests of the vector exp).
+void exp_inplace(float* x, int64_t n);
+void fp32_to_fp16_row(const float* x, uint16_t* y, int64_t n);
+}  // namespace avx2
 namespace avx512 {  // AVX-512F; call only when host_features().has_avx512()
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 void rope_norm(float* x, int n_head, int head_dim, int n_rot, int pos, float freq_base,

@@ -60,22 +60,24 @@ void gemv_by_tiles(int64_t k, const void* w, size_t ws, int64_t nw, const void* 
   }
 }
 
-/// Calls tile.template operator()<RX>(j) over activation rows [0, n_x): tiles of 8, then one
-/// tile of the remaining 1..7 (each RX a separate, fully unrolled instantiation).
-template <class Tile>
+namespace detail {
+template <int R, class Tile>
+void last_row_tile(int64_t rest, int64_t j, Tile& tile) {
+  if constexpr (R >= 1) {
+    if (rest == R) tile.template operator()<R>(j);
+    else last_row_tile<R - 1>(rest, j, tile);
+  }
+}
+}  // namespace detail
+
+/// Calls tile.template operator()<RX>(j) over activation rows [0, n_x): tiles of Max, then one
+/// tile of the remaining 1..Max-1 (each RX a separate, fully unrolled instantiation). Max is what
+/// the path's registers hold: 8 on AVX-512 (32 zmm), 4 on AVX2 (16 ymm).
+template <int Max = 8, class Tile>
 void for_row_tiles(int64_t n_x, Tile&& tile) {
   int64_t j = 0;
-  for (; j + 8 <= n_x; j += 8) tile.template operator()<8>(j);
-  switch (n_x - j) {
-    case 7: tile.template operator()<7>(j); break;
-    case 6: tile.template operator()<6>(j); break;
-    case 5: tile.template operator()<5>(j); break;
-    case 4: tile.template operator()<4>(j); break;
-    case 3: tile.template operator()<3>(j); break;
-    case 2: tile.template operator()<2>(j); break;
-    case 1: tile.template operator()<1>(j); break;
-    default: break;
-  }
+  for (; j + Max <= n_x; j += Max) tile.template operator()<Max>(j);
+  detail::last_row_tile<Max - 1>(n_x - j, j, tile);
 }
 
 }  // namespace fw::cpu::tiles

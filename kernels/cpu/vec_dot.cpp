@@ -103,16 +103,26 @@ std::vector<dot_kernel> ref_kernels() {
   return v;
 }
 
+/// A path's packed layout (if it has one for the type) added to its kernel.
+template <packed_layout (*Layout)(ggml_type)>
+dot_kernel with_packing(dot_kernel d) {
+  const auto p = Layout(d.type);
+  d.pack = p.pack;
+  d.packed_gemm = p.gemm;
+  return d;
+}
+
 std::vector<dot_kernel> avx2_kernels() {
   namespace k = avx2;
   const auto lvl = simd_level::avx2;
+  constexpr auto packing = with_packing<k::packed_layout_for>;
   std::vector<dot_kernel> v = {
-      make<k::dot_f32>(ggml_type::f32, lvl, nullptr),
-      make<k::dot_f16>(ggml_type::f16, lvl, nullptr),
-      make<k::dot_bf16>(ggml_type::bf16, lvl, nullptr),
-      make<k::dot_q4_0, k::gemm_q4_0, k::gemv_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x),
-      make<k::dot_q4_1, k::gemm_q4_1, k::gemv_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x),
-      make<k::dot_q8_0, k::gemm_q8_0, k::gemv_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x)};
+      packing(make<k::dot_f32>(ggml_type::f32, lvl, nullptr)),
+      packing(make<k::dot_f16>(ggml_type::f16, lvl, nullptr)),
+      packing(make<k::dot_bf16>(ggml_type::bf16, lvl, nullptr)),
+      packing(make<k::dot_q4_0, k::gemm_q4_0, k::gemv_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x)),
+      packing(make<k::dot_q4_1, k::gemm_q4_1, k::gemv_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x)),
+      packing(make<k::dot_q8_0, k::gemm_q8_0, k::gemv_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x))};
   add_fw_avx2(v);
   return v;
 }
@@ -120,18 +130,13 @@ std::vector<dot_kernel> avx2_kernels() {
 std::vector<dot_kernel> avx512_kernels() {
   namespace k = avx512;
   const auto lvl = simd_level::avx512;
-  auto with_packing = [](dot_kernel d) {
-    const auto p = k::packed_layout_for(d.type);
-    d.pack = p.pack;
-    d.packed_gemm = p.gemm;
-    return d;
-  };
-  std::vector<dot_kernel> v = {with_packing(make<k::dot_f32, k::gemm_f32>(ggml_type::f32, lvl, nullptr)),
-          with_packing(make<k::dot_f16, k::gemm_f16>(ggml_type::f16, lvl, nullptr)),
-          with_packing(make<k::dot_bf16, k::gemm_bf16>(ggml_type::bf16, lvl, nullptr)),
-          with_packing(make<k::dot_q4_0, k::gemm_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x)),
-          with_packing(make<k::dot_q4_1, k::gemm_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x)),
-          with_packing(make<k::dot_q8_0, k::gemm_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x))};
+  constexpr auto packing = with_packing<k::packed_layout_for>;
+  std::vector<dot_kernel> v = {packing(make<k::dot_f32, k::gemm_f32>(ggml_type::f32, lvl, nullptr)),
+          packing(make<k::dot_f16, k::gemm_f16>(ggml_type::f16, lvl, nullptr)),
+          packing(make<k::dot_bf16, k::gemm_bf16>(ggml_type::bf16, lvl, nullptr)),
+          packing(make<k::dot_q4_0, k::gemm_q4_0>(ggml_type::q4_0, lvl, k::quantize_q8x)),
+          packing(make<k::dot_q4_1, k::gemm_q4_1>(ggml_type::q4_1, lvl, k::quantize_q8x)),
+          packing(make<k::dot_q8_0, k::gemm_q8_0>(ggml_type::q8_0, lvl, k::quantize_q8x))};
   add_fw_avx512(v);
   return v;
 }

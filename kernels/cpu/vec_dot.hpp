@@ -58,6 +58,12 @@ using pack_rows_fn = void (*)(const void* src, size_t row_stride, int64_t n_rows
 using packed_gemm_fn = void (*)(int64_t k, const void* packed, int64_t n_rows, const void* x_rows,
                                 size_t x_stride, int64_t n_x, float* y, int64_t ldy);
 
+/// A path's packed layout of one weight type (pack and its product); both null when none.
+struct packed_layout {
+  pack_rows_fn pack = nullptr;
+  packed_gemm_fn gemm = nullptr;
+};
+
 /// One weight type's kernel set on one SIMD level.
 struct dot_kernel {
   ggml_type type;
@@ -100,6 +106,9 @@ void gemm_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, s
 void gemv_q4_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out);
 void gemv_q4_1(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out);
 void gemv_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, float* out);
+/// The packed layout of `type` on this path (vec_dot_packed_avx2.cpp: the ggml types in the
+/// layout of packed_rows.hpp, register tiles of up to 4 activation rows).
+packed_layout packed_layout_for(ggml_type type);
 }  // namespace avx2
 namespace avx512 {  // AVX-512 F/BW/VL/DQ + VNNI
 void quantize_q8x(const float* x, block_q8x* y, int64_t k);
@@ -122,10 +131,6 @@ void gemm_q4_1(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, s
 void gemm_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx,
                float* y, int64_t ldy);
 /// The packed layout of `type` on this path (vec_dot_packed_avx512.cpp): both null when none.
-struct packed_layout {
-  pack_rows_fn pack = nullptr;
-  packed_gemm_fn gemm = nullptr;
-};
 packed_layout packed_layout_for(ggml_type type);
 }  // namespace avx512
 

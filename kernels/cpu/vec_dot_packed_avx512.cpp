@@ -1,19 +1,10 @@
-// Packed weights for AVX-512 VNNI: rows interleaved in groups of 16 so that int32 lane r of every
-// vector belongs to row r of the group. For block b of a group the 4-byte pieces of all 16 rows sit
-// side by side in one zmm (piece t of row r at byte 64 t + 4 r), followed by the 16 fp16 scales
-// (and q4_1's 16 mins). One vpdpbusd with a broadcast 4-byte piece of the activation block then
-// advances all 16 rows' integer dot products, and a block ends with one convert and one multiply-
-// add for 16 rows: no shuffles and no horizontal sums. (The same idea as llama.cpp's repacked
-// Q4_0 "x16" layouts.)
-//
-//   q4_0: 4 x 64 bytes of nibbles, then d[16]          = 288 bytes = 16 blocks of 18
-//   q4_1: 4 x 64 bytes of nibbles, then d[16], m[16]   = 320 bytes = 16 blocks of 20
-//   q8_0: 8 x 64 bytes of int8,    then d[16]          = 544 bytes = 16 blocks of 34
-//
-// Nibble piece t holds elements 4t..4t+3 (low nibbles) and 16+4t..16+4t+3 (high nibbles) of each
-// row, matching the activation bytes qs[4t..] and qs[16+4t..]. The stored offsets (q4_0 +8, q8_0
-// +128 after the sign flip) are removed from the integer sum at the end of the block:
-// -(sum(x) << 3) and -(sum(x) << 7).
+// Packed weights for AVX-512 VNNI (the layout of kernels/cpu/packed_rows.hpp: rows interleaved
+// in groups of 16, int32 lane r of every vector belongs to row r). One vpdpbusd with a broadcast
+// 4-byte piece of the activation block advances all 16 rows' integer dot products, and a block
+// ends with one convert and one multiply-add for 16 rows: no shuffles and no horizontal sums. (The
+// same idea as llama.cpp's repacked Q4_0 "x16" layouts.) The unsigned operand of vpdpbusd is the
+// weight: q4 nibbles as stored (q4_0: value + 8), q8_0 flipped to value + 128 at load. The offsets
+// are removed from the integer sum at the end of the block: -(sum(x) << 3) and -(sum(x) << 7).
 //
 // Register tiles: 8 activation rows per pass over a group (unrolled at compile time so the
 // accumulators stay in registers: the project builds with -O2, which does not unroll). Measured
@@ -26,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/packed_rows.hpp"
 #include "kernels/cpu/tile_drivers.hpp"
 #include "kernels/cpu/vec_dot.hpp"
 
@@ -34,63 +26,25 @@ namespace {
 
 constexpr int group = static_cast<int>(packed_group_rows);
 
-struct q4_0_packed {
-  using block = block_q4_0;
-  static constexpr size_t group_block = group * sizeof(block);  // 288
-  static constexpr size_t d_offset = 256;
+struct q4_0_packed : packed::q4_0_layout {
+  static constexpr size_t m_offset = 0;
   static constexpr bool has_min = false, nibbles = true;
   static constexpr int offset_shift = 3;  // stored nibble = value + 8
-  static void put(const block& s, int r, uint8_t* gb) {
-    for (int t = 0; t < 4; ++t) std::memcpy(gb + 64 * t + 4 * r, s.qs + 4 * t, 4);
-    std::memcpy(gb + d_offset + 2 * r, &s.d, 2);
-  }
   static constexpr auto unpacked_gemm = gemm_q4_0;
 };
 
-struct q4_1_packed {
-  using block = block_q4_1;
-  static constexpr size_t group_block = group * sizeof(block);  // 320
-  static constexpr size_t d_offset = 256, m_offset = 288;
+struct q4_1_packed : packed::q4_1_layout {
   static constexpr bool has_min = true, nibbles = true;
   static constexpr int offset_shift = 0;
-  static void put(const block& s, int r, uint8_t* gb) {
-    for (int t = 0; t < 4; ++t) std::memcpy(gb + 64 * t + 4 * r, s.qs + 4 * t, 4);
-    std::memcpy(gb + d_offset + 2 * r, &s.d, 2);
-    std::memcpy(gb + m_offset + 2 * r, &s.m, 2);
-  }
   static constexpr auto unpacked_gemm = gemm_q4_1;
 };
 
-struct q8_0_packed {
-  using block = block_q8_0;
-  static constexpr size_t group_block = group * sizeof(block);  // 544
-  static constexpr size_t d_offset = 512;
+struct q8_0_packed : packed::q8_0_layout {
+  static constexpr size_t m_offset = 0;
   static constexpr bool has_min = false, nibbles = false;
   static constexpr int offset_shift = 7;  // flipped to unsigned: stored byte = value + 128
-  static void put(const block& s, int r, uint8_t* gb) {
-    for (int t = 0; t < 8; ++t) std::memcpy(gb + 64 * t + 4 * r, s.qs + 4 * t, 4);
-    std::memcpy(gb + d_offset + 2 * r, &s.d, 2);
-  }
   static constexpr auto unpacked_gemm = gemm_q8_0;
 };
-
-template <class F>
-void pack(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst) {
-  using block = typename F::block;
-  const int64_t nb = k / 32;
-  const size_t rb = static_cast<size_t>(nb) * sizeof(block);
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  const int64_t n_packed = n_rows / group * group;
-  for (int64_t g = 0; g < n_packed; g += group) {
-    uint8_t* gp = d + g * rb;
-    for (int64_t b = 0; b < nb; ++b) {
-      for (int r = 0; r < group; ++r)
-        F::put(reinterpret_cast<const block*>(s + (g + r) * row_stride)[b], r, gp + b * F::group_block);
-    }
-  }
-  for (int64_t i = n_packed; i < n_rows; ++i) std::memcpy(d + i * rb, s + i * row_stride, rb);
-}
 
 using tiles::for_row_tiles;
 
@@ -193,7 +147,7 @@ template <class F>
 void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t x_stride, int64_t n_x, float* y,
                  int64_t ldy) {
   const int64_t nb = k / 32;
-  const size_t rb = static_cast<size_t>(nb) * sizeof(typename F::block);
+  const size_t rb = static_cast<size_t>(nb) * (F::group_block / group);
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* xp = static_cast<const uint8_t*>(x);
   const int64_t n_packed = n_rows / group * group;
@@ -240,23 +194,6 @@ struct bf16_packed {
   }
   static constexpr auto unpacked_gemm = gemm_bf16;
 };
-
-template <class F>
-void pack_float(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst) {
-  using elem = typename F::elem;
-  const size_t rb = static_cast<size_t>(k) * sizeof(elem);
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  const int64_t n_packed = n_rows / group * group;
-  for (int64_t g = 0; g < n_packed; g += group) {
-    auto* out = reinterpret_cast<elem*>(d + g * rb);
-    for (int r = 0; r < group; ++r) {
-      const auto* row = reinterpret_cast<const elem*>(s + (g + r) * row_stride);
-      for (int64_t i = 0; i < k; ++i) out[i * group + r] = row[i];
-    }
-  }
-  for (int64_t i = n_packed; i < n_rows; ++i) std::memcpy(d + i * rb, s + i * row_stride, rb);
-}
 
 // y[j * ldy + r] for the 16 rows of one group and RX float activation rows; two accumulator sets
 // (even and odd elements) keep 2 RX independent FMA chains in flight.
@@ -309,12 +246,13 @@ void packed_gemm_float(int64_t k, const void* w, int64_t n_rows, const void* x, 
 
 packed_layout packed_layout_for(ggml_type type) {
   switch (type) {
-    case ggml_type::q4_0: return {pack<q4_0_packed>, packed_gemm<q4_0_packed>};
-    case ggml_type::q4_1: return {pack<q4_1_packed>, packed_gemm<q4_1_packed>};
-    case ggml_type::q8_0: return {pack<q8_0_packed>, packed_gemm<q8_0_packed>};
-    case ggml_type::f32: return {pack_float<f32_packed>, packed_gemm_float<f32_packed>};
-    case ggml_type::f16: return {pack_float<f16_packed>, packed_gemm_float<f16_packed>};
-    case ggml_type::bf16: return {pack_float<bf16_packed>, packed_gemm_float<bf16_packed>};
+    case ggml_type::q4_0: return {packed::pack_q4_0, packed_gemm<q4_0_packed>};
+    case ggml_type::q4_1: return {packed::pack_q4_1, packed_gemm<q4_1_packed>};
+    case ggml_type::q8_0: return {packed::pack_q8_0, packed_gemm<q8_0_packed>};
+    case ggml_type::f32: return {packed::pack_f32, packed_gemm_float<f32_packed>};
+    case ggml_type::f16: return {packed::pack_f16, packed_gemm_float<f16_packed>};
+    case ggml_type::bf16: return {packed::pack_bf16, packed_gemm_float<bf16_packed>};
+    default: return {};
   }
   return {};
 }

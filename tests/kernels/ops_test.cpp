@@ -1,5 +1,5 @@
-// The AVX-512 element-wise ops against the scalar reference (fw::cpu::ref) on random data of
-// lengths that exercise the masked tails, with a named tolerance per op; the vector exp at the
+// The AVX2 and AVX-512 element-wise ops against the scalar reference (fw::cpu::ref) on random data of
+// lengths that exercise the tails, with a named tolerance per op; the vector exp at the
 // edges of the float range; softmax with -inf scores; rope's invariants; and the public
 // (dispatched) functions against the reference on whatever path this host picks.
 #include <gtest/gtest.h>
@@ -38,6 +38,27 @@ const char* missing_avx512() {
   return host_features().has_avx512() ? nullptr : "host has no AVX-512 F/BW/VL";
 }
 
+/// One vector path's element-wise ops (each tested against the reference on every host that
+/// runs it: AVX2 runs on AVX-512 hosts too).
+struct vector_ops {
+  const char* name;
+  const char* (*missing)();
+  decltype(&ref::silu_mul) silu_mul;
+  decltype(&ref::rms_norm) rms_norm;
+  decltype(&ref::add_inplace) add_inplace;
+  decltype(&ref::softmax) softmax;
+  decltype(&ref::softmax) exp_inplace;
+  decltype(&ref::fp32_to_fp16_row) fp32_to_fp16_row;
+};
+
+const vector_ops avx2_ops = {"avx2", [] { return host_features().has_avx2() ? nullptr : "host has no AVX2/FMA/F16C"; },
+                             avx2::silu_mul, avx2::rms_norm, avx2::add_inplace, avx2::softmax, avx2::exp_inplace,
+                             avx2::fp32_to_fp16_row};
+const vector_ops avx512_ops = {"avx512", missing_avx512, avx512::silu_mul, avx512::rms_norm, avx512::add_inplace,
+                               avx512::softmax, avx512::exp_inplace, avx512::fp32_to_fp16_row};
+
+class vector_ops_test : public ::testing::TestWithParam<const vector_ops*> {};
+
 std::vector<float> random_floats(int64_t n, float sigma, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> nd(0.f, sigma);
@@ -74,24 +95,26 @@ std::vector<float> std_exp(const std::vector<float>& x) {
 
 // -- the vector exp --
 
-TEST(ops_test, avx512_exp_matches_std_exp_over_the_float_range) {
-  if (const char* why = missing_avx512()) GTEST_SKIP() << why;
+TEST_P(vector_ops_test, exp_matches_std_exp_over_the_float_range) {
+  const vector_ops& path = *GetParam();
+  if (const char* why = path.missing()) GTEST_SKIP() << why;
   // Dense sweep of [-104, 89]: normal results, subnormal results (x < -87.3), overflow (x > 88.72).
   std::vector<float> x;
   for (double v = -104.0; v <= 89.0; v += 0.0137) x.push_back(static_cast<float>(v));
   for (float v : random_floats(4099, 3.0f, 1)) x.push_back(v);  // the softmax / silu range
   std::vector<float> y = x;
-  avx512::exp_inplace(y.data(), static_cast<int64_t>(y.size()));
+  path.exp_inplace(y.data(), static_cast<int64_t>(y.size()));
   EXPECT_TRUE(all_close(y, std_exp(x), exp_rel_tolerance));
 }
 
-TEST(ops_test, avx512_exp_at_extreme_inputs) {
-  if (const char* why = missing_avx512()) GTEST_SKIP() << why;
+TEST_P(vector_ops_test, exp_at_extreme_inputs) {
+  const vector_ops& path = *GetParam();
+  if (const char* why = path.missing()) GTEST_SKIP() << why;
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> x = {-inf, -1e30f, -1000.f, -150.f, -104.f, -103.9f, -100.f, -87.5f, -87.3f, -0.f,
                           0.f,  1e-30f, 1.f,     88.f,   88.7f,  89.f,    100.f,  1e30f,  inf};
   std::vector<float> y = x;
-  avx512::exp_inplace(y.data(), static_cast<int64_t>(y.size()));
+  path.exp_inplace(y.data(), static_cast<int64_t>(y.size()));
   for (size_t i = 0; i < x.size(); ++i) EXPECT_FALSE(std::isnan(y[i])) << "exp(" << x[i] << ")";
   for (size_t i = 0; i <= 4; ++i) EXPECT_EQ(y[i], 0.0f) << "exp(" << x[i] << ") underflows to 0";
   EXPECT_EQ(y[9], 1.0f) << "exp(-0) is exactly 1";
@@ -100,14 +123,15 @@ TEST(ops_test, avx512_exp_at_extreme_inputs) {
   EXPECT_TRUE(all_close(y, std_exp(x), exp_rel_tolerance));
 
   std::vector<float> nan = {std::numeric_limits<float>::quiet_NaN()};
-  avx512::exp_inplace(nan.data(), 1);
+  path.exp_inplace(nan.data(), 1);
   EXPECT_TRUE(std::isnan(nan[0])) << "NaN propagates";
 }
 
 // -- silu_mul, rms_norm, add_inplace --
 
-TEST(ops_test, avx512_silu_mul_matches_reference) {
-  if (const char* why = missing_avx512()) GTEST_SKIP() << why;
+TEST_P(vector_ops_test, silu_mul_matches_reference) {
+  const vector_ops& path = *GetParam();
+  if (const char* why = path.missing()) GTEST_SKIP() << why;
   for (int64_t n : lengths) {
     std::vector<float> gate = random_floats(n, 4.0f, 10 + n), up = random_floats(n, 1.0f, 20 + n);
     // Saturated gates: e^-g overflows (g -> -0 * up) or vanishes (g -> g * up).
@@ -115,47 +139,50 @@ TEST(ops_test, avx512_silu_mul_matches_reference) {
     if (n > 1) gate[n - 1] = 100.f;
     std::vector<float> want = gate, got = gate;
     ref::silu_mul(want.data(), up.data(), n);
-    avx512::silu_mul(got.data(), up.data(), n);
+    path.silu_mul(got.data(), up.data(), n);
     EXPECT_TRUE(all_close(got, want, silu_rel_tolerance)) << "n = " << n;
   }
 }
 
-TEST(ops_test, avx512_rms_norm_matches_reference_and_may_alias) {
-  if (const char* why = missing_avx512()) GTEST_SKIP() << why;
+TEST_P(vector_ops_test, rms_norm_matches_reference_and_may_alias) {
+  const vector_ops& path = *GetParam();
+  if (const char* why = path.missing()) GTEST_SKIP() << why;
   for (int64_t n : lengths) {
     const std::vector<float> x = random_floats(n, 2.0f, 30 + n), w = random_floats(n, 1.0f, 40 + n);
     std::vector<float> want(n), got(n);
     ref::rms_norm(x.data(), w.data(), want.data(), n, 1e-5f);
-    avx512::rms_norm(x.data(), w.data(), got.data(), n, 1e-5f);
+    path.rms_norm(x.data(), w.data(), got.data(), n, 1e-5f);
     EXPECT_TRUE(all_close(got, want, rms_norm_rel_tolerance)) << "n = " << n;
     std::vector<float> in_place = x;
-    avx512::rms_norm(in_place.data(), w.data(), in_place.data(), n, 1e-5f);
+    path.rms_norm(in_place.data(), w.data(), in_place.data(), n, 1e-5f);
     EXPECT_EQ(in_place, got) << "y aliasing x, n = " << n;
   }
 }
 
-TEST(ops_test, avx512_add_inplace_is_exact) {
-  if (const char* why = missing_avx512()) GTEST_SKIP() << why;
+TEST_P(vector_ops_test, add_inplace_is_exact) {
+  const vector_ops& path = *GetParam();
+  if (const char* why = path.missing()) GTEST_SKIP() << why;
   for (int64_t n : lengths) {
     const std::vector<float> x = random_floats(n, 1.0f, 50 + n), y0 = random_floats(n, 1.0f, 60 + n);
     std::vector<float> want = y0, got = y0;
     ref::add_inplace(want.data(), x.data(), n);
-    avx512::add_inplace(got.data(), x.data(), n);
+    path.add_inplace(got.data(), x.data(), n);
     EXPECT_EQ(got, want) << "n = " << n;
   }
 }
 
 // -- softmax --
 
-TEST(ops_test, avx512_softmax_matches_reference_with_minus_inf_entries) {
-  if (const char* why = missing_avx512()) GTEST_SKIP() << why;
+TEST_P(vector_ops_test, softmax_matches_reference_with_minus_inf_entries) {
+  const vector_ops& path = *GetParam();
+  if (const char* why = path.missing()) GTEST_SKIP() << why;
   const float inf = std::numeric_limits<float>::infinity();
   for (int64_t n : lengths) {
     std::vector<float> x = random_floats(n, 5.0f, 70 + n);
     for (int64_t i = 1; i < n; i += 3) x[i] = -inf;  // masked positions (never the first)
     std::vector<float> want = x, got = x;
     ref::softmax(want.data(), n);
-    avx512::softmax(got.data(), n);
+    path.softmax(got.data(), n);
     EXPECT_TRUE(all_close(got, want, softmax_rel_tolerance)) << "n = " << n;
     double sum = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -168,15 +195,19 @@ TEST(ops_test, avx512_softmax_matches_reference_with_minus_inf_entries) {
   }
 }
 
-TEST(ops_test, avx512_softmax_of_one_finite_score_is_one_hot) {
-  if (const char* why = missing_avx512()) GTEST_SKIP() << why;
+TEST_P(vector_ops_test, softmax_of_one_finite_score_is_one_hot) {
+  const vector_ops& path = *GetParam();
+  if (const char* why = path.missing()) GTEST_SKIP() << why;
   for (int64_t n : lengths) {
     std::vector<float> x(n, -std::numeric_limits<float>::infinity());
     x[n / 2] = 3.5f;
-    avx512::softmax(x.data(), n);
+    path.softmax(x.data(), n);
     for (int64_t i = 0; i < n; ++i) EXPECT_EQ(x[i], i == n / 2 ? 1.0f : 0.0f) << "n = " << n << ", i = " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(paths, vector_ops_test, ::testing::Values(&avx2_ops, &avx512_ops),
+                         [](const auto& info) { return std::string(info.param->name); });
 
 // -- rope --
 
@@ -294,8 +325,9 @@ TEST(ops_test, public_ops_match_reference_on_the_chosen_path) {
 namespace fw::cpu {
 namespace {
 
-TEST(ops_fp16_row, avx512_matches_reference_bit_for_bit) {
-  if (!host_features().has_avx512()) GTEST_SKIP() << "host has no AVX-512: only the reference path runs here";
+TEST_P(vector_ops_test, fp32_to_fp16_row_matches_reference_bit_for_bit) {
+  const vector_ops& path = *GetParam();
+  if (const char* why = path.missing()) GTEST_SKIP() << why;
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.f, 100.f);
   for (int64_t n : {1, 7, 16, 17, 64, 100}) {
@@ -304,7 +336,7 @@ TEST(ops_fp16_row, avx512_matches_reference_bit_for_bit) {
     x[0] = 70000.f;  // past the half range: +inf on both paths
     std::vector<uint16_t> a(n + 1, 0xabcd), b(n + 1, 0xabcd);
     ref::fp32_to_fp16_row(x.data(), a.data(), n);
-    avx512::fp32_to_fp16_row(x.data(), b.data(), n);
+    path.fp32_to_fp16_row(x.data(), b.data(), n);
     EXPECT_EQ(a, b) << "n = " << n;  // includes the untouched sentinel past the end
   }
 }

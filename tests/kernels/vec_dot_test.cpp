@@ -78,8 +78,10 @@ double int8_rounding_bound(const row_data& r) {
 }
 
 class vec_dot_test : public ::testing::TestWithParam<std::tuple<ggml_type, simd_level>> {};
-/// The packed layouts (AVX-512 only).
-class vec_dot_packed_test : public ::testing::TestWithParam<ggml_type> {};
+/// The packed layouts of the ggml types on each SIMD path.
+class vec_dot_packed_test : public ::testing::TestWithParam<std::tuple<ggml_type, simd_level>> {};
+/// The packed layouts of the quantized types (int8 activation blocks).
+class vec_dot_packed_q_test : public vec_dot_packed_test {};
 
 TEST_P(vec_dot_test, simd_path_matches_scalar_reference) {
   const auto [t, level] = GetParam();
@@ -140,10 +142,22 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(type_traits(std::get<0>(info.param)).name) + "_" + to_string(std::get<1>(info.param));
     });
 
-INSTANTIATE_TEST_SUITE_P(all_types, vec_dot_packed_test,
-                         ::testing::Values(ggml_type::f32, ggml_type::f16, ggml_type::bf16, ggml_type::q4_0,
-                                           ggml_type::q4_1, ggml_type::q8_0),
-                         [](const auto& info) { return std::string(type_traits(info.param).name); });
+INSTANTIATE_TEST_SUITE_P(
+    all_types, vec_dot_packed_test,
+    ::testing::Combine(::testing::Values(ggml_type::f32, ggml_type::f16, ggml_type::bf16, ggml_type::q4_0,
+                                         ggml_type::q4_1, ggml_type::q8_0),
+                       ::testing::Values(simd_level::avx2, simd_level::avx512)),
+    [](const auto& info) {
+      return std::string(type_traits(std::get<0>(info.param)).name) + "_" + to_string(std::get<1>(info.param));
+    });
+
+INSTANTIATE_TEST_SUITE_P(
+    quantized_types, vec_dot_packed_q_test,
+    ::testing::Combine(::testing::Values(ggml_type::q4_0, ggml_type::q4_1, ggml_type::q8_0),
+                       ::testing::Values(simd_level::avx2, simd_level::avx512)),
+    [](const auto& info) {
+      return std::string(type_traits(std::get<0>(info.param)).name) + "_" + to_string(std::get<1>(info.param));
+    });
 
 // gemm over n_w weight rows x n_x activation rows (tile multiples and edges) gives each element's
 // dot bit for bit.
@@ -186,11 +200,11 @@ TEST_P(vec_dot_test, gemm_rows_equals_dot_per_element) {
 // The packed layout: same bytes as the rows, tail rows unchanged, and packed_gemm (from any group
 // start, rows ending inside the tail) matches the reference within the SIMD tolerance.
 TEST_P(vec_dot_packed_test, packed_gemm_matches_scalar_reference) {
-  const ggml_type t = GetParam();
-  const simd_level level = simd_level::avx512;
+  const auto [t, level] = GetParam();
   if (const char* why = missing(level)) GTEST_SKIP() << why;
   const auto kern = select_dot_kernel(t, level);
-  if (kern.pack == nullptr) GTEST_SKIP() << "no packed layout for " << type_traits(t).name << " on " << to_string(level);
+  ASSERT_EQ(kern.level, level);
+  ASSERT_NE(kern.pack, nullptr) << "no packed layout for " << type_traits(t).name << " on " << to_string(level);
   ASSERT_NE(kern.packed_gemm, nullptr);
   const auto ref_k = select_dot_kernel(t, simd_level::scalar);
   for (int64_t k : {int64_t{32}, int64_t{96}, int64_t{576}}) {
@@ -206,7 +220,7 @@ TEST_P(vec_dot_packed_test, packed_gemm_matches_scalar_reference) {
       kern.pack(w.data(), rb, n, k, packed.data());
       const int64_t n_packed = n / packed_group_rows * packed_group_rows;
       EXPECT_TRUE(std::equal(w.begin() + n_packed * rb, w.end(), packed.begin() + n_packed * rb)) << "tail rows changed";
-      for (int64_t nx : {1, 3, 4, 9}) {
+      for (int64_t nx : {1, 2, 3, 4, 5, 8, 9, 17}) {  // every tile size of both paths
         // Activations in the kernel's format: int8 blocks for quantized weights, floats otherwise.
         std::vector<row_data> xs;
         const bool q8x = kern.act == act_format::q8x;
@@ -239,6 +253,58 @@ TEST_P(vec_dot_packed_test, packed_gemm_matches_scalar_reference) {
       }
     }
   }
+}
+
+// Extreme codes through the packed products: every weight code at its largest magnitude (q4
+// nibbles all 15 or all 0, q8_0 all 127 / -127 / -128) against activations all +-127 with unit
+// scales. The integer sums are then at their limits (a q4 block's int16 sum reaches 30480 on
+// AVX2), so any saturation or lost sign shows as a wrong total; the expected value is exact.
+TEST_P(vec_dot_packed_q_test, packed_gemm_is_exact_at_the_extreme_codes) {
+  const auto [t, level] = GetParam();
+  if (const char* why = missing(level)) GTEST_SKIP() << why;
+  const auto kern = select_dot_kernel(t, level);
+  ASSERT_NE(kern.pack, nullptr) << "no packed layout for " << type_traits(t).name << " on " << to_string(level);
+  ASSERT_EQ(kern.act, act_format::q8x);
+  const auto ref_k = select_dot_kernel(t, simd_level::scalar);
+  const int64_t k = 256, n = 16, nb = k / 32;
+  const size_t rb = row_bytes(type_traits(t), k);
+  const uint16_t one = 0x3c00;  // fp16 1.0
+  std::vector<uint8_t> w(rb * n);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < nb; ++b) {
+      uint8_t* blk = w.data() + r * rb + b * (rb / nb);
+      const int code = static_cast<int>((r + b) % 4);  // q4: 0xff, 0x00, 0xf0, 0x0f; q8_0: 127, -127, -128, 1
+      if (t == ggml_type::q8_0) {
+        auto* q = reinterpret_cast<block_q8_0*>(blk);
+        q->d = one;
+        std::fill(std::begin(q->qs), std::end(q->qs), static_cast<int8_t>(code == 0 ? 127 : code == 1 ? -127 : code == 2 ? -128 : 1));
+      } else {
+        uint8_t* qs = t == ggml_type::q4_0 ? reinterpret_cast<block_q4_0*>(blk)->qs : reinterpret_cast<block_q4_1*>(blk)->qs;
+        std::memcpy(blk, &one, 2);
+        if (t == ggml_type::q4_1) std::memcpy(blk + 2, &one, 2);
+        std::fill(qs, qs + 16, static_cast<uint8_t>(code == 0 ? 0xff : code == 1 ? 0x00 : code == 2 ? 0xf0 : 0x0f));
+      }
+    }
+  }
+  std::vector<uint8_t> packed(rb * n);
+  kern.pack(w.data(), rb, n, k, packed.data());
+  const int64_t nx = 4;
+  std::vector<block_q8x> x(nx * nb);
+  for (int64_t j = 0; j < nx; ++j) {
+    for (int64_t b = 0; b < nb; ++b) {
+      block_q8x& xb = x[j * nb + b];
+      xb.d = 1.f;
+      const int8_t v = (j + b) % 2 ? -127 : 127;
+      std::fill(std::begin(xb.qs), std::end(xb.qs), v);
+      xb.sum = 32 * v;
+    }
+  }
+  const size_t xs = nb * sizeof(block_q8x);
+  std::vector<float> y(n * nx, 0.f);
+  kern.packed_gemm(k, packed.data(), n, x.data(), xs, nx, y.data(), n);
+  for (int64_t j = 0; j < nx; ++j)
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_EQ(y[j * n + i], ref_k.dot(k, w.data() + i * rb, x.data() + j * nb)) << "row " << i << " x " << j;
 }
 
 class vec_dot_ref_test : public ::testing::TestWithParam<ggml_type> {};
