@@ -20,6 +20,13 @@ template <int G> void gemv_w4a16(int64_t k, const void* w, size_t ws, int64_t nw
 template <int G>
 void gemm_w4a16(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y,
                 int64_t ldy);
+/// Products on the packed layouts of fw_packed_rows.hpp (the AVX-512 path's bytes; 8-row halves
+/// of a group per 256-bit vector), bit for bit equal to the reference.
+void packed_gemm_w8a8(int64_t k, const void* w, int64_t n_rows, const void* x, size_t xs, int64_t nx, float* y,
+                      int64_t ldy);
+template <int G>
+void packed_gemm_w4a16(int64_t k, const void* w, int64_t n_rows, const void* x, size_t xs, int64_t nx, float* y,
+                       int64_t ldy);
 }  // namespace fw::cpu::avx2
 
 namespace fw::cpu::avx512 {  // AVX-512 F/BW/VL + VNNI (fw_dot_avx512.cpp, fw_dot_packed_avx512.cpp)
@@ -32,12 +39,10 @@ template <int G> void gemv_w4a16(int64_t k, const void* w, size_t ws, int64_t nw
 template <int G>
 void gemm_w4a16(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, size_t xs, int64_t nx, float* y,
                 int64_t ldy);
-/// Packed layouts (vec_dot.hpp's pack_rows_fn / packed_gemm_fn contract), bit for bit equal to
-/// the reference like every fw kernel.
-void pack_w8a8(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
+/// Products on the packed layouts of fw_packed_rows.hpp (vec_dot.hpp's packed_gemm_fn contract),
+/// bit for bit equal to the reference like every fw kernel.
 void packed_gemm_w8a8(int64_t k, const void* w, int64_t n_rows, const void* x, size_t xs, int64_t nx, float* y,
                       int64_t ldy);
-template <int G> void pack_w4a16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
 template <int G>
 void packed_gemm_w4a16(int64_t k, const void* w, int64_t n_rows, const void* x, size_t xs, int64_t nx, float* y,
                        int64_t ldy);

@@ -6,8 +6,8 @@
 // Each lane performs exactly the reference's steps for its row (integer sums exact, then the same
 // fma / mul / add sequence per group), so results equal kernels/ref/fw_dot_ref bit for bit.
 //
-// Layouts (a group of 16 rows keeps its 16 * row_bytes bytes and its place; rows after the last
-// whole group stay unpacked):
+// Layouts (made by fw_packed_rows.cpp, which the AVX2 path reads too; a group of 16 rows keeps its
+// 16 * row_bytes bytes and its place; rows after the last whole group stay unpacked):
 //  w8a8 (row: 32-byte header + k int8): for each 4-channel piece p 64 bytes: piece p of row r at
 //    byte 64 p + 4 r, stored as w + 128 (u8, the unsigned operand of vpdpbusd; the activation is
 //    the signed one); then the 16 float row scales and zeros up to the group's end (read last, so
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "kernels/cpu/fw_dot.hpp"
+#include "kernels/cpu/fw_packed_rows.hpp"
 #include "kernels/cpu/tile_drivers.hpp"
 #include "kernels/cpu/vec_dot.hpp"
 #include "kernels/format/fw_formats.hpp"
@@ -38,7 +39,6 @@ namespace fw::cpu::avx512 {
 namespace {
 
 constexpr int group = static_cast<int>(packed_group_rows);
-constexpr size_t w8_tail = 512;  // the 16 row headers' 32 bytes: the row scales, then zeros
 
 // Software prefetch 3 KB ahead (the ggml packed kernels' measured distance) at every tile size:
 // unlike there it also paid off for 1-row tiles here (decode, one core, weights from DRAM: w8a8
@@ -121,8 +121,7 @@ void packed_gemm_w8_g(int64_t k, const uint8_t* wp, int64_t n_packed, const uint
 
 // -- W4A16 --
 
-template <int G>
-constexpr size_t w4_block = 16 * w4_group_bytes(G);  // one group of channels of 16 rows
+using packed::w4_block;
 
 /// xsum: (float) sum(x) per activation row and group of G channels.
 template <int G, int RX>
@@ -173,31 +172,7 @@ void tile_w4(int64_t k, const uint8_t* gp, const uint8_t* x, size_t xs, const fl
   }
 }
 
-/// q of channel e (0 <= e < G) of one fw_w4a16 group's nibbles (chunk layout of fw_formats.hpp).
-inline uint8_t w4_q(const uint8_t* qs, int e) {
-  const uint8_t b = qs[(e / 32) * 16 + e % 16];
-  return e % 32 < 16 ? (b & 0x0f) : (b >> 4);
-}
-
 }  // namespace
-
-void pack_w8a8(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst) {
-  const size_t rb = sizeof(w8_row_header) + static_cast<size_t>(k);
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  const int64_t n_packed = n_rows / group * group;
-  for (int64_t g = 0; g < n_packed; g += group) {
-    uint8_t* gp = d + g * rb;
-    std::memset(gp + 16 * k, 0, w8_tail);
-    for (int r = 0; r < group; ++r) {
-      const uint8_t* row = s + (g + r) * row_stride;
-      std::memcpy(gp + 16 * k + 4 * r, row, 4);  // the row scale
-      for (int64_t p = 0; p < k / 4; ++p)
-        for (int i = 0; i < 4; ++i) gp[64 * p + 4 * r + i] = row[sizeof(w8_row_header) + 4 * p + i] ^ 0x80;
-    }
-  }
-  for (int64_t i = n_packed; i < n_rows; ++i) std::memcpy(d + i * rb, s + i * row_stride, rb);
-}
 
 void packed_gemm_w8a8(int64_t k, const void* w, int64_t n_rows, const void* x, size_t xs, int64_t nx, float* y,
                       int64_t ldy) {
@@ -210,35 +185,6 @@ void packed_gemm_w8a8(int64_t k, const void* w, int64_t n_rows, const void* x, s
   else
     packed_gemm_w8_g<32>(k, wp, n_packed, xp, xs, nx, y, ldy);
   if (n_packed < n_rows) gemm_w8a8(k, wp + n_packed * rb, rb, n_rows - n_packed, x, xs, nx, y + n_packed, ldy);
-}
-
-template <int G>
-void pack_w4a16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst) {
-  const int64_t ng = k / G;
-  const size_t rb = static_cast<size_t>(ng) * w4_group_bytes(G);
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  const int64_t n_packed = n_rows / group * group;
-  for (int64_t g0 = 0; g0 < n_packed; g0 += group) {
-    for (int64_t g = 0; g < ng; ++g) {
-      uint8_t* blk = d + g0 * rb + g * w4_block<G>;
-      for (int r = 0; r < group; ++r) {
-        const uint8_t* sg = s + (g0 + r) * row_stride + g * w4_group_bytes(G);
-        const auto* h = reinterpret_cast<const w4_group_header*>(sg);
-        std::memcpy(blk + 2 * r, &h->d, 2);
-        std::memcpy(blk + 32 + 2 * r, &h->m, 2);
-        const uint8_t* qs = sg + sizeof(w4_group_header);
-        for (int v = 0; v < G / 8; ++v) {
-          uint8_t e[8];
-          for (int i = 0; i < 8; ++i) e[i] = w4_q(qs, 8 * v + i);
-          uint8_t* lane = blk + 64 + 64 * v + 4 * r;
-          lane[0] = static_cast<uint8_t>(e[0] | e[2] << 4), lane[1] = static_cast<uint8_t>(e[4] | e[6] << 4);
-          lane[2] = static_cast<uint8_t>(e[1] | e[3] << 4), lane[3] = static_cast<uint8_t>(e[5] | e[7] << 4);
-        }
-      }
-    }
-  }
-  for (int64_t i = n_packed; i < n_rows; ++i) std::memcpy(d + i * rb, s + i * row_stride, rb);
 }
 
 template <int G>
@@ -269,7 +215,6 @@ void packed_gemm_w4a16(int64_t k, const void* w, int64_t n_rows, const void* x, 
 }
 
 #define FW_INSTANTIATE_W4(G)                                                              \
-  template void pack_w4a16<G>(const void*, size_t, int64_t, int64_t, void*);              \
   template void packed_gemm_w4a16<G>(int64_t, const void*, int64_t, const void*, size_t, \
                                      int64_t, float*, int64_t);
 FW_INSTANTIATE_W4(32)

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "kernels/cpu/fw_dot.hpp"
+#include "kernels/cpu/fw_packed_rows.hpp"
 #include "kernels/format/fw_formats.hpp"
 #include "kernels/ref/fw_dot_ref.hpp"
 
@@ -41,6 +42,11 @@ dot_kernel make_row(ggml_type t, simd_level lvl, act_format act, quantize_row_fn
   return d;
 }
 
+dot_kernel with_pack(dot_kernel d, pack_rows_fn pack, packed_gemm_fn gemm) {
+  d.pack = pack, d.packed_gemm = gemm;
+  return d;
+}
+
 void add_fw_ref(std::vector<dot_kernel>& v) {
   namespace k = ref;
   const auto lvl = simd_level::scalar;
@@ -53,14 +59,18 @@ void add_fw_ref(std::vector<dot_kernel>& v) {
 void add_fw_avx2(std::vector<dot_kernel>& v) {
   namespace k = avx2;
   const auto lvl = simd_level::avx2;
-  v.push_back(make_row<k::dot_w8a8, k::gemm_w8a8, k::gemv_w8a8>(ggml_type::fw_w8a8, lvl, act_format::i8_row,
-                                                                k::quantize_act_i8));
-  v.push_back(make_row<k::dot_w4a16<32>, k::gemm_w4a16<32>, k::gemv_w4a16<32>>(ggml_type::fw_w4a16_g32, lvl,
-                                                                               act_format::i16_row, k::quantize_act_i16));
-  v.push_back(make_row<k::dot_w4a16<64>, k::gemm_w4a16<64>, k::gemv_w4a16<64>>(ggml_type::fw_w4a16_g64, lvl,
-                                                                               act_format::i16_row, k::quantize_act_i16));
-  v.push_back(make_row<k::dot_w4a16<128>, k::gemm_w4a16<128>, k::gemv_w4a16<128>>(
-      ggml_type::fw_w4a16_g128, lvl, act_format::i16_row, k::quantize_act_i16));
+  v.push_back(with_pack(make_row<k::dot_w8a8, k::gemm_w8a8, k::gemv_w8a8>(ggml_type::fw_w8a8, lvl, act_format::i8_row,
+                                                                          k::quantize_act_i8),
+                        packed::pack_w8a8, k::packed_gemm_w8a8));
+  v.push_back(with_pack(make_row<k::dot_w4a16<32>, k::gemm_w4a16<32>, k::gemv_w4a16<32>>(
+                               ggml_type::fw_w4a16_g32, lvl, act_format::i16_row, k::quantize_act_i16),
+                           packed::pack_w4a16<32>, k::packed_gemm_w4a16<32>));
+  v.push_back(with_pack(make_row<k::dot_w4a16<64>, k::gemm_w4a16<64>, k::gemv_w4a16<64>>(
+                               ggml_type::fw_w4a16_g64, lvl, act_format::i16_row, k::quantize_act_i16),
+                           packed::pack_w4a16<64>, k::packed_gemm_w4a16<64>));
+  v.push_back(with_pack(make_row<k::dot_w4a16<128>, k::gemm_w4a16<128>, k::gemv_w4a16<128>>(
+                               ggml_type::fw_w4a16_g128, lvl, act_format::i16_row, k::quantize_act_i16),
+                           packed::pack_w4a16<128>, k::packed_gemm_w4a16<128>));
 }
 
 /// AVX-512 VNNI (fw_dot_avx512.cpp, fw_dot_packed_avx512.cpp): products of its own, packed
@@ -68,22 +78,18 @@ void add_fw_avx2(std::vector<dot_kernel>& v) {
 void add_fw_avx512(std::vector<dot_kernel>& v) {
   namespace k = avx512;
   const auto lvl = simd_level::avx512;
-  auto packed = [](dot_kernel d, pack_rows_fn pack, packed_gemm_fn gemm) {
-    d.pack = pack, d.packed_gemm = gemm;
-    return d;
-  };
-  v.push_back(packed(make_row<k::dot_w8a8, k::gemm_w8a8, k::gemv_w8a8>(ggml_type::fw_w8a8, lvl, act_format::i8_row,
-                                                                       avx2::quantize_act_i8),
-                     k::pack_w8a8, k::packed_gemm_w8a8));
-  v.push_back(packed(make_row<k::dot_w4a16<32>, k::gemm_w4a16<32>, k::gemv_w4a16<32>>(
-                         ggml_type::fw_w4a16_g32, lvl, act_format::i16_row, avx2::quantize_act_i16),
-                     k::pack_w4a16<32>, k::packed_gemm_w4a16<32>));
-  v.push_back(packed(make_row<k::dot_w4a16<64>, k::gemm_w4a16<64>, k::gemv_w4a16<64>>(
-                         ggml_type::fw_w4a16_g64, lvl, act_format::i16_row, avx2::quantize_act_i16),
-                     k::pack_w4a16<64>, k::packed_gemm_w4a16<64>));
-  v.push_back(packed(make_row<k::dot_w4a16<128>, k::gemm_w4a16<128>, k::gemv_w4a16<128>>(
-                         ggml_type::fw_w4a16_g128, lvl, act_format::i16_row, avx2::quantize_act_i16),
-                     k::pack_w4a16<128>, k::packed_gemm_w4a16<128>));
+  v.push_back(with_pack(make_row<k::dot_w8a8, k::gemm_w8a8, k::gemv_w8a8>(ggml_type::fw_w8a8, lvl, act_format::i8_row,
+                                                                          avx2::quantize_act_i8),
+                        packed::pack_w8a8, k::packed_gemm_w8a8));
+  v.push_back(with_pack(make_row<k::dot_w4a16<32>, k::gemm_w4a16<32>, k::gemv_w4a16<32>>(
+                            ggml_type::fw_w4a16_g32, lvl, act_format::i16_row, avx2::quantize_act_i16),
+                        packed::pack_w4a16<32>, k::packed_gemm_w4a16<32>));
+  v.push_back(with_pack(make_row<k::dot_w4a16<64>, k::gemm_w4a16<64>, k::gemv_w4a16<64>>(
+                            ggml_type::fw_w4a16_g64, lvl, act_format::i16_row, avx2::quantize_act_i16),
+                        packed::pack_w4a16<64>, k::packed_gemm_w4a16<64>));
+  v.push_back(with_pack(make_row<k::dot_w4a16<128>, k::gemm_w4a16<128>, k::gemv_w4a16<128>>(
+                            ggml_type::fw_w4a16_g128, lvl, act_format::i16_row, avx2::quantize_act_i16),
+                        packed::pack_w4a16<128>, k::packed_gemm_w4a16<128>));
 }
 
 // -- the providers: one table per SIMD path, one entry per weight format it implements --

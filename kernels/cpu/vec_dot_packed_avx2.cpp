@@ -18,6 +18,8 @@
 // Register tiles: 8 rows (half a group) x up to 4 activation rows: 4 float accumulators, 4
 // integer sums, the two unpacked weight vectors and the broadcasts fit the 16 ymm registers.
 // Each loaded weight serves 4 activation rows and each broadcast activation piece 8 weight rows.
+// One activation row (decode) takes all 16 rows in one pass, so each 64-byte line of the
+// streamed weights is used whole when it arrives.
 #include <immintrin.h>
 
 #include <cstring>
@@ -69,13 +71,16 @@ inline __m256i piece(const block_q8x& xb, int p) {
   return _mm256_set1_epi32(v);
 }
 
-// y[j * ldy + r] for rows 8 H .. 8 H + 7 of one group and RX activation rows.
-// xs (q4_1 only): d_x * sum(x) per activation row and block, nb floats per row.
-template <class F, int RX, int H>
-void half_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float* y, int64_t ldy, const float* xs) {
-  __m256 acc[RX];
+// y[j * ldy + r] for rows 8 H .. 8 (H + NH) - 1 of one group (NH halves of 8 rows in one pass)
+// and RX activation rows. xs (q4_1 only): d_x * sum(x) per activation row and block, nb floats
+// per row.
+template <class F, int RX, int H, int NH>
+void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float* y, int64_t ldy, const float* xs) {
+  __m256 acc[NH][RX];
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-  for (int j = 0; j < RX; ++j) acc[j] = _mm256_setzero_ps();
+    for (int j = 0; j < RX; ++j) acc[h][j] = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b, gp += F::group_block) {
@@ -84,51 +89,65 @@ void half_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
       for (size_t off = 0; off < F::group_block; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
     }
-    __m256i s[RX];
+    __m256i s[NH][RX];
     if constexpr (F::nibbles) {
 #pragma GCC unroll 4
       for (int t = 0; t < 4; ++t) {
-        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gp + 64 * t + 32 * H));
-        const __m256i wl = _mm256_and_si256(v, m4);
-        const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+#pragma GCC unroll 2
+        for (int h = 0; h < NH; ++h) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gp + 64 * t + 32 * (H + h)));
+          const __m256i wl = _mm256_and_si256(v, m4);
+          const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
 #pragma GCC unroll 4
-        for (int j = 0; j < RX; ++j) {
-          const block_q8x& xb = xr[j][b];
-          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wl, piece(xb, t)),
-                                             _mm256_maddubs_epi16(wh, piece(xb, 4 + t)));
-          s[j] = t == 0 ? p : _mm256_add_epi16(s[j], p);
+          for (int j = 0; j < RX; ++j) {
+            const block_q8x& xb = xr[j][b];
+            const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wl, piece(xb, t)),
+                                               _mm256_maddubs_epi16(wh, piece(xb, 4 + t)));
+            s[h][j] = t == 0 ? p : _mm256_add_epi16(s[h][j], p);
+          }
         }
       }
+#pragma GCC unroll 2
+      for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-      for (int j = 0; j < RX; ++j) s[j] = _mm256_madd_epi16(s[j], ones);
+        for (int j = 0; j < RX; ++j) s[h][j] = _mm256_madd_epi16(s[h][j], ones);
     } else {
 #pragma GCC unroll 8
       for (int t = 0; t < 8; ++t) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gp + 64 * t + 32 * H));
-        const __m256i aw = _mm256_sign_epi8(w, w);
+#pragma GCC unroll 2
+        for (int h = 0; h < NH; ++h) {
+          const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gp + 64 * t + 32 * (H + h)));
+          const __m256i aw = _mm256_sign_epi8(w, w);
 #pragma GCC unroll 4
-        for (int j = 0; j < RX; ++j) {
-          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(piece(xr[j][b], t), w)), ones);
-          s[j] = t == 0 ? p : _mm256_add_epi32(s[j], p);
+          for (int j = 0; j < RX; ++j) {
+            const __m256i p =
+                _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(piece(xr[j][b], t), w)), ones);
+            s[h][j] = t == 0 ? p : _mm256_add_epi32(s[h][j], p);
+          }
         }
       }
     }
-    const __m256 dw =
-        _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gp + F::d_offset + 16 * H)));
-    __m256 mw = _mm256_setzero_ps();
-    if constexpr (F::has_min)
-      mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gp + F::m_offset + 16 * H)));
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h) {
+      const __m256 dw =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gp + F::d_offset + 16 * (H + h))));
+      __m256 mw = _mm256_setzero_ps();
+      if constexpr (F::has_min)
+        mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(gp + F::m_offset + 16 * (H + h))));
 #pragma GCC unroll 4
-    for (int j = 0; j < RX; ++j) {
-      const block_q8x& xb = xr[j][b];
-      __m256i a = s[j];
-      if constexpr (F::minus_8) a = _mm256_sub_epi32(a, _mm256_set1_epi32(xb.sum * 8));
-      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), _mm256_cvtepi32_ps(a), acc[j]);
-      if constexpr (F::has_min) acc[j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xs[j * nb + b]), acc[j]);
+      for (int j = 0; j < RX; ++j) {
+        const block_q8x& xb = xr[j][b];
+        __m256i a = s[h][j];
+        if constexpr (F::minus_8) a = _mm256_sub_epi32(a, _mm256_set1_epi32(xb.sum * 8));
+        acc[h][j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), _mm256_cvtepi32_ps(a), acc[h][j]);
+        if constexpr (F::has_min) acc[h][j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xs[j * nb + b]), acc[h][j]);
+      }
     }
   }
+#pragma GCC unroll 2
+  for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-  for (int j = 0; j < RX; ++j) _mm256_storeu_ps(y + j * ldy + 8 * H, acc[j]);
+    for (int j = 0; j < RX; ++j) _mm256_storeu_ps(y + j * ldy + 8 * (H + h), acc[h][j]);
 }
 
 template <class F>
@@ -156,8 +175,12 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
 #pragma GCC unroll 4
       for (int r = 0; r < RX; ++r) xr[r] = reinterpret_cast<const block_q8x*>(xp + (j + r) * x_stride);
       const float* xsj = xs ? xs + j * nb : nullptr;
-      half_tile<F, RX, 0>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
-      half_tile<F, RX, 1>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
+      if constexpr (RX == 1) {  // decode: both halves in one pass over the group's cache lines
+        rows_tile<F, 1, 0, 2>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
+      } else {
+        rows_tile<F, RX, 0, 1>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
+        rows_tile<F, RX, 1, 1>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
+      }
     });
   }
   if (n_packed < n_rows)
