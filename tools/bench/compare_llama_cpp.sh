@@ -19,6 +19,10 @@
 # AMX path; this machine kind has none). FW_LLAMA_CPP_NATIVE=0 builds the portable
 # AVX2/AVX-512/VNNI/BF16 set without -march=native instead (AMX off). Q8_0 and F16 copies of the bundled Q4_1 model are made with
 # llama-quantize --allow-requantize. flywheel must already be built (FW_BUILD_DIR, default build/).
+#
+# The AVX2 comparison on an AVX-512 host (a stand-in until an AVX2-only host measures it):
+#   FW_SIMD=avx2 FW_LLAMA_CPP_NATIVE=avx2 tools/bench/compare_llama_cpp.sh --types Q4_0,Q4_1
+# caps flywheel at its AVX2 kernels and builds the peer with AVX2 + FMA + F16C only.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -98,7 +102,7 @@ done
 
 RAW="$(mktemp -d)"
 trap 'rm -rf "$RAW"' EXIT
-echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cpus" >&2
+echo "host: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cpus, $(grep -qw avx512f /proc/cpuinfo && echo AVX-512 || echo AVX2-only); flywheel SIMD cap: ${FW_SIMD:-none}; peer: $LLAMA_CACHE" >&2
 # Other work on the machine skews both engines (unevenly): say so.
 check_load() {
   local load
