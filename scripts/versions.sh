@@ -17,6 +17,8 @@ FW_APT_PACKAGES=(
   "libgtest-dev=1.12.1-0.2"
   "libgmock-dev=1.12.1-0.2"
   "prometheus=2.42.0+ds-5+deb12u1"   # promtool: metrics_registry_test lints the exposition format
+  "clang=1:14.0-55.7~deb12u1"        # scripts/fuzz.sh: the libFuzzer targets of tests/fuzz
+  "libclang-rt-14-dev=1:14.0.6-12"   # libFuzzer and the sanitizer runtimes for clang
 )
 
 # Python packages of the server tests (the official OpenAI client), in .venv/ (PyPI).

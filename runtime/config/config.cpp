@@ -72,8 +72,8 @@ void parse_entry(const toml::table& t, T& obj, const std::vector<field<T>>& fiel
   std::vector<std::string_view> allowed;
   for (const auto& f : fields) allowed.push_back(f.key);
   for (auto&& [k, v] : t) {
-    const auto it = std::find_if(fields.begin(), fields.end(),
-                                 [&](const field<T>& f) { return f.key == k.str(); });
+    const std::string_view key = k.str();  // (a lambda may not capture a structured binding before clang 16)
+    const auto it = std::find_if(fields.begin(), fields.end(), [&](const field<T>& f) { return f.key == key; });
     if (it == fields.end()) {
       errs.add(k.source(), "unknown key '" + std::string(k.str()) + "' in " + where +
                                suggestion(k.str(), allowed) + "; allowed: " + join(allowed));

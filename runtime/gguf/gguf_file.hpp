@@ -56,7 +56,7 @@ struct gguf_tensor_info {
   const uint8_t* data = nullptr;  ///< points into the mapping
 
   uint64_t n_elements() const;
-  uint64_t rows() const { return ne.empty() ? 0 : n_elements() / ne[0]; }
+  uint64_t rows() const { return ne.empty() || ne[0] == 0 ? 0 : n_elements() / ne[0]; }
   /// The tensor as a matrix of rows() rows of ne[0] elements, in the file layout.
   cpu::weight_view view() const {
     return cpu::weight_view{type, data, static_cast<int64_t>(ne.empty() ? 0 : ne[0]), static_cast<int64_t>(rows()),

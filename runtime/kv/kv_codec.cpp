@@ -67,13 +67,17 @@ bool native(kv_wire w, kv_dtype d) {
   return (w == kv_wire::f32 && d == kv_dtype::f32) || (w == kv_wire::f16 && d == kv_dtype::f16);
 }
 
-/// K rows [cnt][hd] <-> a K tile [hd][bt] (to_tile: rows into the tile). Raw elements of one type.
-template <class T, class U>
-void transpose_k(T* tile, U* rows, uint32_t bt, uint32_t hd, uint32_t cnt, bool) {
+/// K rows [cnt][hd] <-> a K tile [hd][bt] (to_tile: rows into the tile), elements of ES bytes
+/// copied as bytes: the rows' side is a stream's bytes, which arrive at any offset (a typed load
+/// there is misaligned: undefined behaviour, found by tests/fuzz/fuzz_kv_stream).
+template <size_t ES>
+void transpose_k(std::byte* tile, std::byte* rows, uint32_t bt, uint32_t hd, uint32_t cnt, bool to_tile) {
   for (uint32_t e = 0; e < hd; ++e)
     for (uint32_t t = 0; t < cnt; ++t) {
-      if constexpr (std::is_const_v<U>) tile[size_t{e} * bt + t] = rows[size_t{t} * hd + e];
-      else rows[size_t{t} * hd + e] = tile[size_t{e} * bt + t];
+      std::byte* in_tile = tile + (size_t{e} * bt + t) * ES;
+      std::byte* in_rows = rows + (size_t{t} * hd + e) * ES;
+      if (to_tile) std::memcpy(in_tile, in_rows, ES);
+      else std::memcpy(in_rows, in_tile, ES);
     }
 }
 
@@ -117,8 +121,8 @@ void tile_rows(const kv_block_pool& pool, uint32_t b, uint32_t layer, uint32_t h
   const auto* tile = static_cast<const std::byte*>(v ? pool.v_data(b, layer, head) : pool.k_data(b, layer, head));
   if (native(w, l.dtype)) {
     if (v) std::memcpy(out, tile, size_t{cnt} * hd * es);
-    else if (es == 2) transpose_k(reinterpret_cast<const uint16_t*>(tile), reinterpret_cast<uint16_t*>(out), bt, hd, cnt, false);
-    else transpose_k(reinterpret_cast<const float*>(tile), reinterpret_cast<float*>(out), bt, hd, cnt, false);
+    else if (es == 2) transpose_k<2>(const_cast<std::byte*>(tile), out, bt, hd, cnt, false);
+    else transpose_k<4>(const_cast<std::byte*>(tile), out, bt, hd, cnt, false);
     return;
   }
   float x[1024];
@@ -136,8 +140,8 @@ void store_rows(kv_block_pool& pool, uint32_t b, uint32_t layer, uint32_t head, 
   auto* tile = static_cast<std::byte*>(v ? pool.v_data(b, layer, head) : pool.k_data(b, layer, head));
   if (native(w, l.dtype)) {
     if (v) std::memcpy(tile, in, size_t{cnt} * hd * es);
-    else if (es == 2) transpose_k(reinterpret_cast<uint16_t*>(tile), reinterpret_cast<const uint16_t*>(in), bt, hd, cnt, true);
-    else transpose_k(reinterpret_cast<float*>(tile), reinterpret_cast<const float*>(in), bt, hd, cnt, true);
+    else if (es == 2) transpose_k<2>(tile, const_cast<std::byte*>(in), bt, hd, cnt, true);
+    else transpose_k<4>(tile, const_cast<std::byte*>(in), bt, hd, cnt, true);
     return;
   }
   float x[1024];
