@@ -195,21 +195,10 @@ void packed_gemm_w4a16(int64_t k, const void* w, int64_t n_rows, const void* x, 
   const int64_t ng = k / G;
   const size_t rb = static_cast<size_t>(ng) * w4_group_bytes(G);
   const int64_t n_packed = n_rows / group * group;
-  // sum(x) per group from the row's 32-channel chunk sums, converted once per call (the
-  // reference's (float) xsum: the same exact integer, the same conversion).
-  thread_local std::vector<float> xsum;
-  xsum.resize(static_cast<size_t>(nx * ng));
-  for (int64_t j = 0; j < nx; ++j) {
-    const auto* sums = reinterpret_cast<const int32_t*>(xp + j * xs + act_row_header + 2 * k);
-    for (int64_t g = 0; g < ng; ++g) {
-      int32_t s = 0;
-      for (int c = 0; c < G / 32; ++c) s += sums[g * (G / 32) + c];
-      xsum[j * ng + g] = static_cast<float>(s);
-    }
-  }
+  const float* xsum = packed::w4_group_xsums(x, xs, nx, k, G);  // once per call
   for (int64_t g0 = 0; g0 < n_packed; g0 += group)
     tiles::for_row_tiles(nx, [&]<int RX>(int64_t j) {
-      tile_w4<G, RX>(k, wp + g0 * rb, xp + j * xs, xs, xsum.data() + j * ng, y + j * ldy + g0, ldy);
+      tile_w4<G, RX>(k, wp + g0 * rb, xp + j * xs, xs, xsum + j * ng, y + j * ldy + g0, ldy);
     });
   if (n_packed < n_rows) gemm_w4a16<G>(k, wp + n_packed * rb, rb, n_rows - n_packed, x, xs, nx, y + n_packed, ldy);
 }

@@ -1,6 +1,7 @@
 #include "kernels/cpu/fw_packed_rows.hpp"
 
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/vec_dot.hpp"
 
@@ -62,6 +63,22 @@ void pack_w4a16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, v
     }
   }
   for (int64_t i = n_packed; i < n_rows; ++i) std::memcpy(d + i * rb, s + i * row_stride, rb);
+}
+
+const float* w4_group_xsums(const void* x, size_t x_stride, int64_t n_x, int64_t k, int g) {
+  thread_local std::vector<float> buf;
+  const int64_t ng = k / g;
+  buf.resize(static_cast<size_t>(n_x * ng));
+  const auto* xp = static_cast<const uint8_t*>(x);
+  for (int64_t j = 0; j < n_x; ++j) {
+    const auto* sums = reinterpret_cast<const int32_t*>(xp + j * x_stride + act_row_header + 2 * k);
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      int32_t s = 0;
+      for (int c = 0; c < g / 32; ++c) s += sums[gi * (g / 32) + c];
+      buf[j * ng + gi] = static_cast<float>(s);
+    }
+  }
+  return buf.data();
 }
 
 template void pack_w4a16<32>(const void*, size_t, int64_t, int64_t, void*);

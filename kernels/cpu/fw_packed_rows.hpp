@@ -32,4 +32,9 @@ inline constexpr size_t w4_block = 16 * w4_group_bytes(G);
 void pack_w8a8(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
 template <int G> void pack_w4a16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
 
+/// (float) sum(x) per int16 activation row and group of G channels, from the row's 32-channel
+/// chunk sums (the reference's xsum: the same exact integer, the same conversion), k / G floats
+/// per row. The buffer is this thread's and valid until its next call.
+const float* w4_group_xsums(const void* x, size_t x_stride, int64_t n_x, int64_t k, int g);
+
 }  // namespace fw::cpu::packed

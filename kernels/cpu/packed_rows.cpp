@@ -1,6 +1,7 @@
 #include "kernels/cpu/packed_rows.hpp"
 
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/vec_dot.hpp"
 #include "kernels/format/ggml_type.hpp"
@@ -93,6 +94,17 @@ void pack_f16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, voi
 }
 void pack_bf16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst) {
   pack_float<uint16_t>(src, row_stride, n_rows, k, dst);
+}
+
+const float* q8x_min_terms(const void* x, size_t x_stride, int64_t n_x, int64_t nb) {
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(n_x * nb));
+  const auto* xp = static_cast<const uint8_t*>(x);
+  for (int64_t j = 0; j < n_x; ++j) {
+    const auto* xb = reinterpret_cast<const block_q8x*>(xp + j * x_stride);
+    for (int64_t b = 0; b < nb; ++b) buf[j * nb + b] = xb[b].d * static_cast<float>(xb[b].sum);
+  }
+  return buf.data();
 }
 
 }  // namespace fw::cpu::packed

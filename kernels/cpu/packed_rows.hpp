@@ -46,4 +46,9 @@ void pack_f32(const void* src, size_t row_stride, int64_t n_rows, int64_t k, voi
 void pack_f16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
 void pack_bf16(const void* src, size_t row_stride, int64_t n_rows, int64_t k, void* dst);
 
+/// q4_1's min term per activation row and block: d_x * sum(x) of each block_q8x, nb floats per row
+/// (n_x rows x_stride bytes apart), computed once per product. The buffer is this thread's and
+/// valid until its next call.
+const float* q8x_min_terms(const void* x, size_t x_stride, int64_t n_x, int64_t nb);
+
 }  // namespace fw::cpu::packed

@@ -158,16 +158,7 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* xp = static_cast<const uint8_t*>(x);
   const int64_t n_packed = n_rows / group * group;
-  const float* xs = nullptr;
-  if constexpr (F::has_min) {
-    thread_local std::vector<float> xs_buf;
-    xs_buf.resize(static_cast<size_t>(n_x * nb));
-    for (int64_t j = 0; j < n_x; ++j) {
-      const auto* xb = reinterpret_cast<const block_q8x*>(xp + j * x_stride);
-      for (int64_t b = 0; b < nb; ++b) xs_buf[j * nb + b] = xb[b].d * static_cast<float>(xb[b].sum);
-    }
-    xs = xs_buf.data();
-  }
+  const float* xs = F::has_min ? packed::q8x_min_terms(x, x_stride, n_x, nb) : nullptr;
   for (int64_t g = 0; g < n_packed; g += group) {
     const uint8_t* gp = wp + g * rb;
     tiles::for_row_tiles<max_tile_rows>(n_x, [&]<int RX>(int64_t j) {
