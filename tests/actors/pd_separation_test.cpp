@@ -166,8 +166,12 @@ class pd_separation_test : public ::testing::Test {
     EXPECT_LE(s->prefix_cache_blocks, cache_blocks);
     // The cache lives on the prefill pool (the one pool when co-located).
     EXPECT_EQ(e.prefill_device().kv_pool().used_blocks(), s->prefix_cache_blocks);
-    if (&e.device() != &e.prefill_device()) EXPECT_EQ(e.device().kv_pool().used_blocks(), 0u);
-    if (e.offload_device()) EXPECT_EQ(e.offload_device()->kv_pool().used_blocks(), 0u);
+    if (&e.device() != &e.prefill_device()) {
+      EXPECT_EQ(e.device().kv_pool().used_blocks(), 0u);
+    }
+    if (e.offload_device()) {
+      EXPECT_EQ(e.offload_device()->kv_pool().used_blocks(), 0u);
+    }
   }
 
   static inline std::shared_ptr<const model> model_;

@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     // fuzz_kv_stream reads its first byte as the piece size.
     std::vector<std::byte> seed{std::byte{7}};
     seed.insert(seed.end(), bytes->begin(), bytes->end());
-    write(root + "/kv_stream/" + name + ".bin", seed);
+    write(root + "/kv_stream/" + name + ".seed", seed);
   }
 
   fw::gguf_writer w;
@@ -66,6 +66,6 @@ int main(int argc, char** argv) {
   w.add_tensor("t.f32", {32, 2}, fw::ggml_type::f32, f32);
   w.add_tensor("t.q8_0", {32, 2}, fw::ggml_type::q8_0, q8);
   w.add_tensor("t.q4_0", {32, 2}, fw::ggml_type::q4_0, q4);
-  write(root + "/gguf/small.bin", w.bytes());
+  write(root + "/gguf/small.seed", w.bytes());
   return 0;
 }

@@ -169,7 +169,9 @@ TEST(kv_stream_test, damaged_cut_extended_and_forged_streams_are_refused) {
     const kv_handle left = r.take();
     EXPECT_EQ(left.n_tokens, 0u) << what;
     kv_handle gone = left;
-    if (!gone.empty()) EXPECT_TRUE(dst->release(gone).has_value());
+    if (!gone.empty()) {
+      EXPECT_TRUE(dst->release(gone).has_value());
+    }
     EXPECT_EQ(dst->used_blocks(), 0u);
   };
   auto flipped = good;
