@@ -2,6 +2,7 @@
 #include "runtime/config/node_address.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -368,7 +369,13 @@ expected<config> config::from_string(std::string_view text, std::string_view nam
       if (auto e = f->assign(c, fv, sec_name + "." + key)) errs.add(fv.source(), *e);
     }
     if (sec_name == "kv_cache") {
-      const auto tokens = (*t)["pool_tokens"].value<int64_t>(), mib = (*t)["pool_mib"].value<int64_t>();
+      // Integers only (the schema has refused anything else above): toml++'s value<int64_t>() would
+      // convert a float such as 1.9e26 with an out-of-range cast (found by tests/fuzz/fuzz_config).
+      const auto integer = [&](const char* key) -> std::optional<int64_t> {
+        if (const auto* i = (*t)[key].as_integer()) return i->get();
+        return std::nullopt;
+      };
+      const auto tokens = integer("pool_tokens"), mib = integer("pool_mib");
       if (tokens && mib && *tokens > 0 && *mib > 0)
         errs.add((*t)["pool_mib"].node()->source(),
                  "kv_cache: set either pool_tokens or pool_mib, not both");

@@ -281,6 +281,10 @@ TEST(config_test, kv_pool_in_tokens_or_mib_not_both) {
             "bad.toml:1:1: kv_cache: one of pool_tokens and pool_mib must be greater than 0");
   EXPECT_EQ(error_of("[kv_cache]\nblock_tokens = 32\npool_tokens = 16\n"),
             "bad.toml:1:1: kv_cache.pool_tokens = 16 is smaller than one block (block_tokens = 32)");
+  // A float is refused by the schema alone; the either-or check reads integers only (it used to
+  // convert 1.9e26 to int64_t: undefined behaviour, found by tests/fuzz/fuzz_config).
+  EXPECT_EQ(error_of("[kv_cache]\npool_tokens = 1.9e26\npool_mib = 5\n"),
+            "bad.toml:2:15: kv_cache.pool_tokens: expected an integer, got a floating-point number");
 }
 
 TEST(config_test, draft_model_kind_needs_a_file) {
