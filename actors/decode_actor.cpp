@@ -6,6 +6,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "runtime/base/log.hpp"
+
 
 namespace fw::actors {
 namespace {
@@ -28,13 +30,53 @@ void publish_spec_metrics(const engine_context& ctx, const spec_stats& s) {
   }
 }
 
+// The draft actor's counters: what it drafted while the target waited, what it drafted ahead
+// during verification, and how much of that was used (the overlap).
+void publish_draft_metrics(const engine_context& ctx, const draft_pipeline_stats& s) {
+  auto& reg = *ctx.metrics;
+  reg.counter(series::spec_decode_draft_seconds, ctx.labels).advance_to(s.draft_ms / 1000.0);
+  reg.counter(series::spec_decode_draft_ahead_seconds, ctx.labels).advance_to(s.ahead_ms / 1000.0);
+  reg.counter(series::spec_decode_draft_hidden_seconds, ctx.labels).advance_to(s.hidden_ms / 1000.0);
+  reg.counter(series::spec_decode_draft_ahead_hits, ctx.labels).advance_to(static_cast<double>(s.hits));
+}
+
+using self_ptr = decode_actor::stateful_pointer<decode_state>;
+
+/// Starts drafting for sequences on the draft actor.
+void begin_drafts(self_ptr self, const std::vector<const sequence*>& seqs) {
+  if (!self->state.draft || seqs.empty()) return;
+  draft_starts b;
+  for (const sequence* s : seqs) b.seqs.push_back({s->id(), s->history(), s->params()});
+  self->send(self->state.draft, begin_atom::value, std::move(b));
+}
+
+/// Sequences that left the batch stop drafting.
+void end_drafts(self_ptr self) {
+  auto ids = self->state.decoder->take_draft_ends();
+  if (self->state.draft && !ids.empty()) self->send(self->state.draft, end_atom::value, draft_ends{std::move(ids)});
+}
+
+/// A draft answer not back by then: the step goes on plainly (a hung draft must not stall decoding).
+constexpr auto draft_reply_timeout = std::chrono::seconds(30);
+
 }  // namespace
 
 decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_state> self, const engine_context* ctx,
                                           front_door_actor front_door, scheduler_actor scheduler, backend* device,
                                           bool offload) {
   self->state.decoder = std::make_unique<batch_decoder>(*ctx->m, *device, ctx->limits.max_batch);
-  if (!offload) self->state.decoder->set_speculation(ctx->limits.draft, ctx->limits.policy);
+  // The draft lives in the draft actor; the decoder plans k, asks, and verifies.
+  if (!offload && ctx->limits.draft)
+    self->state.decoder->set_remote_speculation({ctx->limits.draft->scores_proposals(), ctx->limits.draft->wants_hidden()},
+                                                ctx->limits.policy);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& st = self->state;
+    if (!st.draft || dm.source != st.draft.address()) return;
+    // Its sequences step plainly until the supervisor's replacement arrives (draft_atom).
+    st.draft = draft_actor{};
+    for (const sequence* s : st.decoder->restart_speculation()) st.decoder->stop_speculating(s->id());
+    log_warn("decode: the draft actor is gone; speculating sequences decode plainly until it is back");
+  });
   // The scheduler is the one owner of every pool's block book: finished, failed and cancelled
   // sequences' KV goes back to it, never freed here.
   self->state.decoder->return_kv(true);
@@ -58,7 +100,14 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         }
         std::optional<float> entropy;
         if (job.attention_entropy >= 0) entropy = job.attention_entropy;
+        const uint64_t id = seq->id();
         self->state.decoder->add(std::move(seq), entropy);
+        if (self->state.decoder->remote_speculation()) {
+          if (!self->state.draft) self->state.decoder->stop_speculating(id);
+          else
+            for (const sequence* s : self->state.decoder->sequences())
+              if (s->id() == id && s->params().max_draft_k != 0) begin_drafts(self, {s});
+        }
         if (job.prefilled_s > 0) self->state.joined_prefilled_s.push_back(job.prefilled_s);
         kick();
       },
@@ -67,6 +116,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         // that finished meanwhile is not here; its done report is on the way).
         sequence_box box{std::make_shared<sequence_box::holder>()};
         box.h->seq = self->state.decoder->take(id);
+        end_drafts(self);
         if (box.h->seq) self->send(scheduler, offload_atom::value, std::move(box));
       },
       [=](adopt_atom, sequence_box& box) {
@@ -74,9 +124,18 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         kick();
       },
       [=](degrade_atom, int32_t cap) { self->state.decoder->set_k_cap(cap); },
+      [=](draft_atom, draft_actor d) {
+        auto& st = self->state;
+        if (offload || !st.decoder->remote_speculation()) return;
+        st.draft = std::move(d);
+        self->monitor(st.draft);
+        self->send(st.draft, init_atom::value);  // what an earlier decode worker began is forgotten
+        begin_drafts(self, st.decoder->restart_speculation());
+      },
       [=](cancel_atom, uint64_t id) {
         if (auto kv = self->state.decoder->detach(id))
           self->send(scheduler, done_atom::value, finished_ids{{id}, {std::move(*kv)}, {{}}});
+        end_drafts(self);
       },
       [=](step_atom) {
         auto& st = self->state;
@@ -99,49 +158,79 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
             ++rows;
             sum_context += s->kv().n_tokens + 1;
           }
+        auto plan = std::make_shared<step_plan>(st.decoder->plan());
+        end_drafts(self);
         const auto step_t0 = std::chrono::steady_clock::now();
-        step_result res = st.decoder->step();
-        const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_t0).count();
-        // Counters and the scheduler first, so that what a client reads after its final event
-        // already includes this step.
-        if (!offload && ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
-        if (!res.events.empty()) {
-          // The scheduler hears of every token before the client does.
-          step_tokens t;
-          t.step_s = offload ? 0.0 : step_s;  // the scheduler's decode-time model is the decode device's
-          t.rows = rows;
-          t.sum_context = sum_context;
-          for (const auto& v : res.verdicts) {
-            t.draft_ids.push_back(v.id);
-            t.draft_failed.push_back(v.failed ? 1 : 0);
+        // After the proposals (if any): verify them with the plain rows in one forward, report.
+        auto finish = [self, ctx, front_door, scheduler, offload, kick, plan, rows, sum_context, step_t0] {
+          auto& st = self->state;
+          step_result res = st.decoder->run(std::move(*plan));
+          const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_t0).count();
+          if (st.draft && !res.feedback.empty()) {
+            draft_verdicts v;
+            for (auto& f : res.feedback) v.verdicts.push_back({f.id, std::move(f.appended), std::move(f.hidden)});
+            self->send(st.draft, verdict_atom::value, std::move(v));
           }
-          for (const auto& ev : res.events)
-            if (ev.token >= 0) {
-              t.ids.push_back(ev.id);
-              t.tokens.push_back(ev.token);
+          end_drafts(self);
+          // Counters and the scheduler first, so that what a client reads after its final event
+          // already includes this step.
+          if (!offload && ctx->limits.draft && ctx->metrics) publish_spec_metrics(*ctx, st.decoder->speculation_stats());
+          if (!res.events.empty()) {
+            // The scheduler hears of every token before the client does.
+            step_tokens t;
+            t.step_s = offload ? 0.0 : step_s;  // the scheduler's decode-time model is the decode device's
+            t.rows = rows;
+            t.sum_context = sum_context;
+            for (const auto& v : res.verdicts) {
+              t.draft_ids.push_back(v.id);
+              t.draft_failed.push_back(v.failed ? 1 : 0);
             }
-          if (!t.ids.empty()) self->send(scheduler, progress_atom::value, std::move(t));
-        }
-        if (!res.finished.empty()) {
-          finished_ids f{std::move(res.finished), {}, {}};
-          for (auto& r : res.returned) {
-            f.kvs.push_back(std::move(r.kv));
-            f.kv_tokens.push_back(std::move(r.tokens));
+            for (const auto& ev : res.events)
+              if (ev.token >= 0) {
+                t.ids.push_back(ev.id);
+                t.tokens.push_back(ev.token);
+              }
+            if (!t.ids.empty()) self->send(scheduler, progress_atom::value, std::move(t));
           }
-          self->send(scheduler, done_atom::value, std::move(f));
-        }
-        if (!res.failed.empty()) {
-          sequence_failures f;
-          for (auto& x : res.failed) {
-            f.ids.push_back(x.id);
-            f.codes.push_back(static_cast<uint8_t>(x.err.code));
-            f.messages.push_back(std::move(x.err.message));
+          if (!res.finished.empty()) {
+            finished_ids f{std::move(res.finished), {}, {}};
+            for (auto& r : res.returned) {
+              f.kvs.push_back(std::move(r.kv));
+              f.kv_tokens.push_back(std::move(r.tokens));
+            }
+            self->send(scheduler, done_atom::value, std::move(f));
           }
-          for (auto& r : res.returned_failed) f.kvs.push_back(std::move(r.kv));
-          self->send(scheduler, fail_atom::value, std::move(f));
+          if (!res.failed.empty()) {
+            sequence_failures f;
+            for (auto& x : res.failed) {
+              f.ids.push_back(x.id);
+              f.codes.push_back(static_cast<uint8_t>(x.err.code));
+              f.messages.push_back(std::move(x.err.message));
+            }
+            for (auto& r : res.returned_failed) f.kvs.push_back(std::move(r.kv));
+            self->send(scheduler, fail_atom::value, std::move(f));
+          }
+          if (!res.events.empty()) self->send(front_door, step_atom::value, step_batch{std::move(res.events)});
+          kick();
+        };
+        if (plan->asks.empty() || !st.draft) {
+          finish();
+          return;
         }
-        if (!res.events.empty()) self->send(front_door, step_atom::value, step_batch{std::move(res.events)});
-        kick();
+        // The step waits for the draft actor's answer (nothing else is handled meanwhile, so the
+        // batch cannot change under the plan); a dead or silent draft actor makes it plain.
+        self->request(st.draft, draft_reply_timeout, propose_atom::value, draft_asks{plan->asks})
+            .await(
+                [self, ctx, plan, step_t0, finish](draft_answers& a) {
+                  plan->draft_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_t0).count();
+                  self->state.decoder->fill_proposals(*plan, std::move(a.answers));
+                  if (ctx->metrics) publish_draft_metrics(*ctx, a.stats);
+                  finish();
+                },
+                [self, finish](caf::error& e) {
+                  log_warn("decode: no proposals from the draft actor (" + self->system().render(e) + "); this step is plain");
+                  finish();
+                });
       },
   };
 }

@@ -7,6 +7,9 @@
 // (the pools' one owner). With an offload device, the scheduler's offload_policy picks long tails
 // from the step reports and asks for them (offload_atom, id); the worker hands each over, and the
 // scheduler moves its KV and gives it to the offload device's worker (the same code).
+// Speculation: the decode worker is also the verifier. Each step it asks the draft actor for the
+// planned sequences' proposals (the k policy and gate stay here), verifies them in the step's one
+// forward, rolls back rejected KV and sends the draft actor the verdicts.
 // Protocol: actors/protocol/decode_protocol.hpp.
 #pragma once
 
@@ -31,6 +34,9 @@ struct decode_state {
   explicit decode_state(caf::local_actor*) {}
   std::unique_ptr<batch_decoder> decoder;
   bool stepping = false;
+  /// The draft actor speculating sequences ask for proposals (the supervisor's); null: none now
+  /// (no draft, or it died and its replacement is not here yet: they step plainly).
+  draft_actor draft;
   /// Prefill-finish times of sequences that joined since the last step (their first step is next).
   std::vector<double> joined_prefilled_s;
   static inline const char* name = "fw.decode";

@@ -28,6 +28,7 @@ class engine_actor_config : public caf::actor_system_config {
     add_scheduler_types(*this);
     add_prefill_types(*this);
     add_decode_types(*this);
+    add_draft_types(*this);
     add_supervisor_types(*this);
     add_transfer_types(*this);
     add_errc_category(*this);

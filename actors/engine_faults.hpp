@@ -17,6 +17,8 @@ struct engine_faults {
   /// Before each decode step, on the decode worker's thread (tests may act there, e.g. reload a
   /// plugin between two steps): true -> the decode worker throws (dies).
   std::function<bool()> before_decode_step;
+  /// Before the draft actor answers an ask for proposals: true -> the draft actor throws (dies).
+  std::function<bool()> crash_draft;
   /// Before a step grows a sequence's KV: true -> that reservation fails (a KV error that
   /// concerns that one sequence).
   std::function<bool(uint64_t request)> fail_kv_reserve;

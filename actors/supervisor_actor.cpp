@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "actors/decode_actor.hpp"
+#include "actors/draft_actor.hpp"
 #include "actors/node_link_actor.hpp"
 #include "actors/prefill_actor.hpp"
 #include "actors/transfer_actor.hpp"
@@ -16,7 +17,8 @@ namespace {
 
 using self_ptr = supervisor_actor::stateful_pointer<supervisor_state>;
 
-constexpr const char* kind_names[supervisor_state::kinds] = {"prefill", "fallback", "transfer", "decode", "offload"};
+constexpr const char* kind_names[supervisor_state::kinds] = {"prefill", "fallback", "transfer", "decode", "offload",
+                                                             "draft"};
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -52,6 +54,12 @@ void start(self_ptr self, const engine_context* ctx, worker_kind k, const std::s
       self->send(st.scheduler, worker_atom::value, st.decode, why);
       if (st.degradation.state() != degradation_state::healthy)  // a replacement keeps the cap
         self->send(st.decode, degrade_atom::value, static_cast<int32_t>(st.degradation.limits().k_cap));
+      if (st.draft) self->send(st.decode, draft_atom::value, st.draft);
+      break;
+    case worker_kind::draft:
+      st.draft = sys.spawn<caf::detached>(draft_worker, ctx);
+      self->monitor(st.draft);
+      if (st.decode) self->send(st.decode, draft_atom::value, st.draft);
       break;
     case worker_kind::offload:
       st.offload = sys.spawn<caf::detached>(decode_worker, ctx, st.front_door, st.scheduler, ctx->offload_device(), true);
@@ -71,7 +79,7 @@ bool which(supervisor_state& st, const caf::actor_addr& src, worker_kind& out) {
   };
   return is(st.decode, worker_kind::decode) || is(st.prefill, worker_kind::prefill) ||
          is(st.fallback, worker_kind::fallback) || is(st.offload, worker_kind::offload) ||
-         is(st.transfer, worker_kind::transfer);
+         is(st.transfer, worker_kind::transfer) || is(st.draft, worker_kind::draft);
 }
 
 /// One moment of telemetry: the policy decides, and a change is applied and logged.
@@ -119,8 +127,9 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
     if (reason.empty() || reason == "none") reason = "exited";
     const size_t i = index(k);
     st.last_reason[i] = reason;
-    // The scheduler re-admits what the worker held now, not after the backoff.
-    self->send(st.scheduler, lost_atom::value, static_cast<uint8_t>(k), reason);
+    // The scheduler re-admits what the worker held now, not after the backoff (a draft actor holds
+    // nothing of the scheduler's: its decode worker decodes plainly meanwhile).
+    if (k != worker_kind::draft) self->send(st.scheduler, lost_atom::value, static_cast<uint8_t>(k), reason);
     const restart_decision d = st.policies[i].crashed(now_s());
     if (d.escalate) {
       st.down[i] = true;
@@ -138,6 +147,7 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
         if (ctx->physical()) start(self, ctx, worker_kind::fallback, "");
         if (ctx->transfers()) start(self, ctx, worker_kind::transfer, "");
         if (ctx->offload_device()) start(self, ctx, worker_kind::offload, "");
+        if (ctx->limits.draft) start(self, ctx, worker_kind::draft, "");
         start(self, ctx, worker_kind::decode, "");
         return ok_atom::value;
       },
@@ -193,9 +203,9 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
         auto& st = self->state;
         worker_health h;
         const bool present[supervisor_state::kinds] = {true, ctx->physical(), ctx->transfers(), true,
-                                                       ctx->offload_device() != nullptr};
+                                                       ctx->offload_device() != nullptr, ctx->limits.draft != nullptr};
         const bool running[supervisor_state::kinds] = {bool(st.prefill), bool(st.fallback), bool(st.transfer),
-                                                       bool(st.decode), bool(st.offload)};
+                                                       bool(st.decode), bool(st.offload), bool(st.draft)};
         for (size_t i = 0; i < supervisor_state::kinds; ++i) {
           if (!present[i]) continue;
           h.names.emplace_back(kind_names[i]);
@@ -222,6 +232,7 @@ supervisor_actor::behavior_type supervisor(self_ptr self, const engine_context* 
         if (st.fallback) self->send_exit(st.fallback, caf::exit_reason::user_shutdown);
         if (st.transfer) self->send_exit(st.transfer, caf::exit_reason::user_shutdown);
         if (st.offload) self->send_exit(st.offload, caf::exit_reason::user_shutdown);
+        if (st.draft) self->send_exit(st.draft, caf::exit_reason::user_shutdown);
         self->quit();
       },
   };

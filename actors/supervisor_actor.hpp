@@ -40,7 +40,8 @@ struct supervisor_state {
   transfer_actor transfer;   ///< physical pair only
   decode_actor decode;
   decode_actor offload;      ///< with an offload device: its decode worker
-  static constexpr size_t kinds = 5;  ///< one per worker_kind
+  draft_actor draft;         ///< with speculation: the decode worker's draft
+  static constexpr size_t kinds = 6;  ///< one per worker_kind
   std::array<restart_policy, kinds> policies;  // each default-constructed (explicit constructor)
   std::array<std::string, kinds> last_reason{};
   std::array<bool, kinds> down{};     ///< marked down (escalated), restart pending

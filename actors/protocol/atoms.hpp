@@ -33,5 +33,10 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;        ///< the hands
 using ping_atom = caf::atom_constant<caf::atom("ping")>;          ///< a heartbeat
 using chunk_atom = caf::atom_constant<caf::atom("chunk")>;        ///< part of a KV stream between nodes
 using peers_atom = caf::atom_constant<caf::atom("peers")>;        ///< a decode node's view of its peers
+using draft_atom = caf::atom_constant<caf::atom("draft")>;        ///< a decode worker's draft actor
+using propose_atom = caf::atom_constant<caf::atom("propose")>;    ///< proposals asked of the draft actor
+using verdict_atom = caf::atom_constant<caf::atom("verdict")>;    ///< what the target accepted
+using begin_atom = caf::atom_constant<caf::atom("begin")>;        ///< sequences start drafting
+using end_atom = caf::atom_constant<caf::atom("end")>;            ///< sequences stop drafting
 
 }  // namespace fw::actors

@@ -5,6 +5,8 @@
 //   (adopt_atom, sequence_box)  a running sequence joins (offload: its KV already in this pool)
 //   (offload_atom, uint64_t id) the scheduler's offload_policy chose it: hand it over
 //   (degrade_atom, int32_t cap) caps speculation's k (the supervisor, on a degraded link); < 0: none
+//   (draft_atom, draft_actor)   the draft actor to ask for proposals (the supervisor, at start and
+//                               after the draft actor restarts); speculating sequences are begun on it
 // It sends, once per step that produced anything:
 //   to the front door: (step_atom, step_batch)            tokens/text of every sequence
 //   to the scheduler:  (progress_atom, step_tokens)      the tokens it produced, before the
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "actors/protocol/atoms.hpp"
+#include "actors/protocol/draft_protocol.hpp"
 #include "actors/protocol/runtime_inspect.hpp"
 #include "runtime/sched/worker_messages.hpp"
 #include "runtime/step/sequence.hpp"
@@ -95,7 +98,8 @@ namespace fw::actors {
 using decode_actor = caf::typed_actor<caf::reacts_to<decode_atom, decode_job>, caf::reacts_to<cancel_atom, uint64_t>,
                                       caf::reacts_to<step_atom>, caf::reacts_to<adopt_atom, sequence_box>,
                                       caf::reacts_to<offload_atom, uint64_t>,
-                                      caf::reacts_to<degrade_atom, int32_t>>;
+                                      caf::reacts_to<degrade_atom, int32_t>,
+                                      caf::reacts_to<draft_atom, draft_actor>>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_batch& x) {

@@ -336,7 +336,9 @@ std::vector<section> build_sections() {
                "0 = half of the target's layers"),
        enumerated("draft_quant", &speculative_section::draft_quant, draft_quant_type_names),
        integer("ngram_min", &speculative_section::ngram_min, 1, 16),
-       number("draft_stop_p", &speculative_section::draft_stop_p, 0, 1, false, "0 = never")}));
+       number("draft_stop_p", &speculative_section::draft_stop_p, 0, 1, false, "0 = never"),
+       integer("draft_threads", &speculative_section::draft_threads, 0, 1024,
+               "0 = share the target's threads")}));
   s.push_back(make_section<plugins_section>(
       "plugins", &config::plugins, {text("dir", &plugins_section::dir, false)},
       {"load"}));

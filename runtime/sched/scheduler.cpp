@@ -16,6 +16,7 @@ const char* to_string(worker_kind k) {
     case worker_kind::transfer: return "transfer";
     case worker_kind::decode: return "decode";
     case worker_kind::offload: return "offload";
+    case worker_kind::draft: return "draft";
   }
   return "?";
 }

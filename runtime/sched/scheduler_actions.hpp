@@ -24,8 +24,9 @@ enum class worker_kind : uint8_t {
   transfer,  ///< moves KV between pools (prefill -> decode, decode -> offload)
   decode,    ///< continuous batching on the decode device
   offload,   ///< with an offload device: finishes the long-tail sequences there
+  draft,     ///< with speculation: the decode worker's draft (the scheduler holds nothing of it)
 };
-inline constexpr size_t worker_kinds = 5;
+inline constexpr size_t worker_kinds = 6;
 const char* to_string(worker_kind k);
 
 /// A running sequence the scheduler carries between decode workers (offload) without looking

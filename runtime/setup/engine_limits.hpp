@@ -80,6 +80,9 @@ struct engine_limits {
   /// Speculative decoding in the decode actor: the draft (owned by the caller, outliving the
   /// engine; used only from the decode actor) and its k policy. Null draft: plain decoding.
   drafter* draft = nullptr;
+  /// [speculative] draft_threads > 0: the draft has threads of its own, so the draft actor drafts
+  /// the next step while the target verifies this one (for drafts that can: drafter::drafts_ahead).
+  bool draft_runs_ahead = false;
   k_policy policy{};
 };
 

@@ -160,6 +160,7 @@ engine_limits runtime_parts::limits() const {
   lim.request_timeout_s = cfg.scheduler.request_timeout_s > 0 ? cfg.scheduler.request_timeout_s
                                                               : std::numeric_limits<double>::infinity();
   lim.draft = draft.get();
+  lim.draft_runs_ahead = cfg.speculative.draft_threads > 0;
   lim.policy = policy;
   lim.prefill_deadline_s = cfg.scheduler.prefill_deadline_s > 0 ? cfg.scheduler.prefill_deadline_s
                                                                 : std::numeric_limits<double>::infinity();
@@ -314,13 +315,15 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
                                             spec.feature_map + "`)");
     log_info("fitted the feature map: " + std::to_string(map->samples) + " training pairs -> " + spec.feature_map);
   }
+  // Threads of its own: the draft actor drafts while the target verifies (draft_threads > 0).
+  if (spec.draft_threads > 0) threads = std::make_shared<cpu::thread_pool>(static_cast<int>(spec.draft_threads));
   draft_context ctx;
   ctx.spec = &spec;
   ctx.target = std::move(target);
   ctx.target_backend = &target_backend;
   ctx.threads = threads;
   ctx.kv_tokens = kv_tokens;
-  draft_options.shared_threads = threads;  // drafting and verifying never overlap
+  draft_options.shared_threads = threads;  // the target's unless draft_threads gave it its own
   ctx.make_backend = [draft_options](const model& dm, uint32_t tokens) -> expected<std::unique_ptr<backend>> {
     cpu_backend_options o = draft_options;
     o.kv_tokens = tokens;
@@ -329,11 +332,14 @@ expected<std::unique_ptr<drafter>> make_drafter(const speculative_section& spec,
   return registry_with(std::move(plugins)).make(ctx);
 }
 
-expected<std::unique_ptr<drafter>> runtime_parts::make_draft(const speculative_section& spec) const {
-  if (!device()) return make_error(errc::invalid_argument, "no target backend to draft for");
+expected<std::unique_ptr<drafter>> runtime_parts::make_draft(const speculative_section& spec, backend* target) const {
+  if (!target) target = device();
+  if (!target) return make_error(errc::invalid_argument, "no target backend to draft for");
   // A separate draft model's backend keeps this config's KV settings (no kernel plugins); next
   // to a GPU target it runs on the host threads.
-  return make_drafter(spec, m, *device(), n_ctx, plugins, backend_options(cfg, the_device(cfg), n_ctx, {}), threads());
+  auto* cpu = dynamic_cast<cpu_backend*>(target);
+  return make_drafter(spec, m, *target, n_ctx, plugins, backend_options(cfg, the_device(cfg), n_ctx, {}),
+                      cpu ? cpu->thread_pool() : threads());
 }
 
 expected<void> runtime_parts::rebuild_draft() {

@@ -88,9 +88,10 @@ class runtime_parts {
   /// A further backend for the same model with this config's kernel plugins and KV settings,
   /// holding kv_tokens tokens (benchmarks that size the pool per run).
   [[nodiscard]] expected<std::unique_ptr<backend>> make_backend(uint32_t kv_tokens) const;
-  /// A draft for `spec` over this target and backend (bench-spec measures several); null for
-  /// draft = "none".
-  [[nodiscard]] expected<std::unique_ptr<drafter>> make_draft(const speculative_section& spec) const;
+  /// A draft for `spec` over this target and its backend, or `target`, another backend of this
+  /// model (an engine's: bench-spec --engine); null for draft = "none".
+  [[nodiscard]] expected<std::unique_ptr<drafter>> make_draft(const speculative_section& spec,
+                                                              backend* target = nullptr) const;
   /// The draft registry setup uses: the built-in kinds plus "plugin" through this host.
   [[nodiscard]] draft_registry drafts() const;
   /// This process as a node of several ([node]): `role` ("decode node") and the device, the

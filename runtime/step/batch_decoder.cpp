@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace fw {
 
@@ -19,15 +20,89 @@ batch_decoder::~batch_decoder() { clear(); }
 
 void batch_decoder::set_speculation(drafter* draft, k_policy policy) {
   draft_ = draft;
+  remote_ = false;
   policy_ = policy;
   gate_ = spec_gate{};
+}
+
+void batch_decoder::set_remote_speculation(draft_traits traits, k_policy policy) {
+  draft_ = nullptr;
+  remote_ = true;
+  traits_ = traits;
+  policy_ = policy;
+  gate_ = spec_gate{};
+}
+
+bool batch_decoder::stop_speculating(uint64_t id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return false;
+  it->second.remote = false;
+  return true;
+}
+
+std::vector<const sequence*> batch_decoder::restart_speculation() {
+  std::vector<const sequence*> out;
+  if (!remote_) return out;
+  for (auto& [id, sl] : seqs_)
+    if (sl.seq->params().max_draft_k != 0) {
+      sl.remote = true;
+      out.push_back(sl.seq.get());
+    }
+  return out;
+}
+
+std::vector<uint64_t> batch_decoder::take_draft_ends() { return std::exchange(draft_ends_, {}); }
+
+void batch_decoder::end_draft(slot& sl) {
+  if (sl.draft) sl.draft->end(sl.seq->id());
+  else if (sl.remote) draft_ends_.push_back(sl.seq->id());
+}
+
+void batch_decoder::tell_draft(slot& sl, size_t before, bool verdict, std::span<const float> hidden, step_result& res) {
+  sequence& s = *sl.seq;
+  if (sl.draft) {
+    if (verdict) sl.draft->accept(s.id(), s.history());
+    if (!hidden.empty() && sl.draft->wants_hidden()) sl.draft->observe_hidden(s.id(), s.history(), hidden);
+  } else if (sl.remote && !s.finished()) {
+    // Every step, proposal or not: the draft actor's copy of the history follows the target's.
+    step_result::draft_feedback fb;
+    fb.id = s.id();
+    fb.appended.assign(s.history().begin() + static_cast<std::ptrdiff_t>(before), s.history().end());
+    if (traits_.wants_hidden) fb.hidden.assign(hidden.begin(), hidden.end());
+    res.feedback.push_back(std::move(fb));
+  }
+}
+
+void batch_decoder::fill_proposals(step_plan& p, std::vector<draft_answer> answers) {
+  const int batch_rows = static_cast<int>(p.seqs.size());
+  for (auto& a : answers) {
+    auto ask = std::find_if(p.asks.begin(), p.asks.end(), [&](const draft_ask& x) { return x.id == a.id; });
+    auto ps = std::find_if(p.seqs.begin(), p.seqs.end(), [&](const planned_sequence& x) { return x.id == a.id; });
+    if (ask == p.asks.end() || ps == p.seqs.end() || !seqs_.count(a.id)) continue;
+    if (a.gone) stop_speculating(a.id);
+    if (a.gone || a.failed) {
+      ++spec_.draft_failures;  // this sequence steps plainly
+      p.draft_failed.push_back(a.id);
+      continue;
+    }
+    draft_proposal prop = std::move(a.proposal);
+    prop.truncate(static_cast<size_t>(std::max(0, ask->k)));
+    if (traits_.scored && policy_.config().adaptive && !prop.confidence.empty()) {
+      prop.truncate(static_cast<size_t>(policy_.best_prefix(prop.confidence, batch_rows)));
+      ps->consulted = prop.tokens.empty();
+    }
+    ps->proposal = std::move(prop);
+  }
 }
 
 void batch_decoder::add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy) {
   const uint64_t id = s->id();
   slot sl;
   const bool wants_drafts = s->params().max_draft_k != 0;  // 0: this request decodes plainly
-  if (draft_ && wants_drafts && draft_->begin(id, s->history(), s->params())) {
+  if (remote_ && wants_drafts) {
+    sl.remote = true;  // the caller begins it on the draft actor
+    sl.k = policy_.start(static_cast<int>(s->prompt_size()), attention_entropy);
+  } else if (draft_ && wants_drafts && draft_->begin(id, s->history(), s->params())) {
     sl.draft = draft_;
     draft_->bind_target_kv(id, &s->kv());
     sl.k = policy_.start(static_cast<int>(s->prompt_size()), attention_entropy);
@@ -46,7 +121,7 @@ void batch_decoder::clear() {
 bool batch_decoder::remove(uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return false;
-  if (it->second.draft) it->second.draft->end(id);
+  end_draft(it->second);
   ignore_error("batch decoder: releasing a sequence's KV", backend_.kv_pool().release(it->second.seq->kv()));
   seqs_.erase(it);
   return true;
@@ -55,7 +130,7 @@ bool batch_decoder::remove(uint64_t id) {
 std::optional<kv_handle> batch_decoder::detach(uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return std::nullopt;
-  if (it->second.draft) it->second.draft->end(id);
+  end_draft(it->second);
   kv_handle kv = std::move(it->second.seq->kv());
   seqs_.erase(it);
   return kv;
@@ -64,7 +139,7 @@ std::optional<kv_handle> batch_decoder::detach(uint64_t id) {
 std::unique_ptr<sequence> batch_decoder::take(uint64_t id) {
   auto it = seqs_.find(id);
   if (it == seqs_.end()) return nullptr;
-  if (it->second.draft) it->second.draft->end(id);
+  end_draft(it->second);
   auto s = std::move(it->second.seq);
   seqs_.erase(it);
   return s;
@@ -87,8 +162,9 @@ step_plan batch_decoder::plan() {
     for (uint64_t id : scheduler_policy::decode_order(std::move(order), max_rows_)) rows.push_back(&seqs_[id]);
   }
   // With k = auto the gate may hold drafting off (measuring plain decoding, or because it is faster).
-  const bool gated = draft_ && policy_.config().adaptive;
-  p.drafting = draft_ && (!gated || gate_.allow_drafts());
+  const bool on = draft_ || remote_;
+  const bool gated = on && policy_.config().adaptive;
+  p.drafting = on && (!gated || gate_.allow_drafts());
   const auto t_draft = std::chrono::steady_clock::now();
   const int batch_rows = static_cast<int>(rows.size());  // the step's plain rows
   for (slot* sl : rows) {
@@ -97,9 +173,9 @@ step_plan batch_decoder::plan() {
     ps.id = s.id();
     ps.input = s.next_input();
     ps.position = s.next_position();
-    p.want_hidden = p.want_hidden || (sl->draft && sl->draft->wants_hidden());
-    if (sl->draft && p.drafting) {
-      const bool scored = sl->draft->scores_proposals();
+    p.want_hidden = p.want_hidden || (sl->draft && sl->draft->wants_hidden()) || (sl->remote && traits_.wants_hidden);
+    if (sl->speculates() && p.drafting) {
+      const bool scored = sl->draft ? sl->draft->scores_proposals() : traits_.scored;
       int k = scored ? policy_.k_for_scored(s.remaining()) : policy_.k_for(sl->k, s.remaining());
       if (gated && gate_.trial() && !scored) k = std::min(k, 1);  // judged by its cheapest proposal
       // In a batched step extra rows are weighed against the whole step (best_k's batch_rows).
@@ -109,6 +185,8 @@ step_plan batch_decoder::plan() {
       if (k_cap_ >= 0) k = std::min(k, k_cap_);  // the supervisor's (a degraded device or link)
       if (k <= 0) {
         if (!scored) policy_.observe(sl->k, 0, 0);
+      } else if (sl->remote) {
+        p.asks.push_back({s.id(), k, &s.kv()});  // fill_proposals() brings the draft actor's answer
       } else if (auto prop = sl->draft->propose(s.id(), s.history(), k); !prop) {
         ++spec_.draft_failures;  // this sequence steps plainly
         p.draft_failed.push_back(s.id());
@@ -171,10 +249,10 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
     std::vector<token_outcome> outs;
     const auto& prop = ps.proposal;
     const size_t first_row = row;
+    const size_t before = s.history().size();
     if (prop.tokens.empty()) {
       outs.push_back(s.advance(out.logits_row(row, nv), model_.vocab()));
       row += 1;
-      if (ps.consulted) sl.draft->accept(s.id(), s.history());
     } else {
       const size_t n_rows = ps.rows();
       int accepted = 0;
@@ -189,7 +267,6 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
         if (auto ok = backend_.kv_pool().set_length(s.kv(), static_cast<uint32_t>(s.history().size() - 1)); !ok)
           res.failed.push_back({s.id(), ok.err()});
       }
-      sl.draft->accept(s.id(), s.history());
       policy_.observe(sl.k, static_cast<int>(prop.tokens.size()), accepted);
       res.verdicts.push_back({s.id(), static_cast<uint32_t>(prop.tokens.size()), static_cast<uint32_t>(accepted)});
       ++spec_.steps;
@@ -202,11 +279,12 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
       for (size_t p = 0; p < prop.tokens.size(); ++p) ++spec_.proposed_at[p];
       for (int p = 0; p < accepted; ++p) ++spec_.accepted_at[p];
     }
-    if (plan.want_hidden && sl.draft && sl.draft->wants_hidden() && !s.finished() && !outs.empty()) {
+    std::span<const float> hidden;
+    if (plan.want_hidden && !s.finished() && !outs.empty()) {
       const size_t r = first_row + outs.size() - 1;  // the row that chose the newest token
-      if (out.hidden.size() >= (r + 1) * e)
-        sl.draft->observe_hidden(s.id(), s.history(), std::span<const float>(out.hidden.data() + r * e, e));
+      if (out.hidden.size() >= (r + 1) * e) hidden = std::span<const float>(out.hidden.data() + r * e, e);
     }
+    tell_draft(sl, before, ps.consulted || !prop.tokens.empty(), hidden, res);
     for (size_t i = 0; i < outs.size(); ++i) {
       token_outcome& o = outs[i];
       step_event ev;
@@ -261,11 +339,15 @@ void batch_decoder::drop_failed(step_result& res) {
 
 step_result batch_decoder::step() {
   if (seqs_.empty()) return {};
+  return run(plan());
+}
+
+step_result batch_decoder::run(step_plan p) {
   const auto t0 = std::chrono::steady_clock::now();
-  step_plan p = plan();
+  const bool on = draft_ || remote_;
   const bool any_draft = p.any_draft();
   if (any_draft) spec_.draft_ms += p.draft_ms;
-  if (draft_ && !p.drafting) ++spec_.gated_steps;
+  if (on && !p.drafting) ++spec_.gated_steps;
   std::vector<sequence_failure> failed;
   const auto t_verify = std::chrono::steady_clock::now();
   if (auto ok = execute(p, result_, failed); !ok) {
@@ -278,7 +360,7 @@ step_result batch_decoder::step() {
   }
   step_result res = apply(p, result_, std::move(failed));
   if (any_draft) spec_.verify_ms += ms_since(t_verify);
-  if (draft_ && policy_.config().adaptive) gate_.observe(any_draft, res.events.size(), ms_since(t0), p.draft_ms);
+  if (on && policy_.config().adaptive) gate_.observe(any_draft, res.events.size(), p.draft_ms + ms_since(t0), p.draft_ms);
   return res;
 }
 

@@ -43,6 +43,12 @@ struct spec_stats {
   double mean_accepted_length() const { return steps ? double(accepted_tokens + steps) / steps : 0; }
 };
 
+/// What planning needs to know of a draft run elsewhere (the draft actor).
+struct draft_traits {
+  bool scored = false;        ///< drafter::scores_proposals()
+  bool wants_hidden = false;  ///< drafter::wants_hidden()
+};
+
 class batch_decoder {
  public:
   batch_decoder(const model& m, backend& b, uint32_t max_rows) : model_(m), backend_(b), max_rows_(max_rows) {}
@@ -68,6 +74,9 @@ class batch_decoder {
   /// their KV freed. A sequence whose KV cannot grow (pool exhausted, a KV error) fails alone;
   /// a forward pass that fails fails the sequences it carried; the others keep decoding.
   step_result step();
+  /// The same step from a plan made by plan() (and, with remote drafting, filled by
+  /// fill_proposals()): execute() then apply(), with the speculation timing and the gate.
+  step_result run(step_plan p);
 
   /// Which sequences run this step (up to max_rows, longest generations first) with their
   /// inputs and the drafts' proposals.
@@ -91,6 +100,23 @@ class batch_decoder {
   /// Turns speculative decoding on (draft non-null) or off for sequences added from now on.
   /// The drafter must outlive the decoder or the next call.
   void set_speculation(drafter* draft, k_policy policy);
+  /// Drafting by message (the draft actor owns the drafter): the decoder keeps the k policy, the
+  /// gate and verification, but plan() lists the proposals to ask (step_plan::asks) instead of
+  /// drafting, fill_proposals() puts the answers in, and apply() reports what each draft must hear
+  /// (step_result::feedback). Sequences added from now on speculate unless their request says 0;
+  /// the caller begins and ends them on the draft (take_draft_ends).
+  void set_remote_speculation(draft_traits traits, k_policy policy);
+  bool remote_speculation() const { return remote_; }
+  /// Puts the draft actor's answers into a plan from plan(); asks without an answer step plainly.
+  /// An answer for a sequence that left meanwhile is ignored.
+  void fill_proposals(step_plan& p, std::vector<draft_answer> answers);
+  /// Remote drafting: the sequence decodes plainly from now on (its draft is gone); false: unknown.
+  bool stop_speculating(uint64_t id);
+  /// Remote drafting, a new draft actor: every sequence whose request allows drafts speculates
+  /// again; returned, to be begun on it.
+  std::vector<const sequence*> restart_speculation();
+  /// Remote drafting: the speculating sequences that left the batch since the last call.
+  std::vector<uint64_t> take_draft_ends();
   const spec_stats& speculation_stats() const { return spec_; }
   /// The speculation gate's measurements (k = auto), to carry over to a later decoder of the same
   /// target and draft (the generator keeps it across requests).
@@ -106,20 +132,31 @@ class batch_decoder {
   void set_kv_fault(std::function<bool(uint64_t)> fail) { kv_fault_ = std::move(fail); }
 
  private:
+  struct slot;
   /// The failed sequences of res leave the batch (their KV freed, or returned).
   void drop_failed(step_result& res);
+  /// The draft hears the step's verdict: accept() and the hidden state (local), or a feedback
+  /// record in res (remote). `before`: the history's length before the step.
+  void tell_draft(slot& sl, size_t before, bool consulted_or_spec, std::span<const float> hidden, step_result& res);
+  /// The slot leaves: its local draft ends, or a remote one is told to.
+  void end_draft(slot& sl);
   const model& model_;
   backend& backend_;
   uint32_t max_rows_;
   struct slot {
     std::unique_ptr<sequence> seq;
     drafter* draft = nullptr;  ///< the drafter this sequence began with, if any
+    bool remote = false;       ///< drafted by message (the draft actor)
     k_state k;
+    bool speculates() const { return draft != nullptr || remote; }
   };
   std::map<uint64_t, slot> seqs_;
   std::function<bool(uint64_t)> kv_fault_;
   bool return_kv_ = false;
   drafter* draft_ = nullptr;
+  bool remote_ = false;
+  draft_traits traits_;
+  std::vector<uint64_t> draft_ends_;
   k_policy policy_;
   spec_gate gate_;  ///< with an adaptive policy: drafting off while plain decoding is faster
   int k_cap_ = -1;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/spec/drafts/draft_answer.hpp"
 #include "runtime/spec/drafts/drafter.hpp"
 
 namespace fw {
@@ -27,6 +28,7 @@ struct planned_sequence {
 
 struct step_plan {
   std::vector<planned_sequence> seqs;  ///< in row order
+  std::vector<draft_ask> asks;         ///< remote drafting: the proposals to ask for (fill_proposals)
   bool drafting = false;     ///< drafts were asked (false: no draft, or the gate held them off)
   bool want_hidden = false;  ///< a draft reads the target's hidden states
   double draft_ms = 0;       ///< time spent proposing

@@ -58,6 +58,15 @@ struct step_result {
     bool failed = false;
   };
   std::vector<verdict> verdicts;
+  /// Remote drafting (the draft actor): per speculating sequence that advanced, the tokens its
+  /// history gained this step (accepted drafts and the target's own) and the target's final hidden
+  /// state at the newest token (empty unless the draft reads it). The draft hears the verdict from it.
+  struct draft_feedback {
+    uint64_t id = 0;
+    std::vector<int32_t> appended;
+    std::vector<float> hidden;
+  };
+  std::vector<draft_feedback> feedback;
 
   [[nodiscard]] bool empty() const { return events.empty() && failed.empty(); }
 };

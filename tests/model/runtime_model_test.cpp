@@ -17,6 +17,7 @@
 #include "runtime/spec/drafts/feature_drafter.hpp"
 #include "runtime/spec/drafts/feature_fit.hpp"
 #include "runtime/step/generator.hpp"
+#include "tests/model/feature_map_fixture.hpp"
 #include "tests/model/model_fixture.hpp"
 #include "tests/support/sampling_presets.hpp"
 
@@ -70,36 +71,6 @@ TEST(runtime_real_model, sixteen_concurrent_requests_equal_sequential_generation
   (*e)->shutdown();
 }
 
-/// A feature map fit by fit_feature_map on the first 48 calibration prompts (48 tokens each;
-/// none of them is a test prompt). Kept in the build folder for the other test processes (each
-/// ctest case runs alone); written under a temporary name and renamed, so parallel cases never
-/// read half a file. Empty on failure.
-std::string fitted_feature_map(const std::shared_ptr<const model>& m) {
-  const std::string path = std::string(FW_BINARY_DIR) + "/runtime_model_feature_map.gguf";
-  if (load_feature_map(path)) return path;
-  std::ifstream in(std::string(FW_SOURCE_DIR) + "/conf/calibration/prompts.txt");
-  std::vector<std::vector<int32_t>> prompts;
-  for (std::string line; std::getline(in, line) && prompts.size() < 48;)
-    if (!line.empty() && line[0] != '#') prompts.push_back(m->vocab().encode(m->chat()->apply({{"user", line}}, true), true, true));
-  auto be = make_backend(*m, 1024);
-  feature_fit_options o;
-  o.max_tokens = 48;
-  auto map = fit_feature_map(*m, *be, *be->thread_pool(), prompts, o);
-  if (!map) {
-    ADD_FAILURE() << map.err().what();
-    return {};
-  }
-  EXPECT_GE(map->samples, 3u * m->config().n_embd);
-  EXPECT_FALSE(map->vocab.empty());
-  const std::string part = path + "." + std::to_string(::getpid());
-  if (auto ok = save_feature_map(*map, part); !ok) {
-    ADD_FAILURE() << ok.err().what();
-    return {};
-  }
-  std::filesystem::rename(part, path);
-  return path;
-}
-
 class draft_kind_test : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(draft_kind_test, greedy_output_is_identical_to_plain_decoding) {
@@ -112,7 +83,7 @@ TEST_P(draft_kind_test, greedy_output_is_identical_to_plain_decoding) {
   }
   // The feature and hybrid drafts: a map fit on calibration prompts (not the test prompts).
   if (std::string(GetParam()) == "feature" || std::string(GetParam()) == "hybrid") {
-    const std::string map = fitted_feature_map(model_);
+    const std::string map = test::fitted_feature_map(model_);
     ASSERT_FALSE(map.empty());
     ASSERT_TRUE(cfg.set("speculative.feature_map", map));
   }

@@ -36,6 +36,10 @@ struct speculative_section {
   draft_quant_type draft_quant = draft_quant_type::q4_0;  ///< self-quant: weight format of the draft copy
   uint32_t ngram_min = 1;      ///< ngram: shortest agreeing context that proposes (1 = any earlier occurrence of the last token)
   double draft_stop_p = 0.0;   ///< the draft stops when its token probability falls below; 0: never
+  /// The draft actor's own kernel threads; 0: it shares the target's (drafting and verifying take
+  /// turns). With its own threads a separate draft model drafts the next step while the target
+  /// verifies this one.
+  uint32_t draft_threads = 0;
 
   /// The draft as written in a config: "ngram", "plugin:NAME".
   [[nodiscard]] std::string draft_name() const {

@@ -63,6 +63,12 @@ class drafter {
   /// proposals' K/V into it instead of keeping a copy, and leaves its length as it found it.
   virtual void bind_target_kv(uint64_t /*seq*/, kv_handle* /*kv*/) {}
 
+  /// True when proposing from a history the target has not confirmed yet is safe and worth it:
+  /// the draft pipeline then drafts the next step while the target verifies this one (a separate
+  /// draft model with threads of its own). Such a drafter accepts any history in propose() (its
+  /// state rolls back to the common prefix) and keeps no per-proposal record for accept().
+  virtual bool drafts_ahead() const { return false; }
+
   /// True when the drafter reads the target's final hidden states (observe_hidden).
   virtual bool wants_hidden() const { return false; }
   /// After each step of a sequence (speculative or not): the target's final hidden state

@@ -44,6 +44,8 @@ class model_drafter final : public drafter {
                                                                     float stop_p = 0.0f);
 
   void bind_target_kv(uint64_t seq, kv_handle* kv) override;
+  /// A separate model drafts ahead; layer-skip writes into the target's KV and cannot.
+  bool drafts_ahead() const override { return !shares_target_kv(); }
 
   backend& device() { return *backend_; }
 

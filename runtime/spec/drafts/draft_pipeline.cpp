@@ -1,0 +1,103 @@
+#include "runtime/spec/drafts/draft_pipeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace fw {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+draft_pipeline::~draft_pipeline() { clear(); }
+
+expected<void> draft_pipeline::begin(uint64_t id, std::vector<int32_t> history, const sampling_params& params) {
+  if (seqs_.count(id)) end(id);
+  if (auto ok = draft_.begin(id, history, params); !ok) return ok.err();
+  seq_state s;
+  s.history = std::move(history);
+  seqs_[id] = std::move(s);
+  return {};
+}
+
+void draft_pipeline::end(uint64_t id) {
+  if (seqs_.erase(id)) draft_.end(id);
+}
+
+void draft_pipeline::clear() {
+  while (!seqs_.empty()) end(seqs_.begin()->first);
+}
+
+draft_answer draft_pipeline::propose(uint64_t id, int k, kv_handle* target_kv) {
+  draft_answer a;
+  a.id = id;
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) {
+    a.gone = true;
+    return a;
+  }
+  ++stats_.asks;
+  seq_state& s = it->second;
+  if (s.ahead && s.ahead->confirmed && s.history.size() == s.ahead->base + s.ahead->assumed.size()) {
+    ++stats_.hits;
+    stats_.hidden_ms += s.ahead->ms;
+    a.proposal = std::move(s.ahead->next);
+    a.proposal.truncate(static_cast<size_t>(std::max(0, k)));
+    s.ahead.reset();
+    return a;
+  }
+  s.ahead.reset();
+  if (target_kv) draft_.bind_target_kv(id, target_kv);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto prop = draft_.propose(id, s.history, k);
+  stats_.draft_ms += ms_since(t0);
+  if (!prop) a.failed = true;
+  else a.proposal = std::move(*prop);
+  return a;
+}
+
+void draft_pipeline::feedback(uint64_t id, std::span<const int32_t> appended, std::span<const float> hidden) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  seq_state& s = it->second;
+  s.history.insert(s.history.end(), appended.begin(), appended.end());
+  if (s.ahead) {
+    // The pre-draft stands only if the verdict is exactly what it assumed.
+    const auto& a = *s.ahead;
+    s.ahead->confirmed = s.history.size() == a.base + a.assumed.size() &&
+                         std::equal(a.assumed.begin(), a.assumed.end(), s.history.begin() + static_cast<std::ptrdiff_t>(a.base));
+    if (!s.ahead->confirmed) s.ahead.reset();
+  }
+  draft_.accept(id, s.history);
+  if (!hidden.empty() && draft_.wants_hidden()) draft_.observe_hidden(id, s.history, hidden);
+}
+
+void draft_pipeline::run_ahead(uint64_t id, const draft_proposal& answered, int k) {
+  if (!run_ahead_ || k <= 0) return;
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  seq_state& s = it->second;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<int32_t> assumed_history = s.history;
+  assumed_history.insert(assumed_history.end(), answered.tokens.begin(), answered.tokens.end());
+  // One more token than the next step needs: the first is the guess of the target's own token.
+  auto prop = draft_.propose(id, assumed_history, k + 1);
+  const double ms = ms_since(t0);
+  ++stats_.ahead;
+  stats_.ahead_ms += ms;
+  if (!prop || prop->tokens.size() < 2) return;  // nothing useful: the next ask drafts anew
+  ahead_draft a;
+  a.base = s.history.size();
+  a.assumed = answered.tokens;
+  a.assumed.push_back(prop->tokens.front());
+  a.next.tokens.assign(prop->tokens.begin() + 1, prop->tokens.end());
+  if (prop->probs.size() == prop->tokens.size()) a.next.probs.assign(prop->probs.begin() + 1, prop->probs.end());
+  if (prop->confidence.size() == prop->tokens.size())
+    a.next.confidence.assign(prop->confidence.begin() + 1, prop->confidence.end());
+  a.ms = ms;
+  s.ahead = std::move(a);
+}
+
+}  // namespace fw
