@@ -194,6 +194,9 @@ TEST(console_pipe_test, plugins_and_speculation) {
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("speculation: draft draft_ngram, (\\d+) drafted, (\\d+) accepted")))
       << r.out;
   EXPECT_GT(std::stoul(m[1]), 0u);
+  // The draft actor's time (the plugin draft shares the target's threads: nothing drafted ahead).
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("draft actor: (\\d+) ms drafting waited for; 0 ms drafted ahead")))
+      << r.out;
 
   const auto g = run_process({flywheel_binary(), "generate", "--config", default_config(), "--temperature", "0",
                               "--max-tokens", "24", "--prompt", prompt, "--json"},

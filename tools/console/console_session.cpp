@@ -317,6 +317,15 @@ console_session::outcome console_session::cmd_stats() {
     out_ << format_line("speculation: draft %s, %.0f drafted, %.0f accepted (acceptance %.1f%%), %.2f tokens per step\n",
                         options_.draft_name.c_str(), drafted, accepted, drafted > 0 ? 100.0 * accepted / drafted : 0.0,
                         steps > 0 ? (accepted + steps) / steps : 0.0);
+    // The draft actor's time: what the target waited for, and what it drafted ahead while the
+    // target verified ([speculative] draft_threads > 0), of which the used part was hidden.
+    const double waited = reg.counter(series::spec_decode_draft_seconds, labels).value();
+    const double ahead = reg.counter(series::spec_decode_draft_ahead_seconds, labels).value();
+    const double hidden = reg.counter(series::spec_decode_draft_hidden_seconds, labels).value();
+    const double hits = reg.counter(series::spec_decode_draft_ahead_hits, labels).value();
+    out_ << format_line("draft actor: %.0f ms drafting waited for; %.0f ms drafted ahead during verification, %.0f ms "
+                        "of it used (%.0f proposals ready when asked)\n",
+                        waited * 1000, ahead * 1000, hidden * 1000, hits);
   }
   out_.flush();
   return outcome::ok;

@@ -13,8 +13,10 @@
 #include "runtime/plugin/plugin_host.hpp"
 #include "runtime/step/generator.hpp"
 #include "runtime/spec/k_policy.hpp"
+#include "runtime/spec/drafts/draft_pipeline.hpp"
 #include "runtime/spec/drafts/model_drafter.hpp"
 #include "runtime/spec/drafts/ngram_drafter.hpp"
+#include "runtime/device/prefill.hpp"
 #include "runtime/device/verify_cost.hpp"
 #include "tests/support/test_models.hpp"
 #include "tests/support/sampling_presets.hpp"
@@ -284,6 +286,126 @@ TEST_F(speculative_test, draft_with_another_vocabulary_is_refused) {
 
 // Rejection sampling with real logits: the first token's empirical distribution over many seeds
 // must be the target's softmax, whatever the draft's distribution q.
+/// One sequence decoded by a batch decoder that drafts locally (mode local), or remotely through a
+/// draft pipeline driven here in-process the way the draft actor drives it (asks, answers,
+/// verdicts, run-ahead after each answer when `ahead`).
+struct driven {
+  std::vector<int32_t> tokens;
+  spec_stats spec;
+  draft_pipeline_stats pipe;
+};
+enum class drafting { local, remote, remote_ahead };
+
+driven drive(const model& m, cpu_backend& be, drafter& d, k_policy pol, const std::vector<int32_t>& prompt,
+             const sampling_params& sp, drafting mode) {
+  driven out;
+  const auto nv = static_cast<int32_t>(m.config().n_vocab);
+  auto seq = std::make_unique<sequence>(1, prompt, sp, nv, static_cast<uint32_t>(sp.max_tokens));
+  seq->kv() = *be.kv_pool().allocate(0);
+  forward_result r;
+  EXPECT_TRUE(prefill_tokens(be, seq->kv(), prompt.data(), prompt.size(), 0, 512, r));
+  auto first = seq->advance(r.logits, m.vocab());
+  out.tokens.push_back(first.token);
+  if (first.finished) {
+    (void)be.kv_pool().release(seq->kv());
+    return out;
+  }
+  batch_decoder dec(m, be, 4);
+  std::optional<draft_pipeline> pipe;
+  if (mode == drafting::local) {
+    dec.set_speculation(&d, pol);
+  } else {
+    dec.set_remote_speculation({d.scores_proposals(), d.wants_hidden()}, pol);
+    pipe.emplace(d, mode == drafting::remote_ahead);
+    EXPECT_TRUE(pipe->begin(1, seq->history(), sp));
+  }
+  dec.add(std::move(seq));
+  while (dec.active() > 0) {
+    step_plan p = dec.plan();
+    if (pipe) {
+      std::vector<draft_answer> answers;
+      for (const auto& a : p.asks) answers.push_back(pipe->propose(a.id, a.k, a.target_kv));
+      const std::vector<draft_answer> answered = answers;
+      dec.fill_proposals(p, std::move(answers));
+      for (size_t i = 0; i < p.asks.size(); ++i) pipe->run_ahead(p.asks[i].id, answered[i].proposal, p.asks[i].k);
+    }
+    auto res = dec.run(std::move(p));
+    EXPECT_TRUE(res.failed.empty());
+    if (pipe) {
+      for (const auto& f : res.feedback) pipe->feedback(f.id, f.appended, f.hidden);
+      for (uint64_t id : dec.take_draft_ends()) pipe->end(id);
+    }
+    for (const auto& e : res.events)
+      if (e.token >= 0) out.tokens.push_back(e.token);
+  }
+  out.spec = dec.speculation_stats();
+  if (pipe) {
+    out.pipe = pipe->stats();
+    EXPECT_EQ(pipe->size(), 0u) << "the pipeline still holds a finished sequence";
+  }
+  return out;
+}
+
+TEST_F(speculative_test, drafting_through_a_pipeline_equals_local_drafting_token_for_token_when_sampling) {
+  // The draft actor's path (remote drafting through a draft_pipeline) makes the same proposals as
+  // a local draft and the same sampled choices from the same seeds: rejection sampling, and with
+  // it the distribution test below, is the same code on both paths.
+  auto other = tiny(ggml_type::f16, 99, "spec_other_draft");
+  auto be = backend();
+  k_policy_config kc;
+  kc.adaptive = false;
+  kc.fixed_k = 3;
+  uint64_t drafted = 0;
+  for (const auto& prompt : prompts()) {
+    sampling_params sp = test::unfiltered(0.9f, 40);
+    sp.seed = 7 + prompt.size();
+    auto d1 = model_drafter::create("model", other, *target_, draft_backend(*other));
+    auto d2 = model_drafter::create("model", other, *target_, draft_backend(*other));
+    ASSERT_TRUE(d1 && d2);
+    const driven local = drive(*target_, *be, **d1, k_policy(kc), prompt, sp, drafting::local);
+    const driven remote = drive(*target_, *be, **d2, k_policy(kc), prompt, sp, drafting::remote);
+    EXPECT_EQ(local.tokens, remote.tokens);
+    EXPECT_EQ(local.spec.draft_tokens, remote.spec.draft_tokens);
+    EXPECT_EQ(local.spec.accepted_tokens, remote.spec.accepted_tokens);
+    EXPECT_EQ(remote.pipe.hits, 0u);
+    drafted += remote.spec.draft_tokens;
+  }
+  EXPECT_GT(drafted, 0u);
+  EXPECT_EQ(be->kv_pool().used_blocks(), 0u) << "target KV leaked";
+}
+
+TEST_F(speculative_test, a_draft_that_runs_ahead_uses_its_pre_drafts_on_a_hit_and_stays_lossless) {
+  // The target as its own draft: every proposal is accepted and its guess of the target's next
+  // token is right, so nearly every ask after the first is answered from the pre-draft. A
+  // different model guesses wrong now and then: those pre-drafts are dropped. Greedy output is
+  // plain decoding's either way.
+  auto be = backend();
+  auto other = tiny(ggml_type::f16, 99, "spec_other_draft");
+  k_policy_config kc;
+  kc.adaptive = false;
+  kc.fixed_k = 4;
+  generator plain(*target_, *be, generator_options{512, 512, false});
+  for (const auto& [draft_model, all_hit] : {std::pair{target_, true}, std::pair{other, false}}) {
+    auto d = model_drafter::create("model", draft_model, *target_, draft_backend(*draft_model));
+    ASSERT_TRUE(d);
+    ASSERT_TRUE((*d)->drafts_ahead());
+    uint64_t asks = 0, hits = 0;
+    for (const auto& prompt : prompts()) {
+      auto ref = plain.run(prompt, greedy(40));
+      ASSERT_TRUE(ref);
+      const driven r = drive(*target_, *be, **d, k_policy(kc), prompt, greedy(40), drafting::remote_ahead);
+      EXPECT_EQ(r.tokens, ref->tokens);
+      EXPECT_LE(r.pipe.hits, r.pipe.ahead);
+      EXPECT_LE(r.pipe.hidden_ms, r.pipe.ahead_ms + 1e-9);
+      asks += r.pipe.asks;
+      hits += r.pipe.hits;
+    }
+    if (all_hit) EXPECT_GE(hits * 10, asks * 8) << hits << " of " << asks << " asks answered ahead";
+    else EXPECT_LT(hits, asks);
+  }
+  EXPECT_EQ(be->kv_pool().used_blocks(), 0u) << "target KV leaked";
+}
+
 TEST_F(speculative_test, rejection_sampling_keeps_the_target_distribution) {
   auto be = backend();
   auto draft_m = tiny(ggml_type::f32, 77, "spec_q_draft");
