@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <string_view>
 
 #include "actors/engine.hpp"
 #include "runtime/metrics/metric_series.hpp"
@@ -10,7 +11,7 @@ namespace fw::cli {
 namespace {
 
 /// The sum of a series' samples in a Prometheus text page (0 when absent).
-double metric(const std::string& page, const std::string& name) {
+double metric(const std::string& page, std::string_view name) {
   std::istringstream in(page);
   double sum = 0;
   for (std::string line; std::getline(in, line);)
@@ -43,29 +44,49 @@ expected<engine_set_result> bench_spec_engine_set(const runtime_parts& session, 
   auto spec_engine = actors::engine::start(session.m, std::move(*spec_be), lim);
   if (!spec_engine) return spec_engine.err();
   engine_set_result r;
+  // The speculative engine's counters, read around each prompt's last rep (as bench-spec's
+  // in-process mode counts the last rep).
+  struct counters {
+    double drafted = 0, accepted = 0, steps = 0, draft_s = 0, ahead_s = 0, hidden_s = 0, hits = 0;
+  };
+  auto read = [&] {
+    const std::string page = (*spec_engine)->render_metrics();
+    counters c;
+    c.drafted = metric(page, series::spec_decode_num_draft_tokens.name);
+    c.accepted = metric(page, series::spec_decode_num_accepted_tokens.name);
+    c.steps = metric(page, series::spec_decode_num_drafts.name);
+    c.draft_s = metric(page, series::spec_decode_draft_seconds.name);
+    c.ahead_s = metric(page, series::spec_decode_draft_ahead_seconds.name);
+    c.hidden_s = metric(page, series::spec_decode_draft_hidden_seconds.name);
+    c.hits = metric(page, series::spec_decode_draft_ahead_hits.name);
+    return c;
+  };
   for (const auto& prompt : prompts) {
     double best_plain = 1e300, best_spec = 1e300;
     for (int64_t rep = 0; rep < reps; ++rep) {
+      const bool last = rep + 1 == reps;
       auto p = (*plain)->run(prompt, params);
+      const counters before = last ? read() : counters{};
       auto s = (*spec_engine)->run(prompt, params);
       if (!p.ok()) return make_error(errc::internal, "plain decoding through the engine: " + p.final.error);
       if (!s.ok()) return make_error(errc::internal, "speculative decoding through the engine: " + s.final.error);
       best_plain = std::min(best_plain, p.final.total_ms - p.final.ttft_ms);
       best_spec = std::min(best_spec, s.final.total_ms - s.final.ttft_ms);
       r.identical = r.identical && p.tokens == s.tokens;
-      if (rep + 1 == reps) r.tokens += s.tokens.size();
+      if (!last) continue;
+      const counters after = read();
+      r.tokens += s.tokens.size();
+      r.drafted += after.drafted - before.drafted;
+      r.accepted += after.accepted - before.accepted;
+      r.steps += after.steps - before.steps;
+      r.draft_s += after.draft_s - before.draft_s;
+      r.ahead_s += after.ahead_s - before.ahead_s;
+      r.hidden_s += after.hidden_s - before.hidden_s;
+      r.ahead_hits += after.hits - before.hits;
     }
     r.plain_ms += best_plain;
     r.spec_ms += best_spec;
   }
-  const std::string page = (*spec_engine)->render_metrics();
-  r.drafted = metric(page, std::string(series::spec_decode_num_draft_tokens.name));
-  r.accepted = metric(page, std::string(series::spec_decode_num_accepted_tokens.name));
-  r.steps = metric(page, std::string(series::spec_decode_num_drafts.name));
-  r.draft_s = metric(page, std::string(series::spec_decode_draft_seconds.name));
-  r.ahead_s = metric(page, std::string(series::spec_decode_draft_ahead_seconds.name));
-  r.hidden_s = metric(page, std::string(series::spec_decode_draft_hidden_seconds.name));
-  r.ahead_hits = metric(page, std::string(series::spec_decode_draft_ahead_hits.name));
   (*spec_engine)->shutdown();
   (*plain)->shutdown();
   return r;

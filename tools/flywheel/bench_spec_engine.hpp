@@ -21,7 +21,7 @@ namespace fw::cli {
 struct engine_set_result {
   double plain_ms = 0, spec_ms = 0;  ///< decode time, summed over the prompts (fastest rep each)
   uint64_t tokens = 0;               ///< tokens of the last rep
-  double drafted = 0, accepted = 0, steps = 0;  ///< the speculative engine's counters, all reps
+  double drafted = 0, accepted = 0, steps = 0;  ///< the speculative engine's counters over the last rep
   double draft_s = 0, ahead_s = 0, hidden_s = 0, ahead_hits = 0;
   bool identical = true;
 };

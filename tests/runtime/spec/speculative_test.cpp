@@ -374,6 +374,27 @@ TEST_F(speculative_test, drafting_through_a_pipeline_equals_local_drafting_token
   EXPECT_EQ(be->kv_pool().used_blocks(), 0u) << "target KV leaked";
 }
 
+TEST_F(speculative_test, a_scoring_draft_with_auto_k_verifies_the_same_prefixes_through_a_pipeline) {
+  // k = auto with a scoring draft: the decoder trims each proposal to the prefix that pays, on
+  // the local and the remote path alike (the same tokens verified, the same acceptance learned).
+  auto be = backend();
+  k_policy_config kc;
+  kc.adaptive = true;
+  kc.verify_cost = {1.0, 1.07, 1.19, 1.34, 1.46, 1.63, 1.87, 2.13, 2.49};
+  ngram_drafter d1(1), d2(1);
+  uint64_t drafted = 0;
+  for (const auto& prompt : prompts()) {
+    const driven local = drive(*target_, *be, d1, k_policy(kc), prompt, greedy(64), drafting::local);
+    const driven remote = drive(*target_, *be, d2, k_policy(kc), prompt, greedy(64), drafting::remote);
+    EXPECT_EQ(local.tokens, remote.tokens);
+    EXPECT_EQ(local.spec.steps, remote.spec.steps);
+    EXPECT_EQ(local.spec.draft_tokens, remote.spec.draft_tokens);
+    EXPECT_EQ(local.spec.accepted_tokens, remote.spec.accepted_tokens);
+    drafted += remote.spec.draft_tokens;
+  }
+  EXPECT_GT(drafted, 0u);
+}
+
 TEST_F(speculative_test, a_draft_that_runs_ahead_uses_its_pre_drafts_on_a_hit_and_stays_lossless) {
   // The target as its own draft: every proposal is accepted and its guess of the target's next
   // token is right, so nearly every ask after the first is answered from the pre-draft. A
