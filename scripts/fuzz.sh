@@ -5,7 +5,8 @@
 #   scripts/fuzz.sh                          every target, 30 s each (CI: scripts/test.sh)
 #   scripts/fuzz.sh --seconds 3600 gguf      one target for an hour
 #   scripts/fuzz.sh --make-seeds             rewrite the library-made seeds (KV streams, a GGUF)
-# Targets: gguf, config, openai_request, kv_stream, tokenizer, telemetry_trace. Exit status 1 when
+# Targets: gguf, config, openai_request, kv_stream, tokenizer, telemetry_trace, calibration,
+# node_message. Exit status 1 when
 # a target finds a crash, a leak, a sanitizer report or a timeout; the input is kept in
 # build-fuzz/findings/<target>/.
 # Once fixed, add it to tests/fuzz/corpus/<target>/: every corpus file runs first on each run, so
@@ -19,12 +20,12 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --make-seeds) make_seeds=1; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown flag $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(gguf config openai_request kv_stream tokenizer telemetry_trace)
+[[ ${#targets[@]} -gt 0 ]] || targets=(gguf config openai_request kv_stream tokenizer telemetry_trace calibration node_message)
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 2; }
 out="$root/build-fuzz"

@@ -1,5 +1,6 @@
 // Writes the seed inputs that only the library can make well-formed (a KV stream per wire format,
-// a small GGUF with metadata of every kind and a few tensors) into tests/fuzz/corpus/. Run once
+// a small GGUF with metadata of every kind and a few tensors, each node message in CAF's binary
+// format) into tests/fuzz/corpus/. Run once
 // when a format changes (scripts/fuzz.sh --make-seeds); the files are committed.
 #include <cstdio>
 #include <fstream>
@@ -7,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <caf/binary_serializer.hpp>
+
+#include "actors/protocol/node_protocol.hpp"
 #include "runtime/gguf/gguf_writer.hpp"
 #include "runtime/kv/kv_block_pool.hpp"
 #include "runtime/kv/kv_codec.hpp"
@@ -67,5 +71,24 @@ int main(int argc, char** argv) {
   w.add_tensor("t.q8_0", {32, 2}, fw::ggml_type::q8_0, q8);
   w.add_tensor("t.q4_0", {32, 2}, fw::ggml_type::q4_0, q4);
   write(root + "/gguf/small.seed", w.bytes());
+
+  // Node messages as CAF's network layer sends them; fuzz_node_message reads the first byte as
+  // the type (0 hello, 1 prefill job, 2 its reply).
+  auto node_seed = [&](uint8_t type, auto msg, const char* name) {
+    std::vector<char> buf;
+    caf::binary_serializer sink(static_cast<caf::execution_unit*>(nullptr), buf);
+    if (sink(msg)) return false;
+    std::vector<char> seed{static_cast<char>(type)};
+    seed.insert(seed.end(), buf.begin(), buf.end());
+    write(root + "/node_message/" + name + ".seed", seed);
+    return true;
+  };
+  fw::actors::node_hello hello{fw::actors::node_protocol_version, "prefill", {}};
+  hello.identity.name = "prefill node";
+  hello.identity.kind = "cpu";
+  fw::actors::remote_prefill_job job{7, {1, 2, 3, 4}, 1, 1 << 20};
+  fw::actors::remote_prefill_done done;
+  done.id = 7, done.chunks = 2, done.bytes = 4096, done.error = "";
+  if (!node_seed(0, hello, "hello") || !node_seed(1, job, "prefill_job") || !node_seed(2, done, "prefill_done")) return 1;
   return 0;
 }
