@@ -168,6 +168,94 @@ TEST_F(engine_test, speculative_decode_actor_is_lossless_with_concurrent_request
   expect_no_leak(*e);
 }
 
+TEST_F(engine_test, draft_actor_killed_under_speculating_requests_loses_nothing_and_drafting_resumes) {
+  // Waves of eight greedy requests speculate through the draft actor, which dies at 5
+  // pseudo-random asks (a fixed seed). Each death makes that step plain and the sequences decode
+  // plainly until the supervisor's replacement begins them again: every request ends with the
+  // tokens of plain decoding, none is re-admitted (the decode worker never stopped), and a wave
+  // after the last death is drafted for again.
+  sequential_reference seq;
+  auto prompt = [](size_t i) {
+    std::vector<int32_t> p;
+    for (size_t j = 0; j < 20 + i; ++j) p.push_back(static_cast<int32_t>(3 + (j % (3 + i)) * 11));
+    return p;
+  };
+  std::vector<std::vector<int32_t>> want;
+  for (size_t i = 0; i < 8; ++i) {
+    auto r = seq.gen.run(prompt(i), greedy(120));
+    ASSERT_TRUE(r);
+    want.push_back(r->tokens);
+  }
+  constexpr int deaths = 5;
+  struct killer {
+    std::mutex mu;
+    std::mt19937 rng{20261205};
+    int until_next = 2;
+    int kills = 0;
+    int asks = 0;
+  };
+  auto k = std::make_shared<killer>();
+  auto faults = std::make_shared<engine_faults>();
+  faults->crash_draft = [k] {
+    std::lock_guard lock(k->mu);
+    ++k->asks;
+    if (k->kills >= deaths || --k->until_next > 0) return false;
+    ++k->kills;
+    k->until_next = 2 + static_cast<int>(k->rng() % 5);  // the next death 2..6 asks later
+    return true;
+  };
+  auto kills = [k] {
+    std::lock_guard lock(k->mu);
+    return k->kills;
+  };
+  auto asks = [k] {
+    std::lock_guard lock(k->mu);
+    return k->asks;
+  };
+  ngram_drafter draft(1);
+  // A fixed k: every step asks (k = auto's gate could rightly turn drafting off on this tiny
+  // model, whose forward costs less than the ask's round trip).
+  tweak_ = [](engine_limits& l) {
+    k_policy_config c;
+    c.adaptive = false;
+    c.fixed_k = 4;
+    l.policy = k_policy(c);
+  };
+  auto e = start(4096, 16, 256, &draft, faults);
+  auto wave = [&] {
+    std::vector<std::future<completed_request>> futs;
+    for (size_t i = 0; i < 8; ++i)
+      futs.push_back(std::async(std::launch::async, [&, i] { return e->run(prompt(i), greedy(120)); }));
+    for (size_t i = 0; i < 8; ++i) {
+      ASSERT_EQ(futs[i].wait_for(60s), std::future_status::ready) << "request " << i << " hangs";
+      auto r = futs[i].get();
+      ASSERT_TRUE(r.ok()) << r.final.error;
+      EXPECT_EQ(r.tokens, want[i]) << "request " << i;
+    }
+  };
+  for (int w = 0; w < 30 && kills() < deaths; ++w) wave();
+  ASSERT_EQ(kills(), deaths) << "the draft actor was not asked often enough to die " << deaths << " times";
+  // The supervisor has restarted it after every death (its down messages may trail the replies).
+  for (int i = 0; i < 500; ++i) {
+    auto h = e->health();
+    ASSERT_TRUE(h);
+    bool done = false;
+    for (size_t j = 0; j < h->names.size(); ++j)
+      if (h->names[j] == "draft") done = h->crashes[j] == static_cast<uint64_t>(deaths) && h->states[j] == "running";
+    if (done) break;
+    ASSERT_LT(i, 499) << "health never showed the draft actor restarted after " << deaths << " deaths";
+    std::this_thread::sleep_for(10ms);
+  }
+  const int before = asks();
+  wave();
+  EXPECT_GT(asks(), before) << "the replacement draft actor was never asked";
+  auto s = e->stats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->failed, 0u);
+  EXPECT_EQ(s->resumed, 0u);
+  expect_no_leak(*e);
+}
+
 TEST_F(engine_test, speculative_sampling_at_temperature_runs_end_to_end_and_is_reproducible_by_seed) {
   // Rejection sampling in the decode worker (its distribution is tested in speculative_test):
   // sampled requests with an n-gram draft at a fixed k finish, drafts are verified and some
