@@ -13,6 +13,7 @@
 #include "actors/engine.hpp"
 #include "runtime/device/cpu/cpu_backend.hpp"
 #include "runtime/step/generator.hpp"
+#include "runtime/spec/drafts/model_drafter.hpp"
 #include "runtime/spec/drafts/ngram_drafter.hpp"
 #include "tests/support/engine_fixture.hpp"
 #include "tests/support/test_models.hpp"
@@ -254,6 +255,78 @@ TEST_F(engine_test, draft_actor_killed_under_speculating_requests_loses_nothing_
   EXPECT_EQ(s->failed, 0u);
   EXPECT_EQ(s->resumed, 0u);
   expect_no_leak(*e);
+}
+
+TEST_F(engine_test, a_speculating_decode_worker_killed_five_times_loses_nothing) {
+  // The decode worker (the verifier) dies mid-generation 5 times while its sequences speculate
+  // through the draft actor (a model draft: the target itself on a backend of its own). Each
+  // replacement tells the draft actor to forget what the dead one began, and begins the
+  // re-admitted sequences again: every request ends with plain decoding's tokens, and once all
+  // have ended the draft model's KV pool is empty again (a dead worker never ends its sequences
+  // by message: the reset, or their beginning again under the same id, frees their draft KV).
+  sequential_reference seq;
+  auto prompt = [](size_t i) {
+    std::vector<int32_t> p;
+    for (size_t j = 0; j < 20 + i; ++j) p.push_back(static_cast<int32_t>(3 + (j % (3 + i)) * 11));
+    return p;
+  };
+  struct killer {
+    std::mutex mu;
+    std::mt19937 rng{20261206};
+    int until_next = 4;
+    int kills = 0;
+  };
+  auto k = std::make_shared<killer>();
+  auto faults = std::make_shared<engine_faults>();
+  faults->before_decode_step = [k] {
+    std::lock_guard lock(k->mu);
+    if (k->kills >= 5 || --k->until_next > 0) return false;
+    ++k->kills;
+    k->until_next = 3 + static_cast<int>(k->rng() % 8);
+    return true;
+  };
+  tweak_ = [](engine_limits& l) {
+    k_policy_config c;
+    c.adaptive = false;
+    c.fixed_k = 4;
+    l.policy = k_policy(c);
+  };
+  auto draft = model_drafter::create("model", model_, *model_, test::tiny_device(*model_, 4096));
+  ASSERT_TRUE(draft) << draft.err().what();
+  auto e = start(4096, 16, 256, draft->get(), faults);
+  std::vector<std::vector<int32_t>> want;
+  for (size_t i = 0; i < 8; ++i) {
+    auto r = seq.gen.run(prompt(i), greedy(120));
+    ASSERT_TRUE(r);
+    want.push_back(r->tokens);
+  }
+  auto kills = [k] {
+    std::lock_guard lock(k->mu);
+    return k->kills;
+  };
+  // Waves of eight requests until the worker has died 5 times.
+  for (int w = 0; w < 20 && kills() < 5; ++w) {
+    std::vector<std::future<completed_request>> futs;
+    for (size_t i = 0; i < 8; ++i)
+      futs.push_back(std::async(std::launch::async, [&, i] { return e->run(prompt(i), greedy(120)); }));
+    for (size_t i = 0; i < 8; ++i) {
+      ASSERT_EQ(futs[i].wait_for(60s), std::future_status::ready) << "request " << i << " hangs";
+      auto r = futs[i].get();
+      ASSERT_TRUE(r.ok()) << r.final.error;
+      EXPECT_EQ(r.tokens, want[i]) << "request " << i;
+    }
+  }
+  EXPECT_EQ(kills(), 5);
+  auto s = e->stats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->failed, 0u);
+  EXPECT_GE(s->resumed, 5u);
+  expect_no_leak(*e);
+  // The last ends reach the draft actor after the last replies.
+  kv_block_pool& draft_pool = (*draft)->device().kv_pool();
+  for (int i = 0; i < 200 && draft_pool.used_blocks() > 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(draft_pool.used_blocks(), 0u) << "the draft model's KV leaked";
+  e->shutdown();
 }
 
 TEST_F(engine_test, speculative_sampling_at_temperature_runs_end_to_end_and_is_reproducible_by_seed) {
