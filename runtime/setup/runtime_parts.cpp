@@ -244,7 +244,7 @@ std::shared_ptr<cpu::thread_pool> runtime_parts::threads() const {
   return cpu ? cpu->thread_pool() : host_threads;
 }
 
-expected<std::unique_ptr<backend>> runtime_parts::make_backend(uint32_t tokens) const {
+expected<std::unique_ptr<backend>> runtime_parts::make_backend(uint32_t tokens, int threads) const {
   const device_section& dev = the_device(cfg);
   if (dev.kind == device_kind::cuda) {
 #ifdef FW_HAVE_CUDA
@@ -266,6 +266,7 @@ expected<std::unique_ptr<backend>> runtime_parts::make_backend(uint32_t tokens) 
   }
   auto o = backend_options(cfg, dev, tokens, kernels);
   o.observer = observer;
+  if (threads > 0) o.threads = threads;
   return std::unique_ptr<backend>(std::make_unique<cpu_backend>(m->config(), m->weights(), std::move(o)));
 }
 

@@ -86,8 +86,9 @@ class runtime_parts {
   /// Rebuilds (or drops) the draft and k policy for cfg.speculative (after changing it).
   expected<void> rebuild_draft();
   /// A further backend for the same model with this config's kernel plugins and KV settings,
-  /// holding kv_tokens tokens (benchmarks that size the pool per run).
-  [[nodiscard]] expected<std::unique_ptr<backend>> make_backend(uint32_t kv_tokens) const;
+  /// holding kv_tokens tokens (benchmarks that size the pool per run); `threads` > 0: a CPU
+  /// backend with that many kernel threads instead of the device's.
+  [[nodiscard]] expected<std::unique_ptr<backend>> make_backend(uint32_t kv_tokens, int threads = 0) const;
   /// A draft for `spec` over this target and its backend, or `target`, another backend of this
   /// model (an engine's: bench-spec --engine); null for draft = "none".
   [[nodiscard]] expected<std::unique_ptr<drafter>> make_draft(const speculative_section& spec,

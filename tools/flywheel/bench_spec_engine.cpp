@@ -29,7 +29,10 @@ expected<engine_set_result> bench_spec_engine_set(const runtime_parts& session, 
   const uint32_t kv_tokens = 2 * session.n_ctx;
   auto plain_be = session.make_backend(kv_tokens);
   if (!plain_be) return plain_be.err();
-  auto spec_be = session.make_backend(kv_tokens);
+  // Equal total cores: a draft with threads of its own takes them from the target's.
+  const int total = session.threads() ? session.threads()->size() : 0;
+  const int own = static_cast<int>(spec.speculative.draft_threads);
+  auto spec_be = session.make_backend(kv_tokens, own > 0 && total > own ? total - own : 0);
   if (!spec_be) return spec_be.err();
   // The draft over the speculative engine's own backend (layer-skip reads that target's KV).
   auto draft = session.make_draft(spec.speculative, spec_be->get());
@@ -44,6 +47,7 @@ expected<engine_set_result> bench_spec_engine_set(const runtime_parts& session, 
   auto spec_engine = actors::engine::start(session.m, std::move(*spec_be), lim);
   if (!spec_engine) return spec_engine.err();
   engine_set_result r;
+  r.target_threads = own > 0 && total > own ? total - own : total;
   // The speculative engine's counters, read around each prompt's last rep (as bench-spec's
   // in-process mode counts the last rep).
   struct counters {

@@ -2,7 +2,8 @@
 // runtime, the way the console and the server decode: two engines on two backends of the same
 // model, the speculative one with its draft actor beside the decode worker that verifies. Each
 // prompt's plain and speculative runs alternate; the fastest of the reps counts. Decode time is a
-// request's total minus its time to first token. The draft actor's counters give the overlap:
+// request's total minus its time to first token. At equal total cores: a draft with threads of its
+// own ([speculative] draft_threads) takes them from the speculative target's (at least one stays). The draft actor's counters give the overlap:
 // drafting the target waited for, drafting done ahead during verification, and the part of it
 // that was used (hidden). A benchmark, not a test.
 #pragma once
@@ -24,6 +25,7 @@ struct engine_set_result {
   double drafted = 0, accepted = 0, steps = 0;  ///< the speculative engine's counters over the last rep
   double draft_s = 0, ahead_s = 0, hidden_s = 0, ahead_hits = 0;
   bool identical = true;
+  int target_threads = 0;  ///< the speculative target's kernel threads (the plain one has them all)
 };
 
 /// `spec` is the speculative configuration (draft, k, draft_threads); `verify_cost` the measured

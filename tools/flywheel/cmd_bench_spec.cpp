@@ -119,8 +119,9 @@ int cmd_bench_spec(int argc, char** argv) {
     std::printf("verification cost (forward over k+1 rows / one row):");
     for (const auto& v : verify) std::printf("  %d rows %.2fx", v["rows"].get<int>(), v["cost_vs_one_row"].get<double>());
     if (engine)
-      std::printf("\n\nthrough the actor runtime (draft actor + decode worker); draft ms: waited for / drafted ahead / "
-                  "hidden behind verification\n%-11s %-10s %-5s %-4s %9s %12s %9s %10s %26s %s\n",
+      std::printf("\n\nthrough the actor runtime (draft actor + decode worker); thr: the draft's own threads, taken "
+                  "from the target's (equal total cores; plain decoding has them all); draft ms: waited for / drafted "
+                  "ahead / hidden behind verification\n%-11s %-10s %-5s %-4s %9s %12s %9s %10s %26s %s\n",
                   "set", "draft", "k", "thr", "accept%", "tokens/step", "speedup", "plain t/s", "draft ms", "identical");
     else
       std::printf("\n\n%-11s %-10s %-5s %10s %12s %9s %10s %9s %s\n", "set", "draft", "k", "accept%", "tokens/step",
@@ -161,7 +162,8 @@ int cmd_bench_spec(int argc, char** argv) {
             const double speedup = r->plain_ms / r->spec_ms;
             const double plain_tok_s = r->tokens * 1000.0 / r->plain_ms;
             results.push_back({{"set", set_name}, {"draft", kind}, {"k", k}, {"engine", true},
-                               {"draft_threads", std::stoi(threads)}, {"acceptance_rate", accept},
+                               {"draft_threads", std::stoi(threads)}, {"target_threads", r->target_threads},
+                               {"acceptance_rate", accept},
                                {"mean_accepted_length", per_step}, {"speedup", speedup}, {"plain_tok_s", plain_tok_s},
                                {"spec_tok_s", r->tokens * 1000.0 / r->spec_ms}, {"tokens", r->tokens},
                                {"identical_to_plain", r->identical}, {"draft_waited_ms", r->draft_s * 1000},
