@@ -180,6 +180,12 @@ TEST_F(rollout_engine_test, a_degraded_link_caps_the_draft_length_and_recovery_l
   auto e = start(std::nullopt, &draft, [](engine_limits& lim) {
     lim.degradation.k_cap = 2;
     lim.degradation.recover_samples = 1;
+    // A fixed k above the cap: with k = auto the speculation gate may rightly hold drafting off
+    // on this tiny model, whose forward costs about what the draft actor's round trip does.
+    k_policy_config c;
+    c.adaptive = false;
+    c.fixed_k = 4;
+    lim.policy = k_policy(c);
   });
   ASSERT_TRUE(e);
   run_checked(*e, 0, 3);
