@@ -26,8 +26,7 @@ draft_actor::behavior_type draft_worker(draft_actor::stateful_pointer<draft_stat
           throw std::runtime_error("injected fault in the draft actor");
         auto& pipe = *self->state.pipeline;
         draft_answers out;
-        out.answers.reserve(a.asks.size());
-        for (const auto& ask : a.asks) out.answers.push_back(pipe.propose(ask.id, ask.k, ask.target_kv));
+        out.answers = pipe.propose_batch(a.asks);
         if (!pipe.runs_ahead()) {
           out.stats = pipe.stats();
           return out;

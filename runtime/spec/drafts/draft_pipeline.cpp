@@ -31,31 +31,47 @@ void draft_pipeline::clear() {
 }
 
 draft_answer draft_pipeline::propose(uint64_t id, int k, kv_handle* target_kv) {
-  draft_answer a;
-  a.id = id;
-  auto it = seqs_.find(id);
-  if (it == seqs_.end()) {
-    a.gone = true;
-    return a;
-  }
-  ++stats_.asks;
-  seq_state& s = it->second;
-  if (s.ahead && s.ahead->confirmed && s.history.size() == s.ahead->base + s.ahead->assumed.size()) {
-    ++stats_.hits;
-    stats_.hidden_ms += s.ahead->ms;
-    a.proposal = std::move(s.ahead->next);
-    a.proposal.truncate(static_cast<size_t>(std::max(0, k)));
+  const draft_ask ask{id, k, target_kv};
+  return std::move(propose_batch(std::span<const draft_ask>(&ask, 1)).front());
+}
+
+std::vector<draft_answer> draft_pipeline::propose_batch(std::span<const draft_ask> asks) {
+  std::vector<draft_answer> out(asks.size());
+  std::vector<draft_request> reqs;
+  std::vector<size_t> drafted;  // the asks in reqs
+  for (size_t i = 0; i < asks.size(); ++i) {
+    const draft_ask& a = asks[i];
+    out[i].id = a.id;
+    auto it = seqs_.find(a.id);
+    if (it == seqs_.end()) {
+      out[i].gone = true;
+      continue;
+    }
+    ++stats_.asks;
+    seq_state& s = it->second;
+    if (s.ahead && s.ahead->confirmed && s.history.size() == s.ahead->base + s.ahead->assumed.size()) {
+      ++stats_.hits;
+      stats_.hidden_ms += s.ahead->ms;
+      out[i].proposal = std::move(s.ahead->next);
+      out[i].proposal.truncate(static_cast<size_t>(std::max(0, a.k)));
+      s.ahead.reset();
+      continue;
+    }
     s.ahead.reset();
-    return a;
+    if (a.target_kv) draft_.bind_target_kv(a.id, a.target_kv);
+    reqs.push_back({a.id, s.history, a.k});
+    drafted.push_back(i);
   }
-  s.ahead.reset();
-  if (target_kv) draft_.bind_target_kv(id, target_kv);
+  if (reqs.empty()) return out;
   const auto t0 = std::chrono::steady_clock::now();
-  auto prop = draft_.propose(id, s.history, k);
+  auto props = draft_.propose_batch(reqs);
   stats_.draft_ms += ms_since(t0);
-  if (!prop) a.failed = true;
-  else a.proposal = std::move(*prop);
-  return a;
+  for (size_t j = 0; j < drafted.size(); ++j) {
+    draft_answer& a = out[drafted[j]];
+    if (j >= props.size() || !props[j]) a.failed = true;
+    else a.proposal = std::move(*props[j]);
+  }
+  return out;
 }
 
 void draft_pipeline::feedback(uint64_t id, std::span<const int32_t> appended, std::span<const float> hidden) {

@@ -55,6 +55,9 @@ class draft_pipeline {
   /// when the draft errs.
   /// `target_kv`: the target's handle lent for this call (drafter::bind_target_kv), or null.
   draft_answer propose(uint64_t id, int k, kv_handle* target_kv = nullptr);
+  /// A whole step's asks: each answered from its pre-draft when that stands, the rest drafted
+  /// together (drafter::propose_batch); one answer per ask, in order.
+  std::vector<draft_answer> propose_batch(std::span<const draft_ask> asks);
   /// The target's verdict: `appended` tokens joined the history (accepted drafts, then its own
   /// token); `hidden`: its final hidden state at the newest token, when the draft reads it.
   void feedback(uint64_t id, std::span<const int32_t> appended, std::span<const float> hidden);

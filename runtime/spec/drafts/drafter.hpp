@@ -32,6 +32,13 @@ struct draft_proposal {
   void truncate(size_t n);
 };
 
+/// One sequence's ask in a batched proposal (drafter::propose_batch).
+struct draft_request {
+  uint64_t seq = 0;
+  std::span<const int32_t> history;
+  int k = 0;
+};
+
 class drafter {
  public:
   virtual ~drafter() = default;
@@ -45,6 +52,16 @@ class drafter {
 
   /// Proposes up to k tokens following `history` (every token so far, prompt included).
   virtual expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) = 0;
+
+  /// Proposals for several sequences at once, one per request in order (the draft actor asks for
+  /// a whole batch). A draft whose work batches overrides it (the feature draft: one product for
+  /// every sequence's state per position); by default the sequences are proposed one by one.
+  virtual std::vector<expected<draft_proposal>> propose_batch(std::span<const draft_request> reqs) {
+    std::vector<expected<draft_proposal>> out;
+    out.reserve(reqs.size());
+    for (const auto& r : reqs) out.push_back(propose(r.seq, r.history, r.k));
+    return out;
+  }
 
   /// The target accepted a prefix: `history` is the sequence after acceptance (it may end with
   /// a token the draft did not propose). The draft discards state past the accepted part.

@@ -204,6 +204,66 @@ expected<draft_proposal> feature_drafter::propose(uint64_t seq, std::span<const 
   return p;
 }
 
+std::vector<expected<draft_proposal>> feature_drafter::propose_batch(std::span<const draft_request> reqs) {
+  std::vector<expected<draft_proposal>> out(reqs.size(), draft_proposal{});
+  // The sequences that draft: each one's chain state, as propose() keeps it.
+  struct chain {
+    size_t r;
+    seq_state* s;
+    std::vector<float> h;
+    int32_t t;
+    float reach = 1.0f;
+  };
+  std::vector<chain> live;
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    auto it = seqs_.find(reqs[r].seq);
+    if (it == seqs_.end() || reqs[r].history.empty()) continue;
+    seq_state& s = it->second;
+    s.tokens.clear();
+    s.buckets.clear();
+    s.proposed_at = reqs[r].history.size();
+    if (s.hidden.empty() || s.hidden_for != reqs[r].history.size() || reqs[r].k <= 0) continue;
+    live.push_back({r, &s, s.hidden, reqs[r].history.back()});
+  }
+  const int64_t e = n_embd_;
+  const int64_t nc = static_cast<int64_t>(vocab_.size());
+  embed_.resize(static_cast<size_t>(e));
+  for (int i = 0; !live.empty(); ++i) {
+    const int64_t n = static_cast<int64_t>(live.size());
+    batch_in_.resize(static_cast<size_t>(n * feature_inputs * e));
+    batch_next_.resize(static_cast<size_t>(n * e));
+    batch_logits_.resize(static_cast<size_t>(n * nc));
+    for (int64_t j = 0; j < n; ++j) {
+      embed_token(*target_, live[j].t, embed_.data());
+      feature_inputs_of(live[j].h.data(), embed_.data(), e, batch_in_.data() + j * feature_inputs * e);
+    }
+    cpu::matmul(map_, kernel_, batch_in_.data(), feature_inputs * e, n, batch_next_.data(), e, *pool_, scratch_);
+    cpu::matmul(head_, kernel_, batch_next_.data(), e, n, batch_logits_.data(), nc, *pool_, scratch_);
+    std::vector<chain> going;
+    for (int64_t j = 0; j < n; ++j) {
+      chain& c = live[j];
+      const float* row = batch_logits_.data() + j * nc;
+      c.h.assign(batch_next_.begin() + j * e, batch_next_.begin() + (j + 1) * e);
+      const size_t best = static_cast<size_t>(argmax(row, static_cast<size_t>(nc)));
+      double z = 0;
+      for (int64_t v = 0; v < nc; ++v) z += std::exp(static_cast<double>(row[v] - row[best]));
+      const float top = static_cast<float>(1.0 / z);
+      c.t = vocab_[best];
+      const size_t bk = bucket(i, top);
+      const float conf = acceptance_.estimate(bk);
+      draft_proposal& p = *out[c.r];
+      p.tokens.push_back(c.t);
+      p.confidence.push_back(conf);
+      c.s->buckets.push_back(bk);
+      c.s->tokens.push_back(c.t);
+      c.reach *= conf;
+      if (c.reach >= min_reach && i + 1 < reqs[c.r].k) going.push_back(std::move(c));
+    }
+    live = std::move(going);
+  }
+  return out;
+}
+
 void feature_drafter::accept(uint64_t seq, std::span<const int32_t> history) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;

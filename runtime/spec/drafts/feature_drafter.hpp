@@ -67,6 +67,9 @@ class feature_drafter final : public drafter {
   bool wants_hidden() const override { return true; }
   expected<void> begin(uint64_t seq, std::span<const int32_t> prompt, const sampling_params& params) override;
   expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) override;
+  /// Every sequence's chain advances together: per position one product of the map and one of
+  /// the head over all the sequences still drafting (the weights read once for the batch).
+  std::vector<expected<draft_proposal>> propose_batch(std::span<const draft_request> reqs) override;
   void accept(uint64_t seq, std::span<const int32_t> history) override;
   void end(uint64_t seq) override { seqs_.erase(seq); }
   void observe_hidden(uint64_t seq, std::span<const int32_t> history, std::span<const float> hidden) override;
@@ -95,6 +98,7 @@ class feature_drafter final : public drafter {
   cpu::dot_kernel kernel_{};
   cpu::matmul_scratch scratch_;
   std::vector<float> in_, next_, logits_;
+  std::vector<float> batch_in_, batch_next_, batch_logits_, embed_;  ///< propose_batch's rows
   acceptance_table acceptance_;
   std::map<uint64_t, seq_state> seqs_;
 };

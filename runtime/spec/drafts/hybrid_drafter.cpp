@@ -25,6 +25,25 @@ expected<draft_proposal> hybrid_drafter::propose(uint64_t seq, std::span<const i
   return expected_run(*feature) > expected_run(*lookup) ? feature : lookup;
 }
 
+std::vector<expected<draft_proposal>> hybrid_drafter::propose_batch(std::span<const draft_request> reqs) {
+  std::vector<expected<draft_proposal>> out;
+  out.reserve(reqs.size());
+  std::vector<size_t> weak;  // requests whose lookup found no strong match
+  std::vector<draft_request> feature_reqs;
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    out.push_back(lookup_->propose(reqs[r].seq, reqs[r].history, reqs[r].k));
+    if (!out.back() || (!out.back()->confidence.empty() && out.back()->confidence[0] >= strong_match)) continue;
+    weak.push_back(r);
+    feature_reqs.push_back(reqs[r]);
+  }
+  auto feature = feature_->propose_batch(feature_reqs);
+  for (size_t j = 0; j < weak.size(); ++j) {
+    auto& f = feature[j];
+    if (f && !f->tokens.empty() && expected_run(*f) > expected_run(*out[weak[j]])) out[weak[j]] = std::move(f);
+  }
+  return out;
+}
+
 void hybrid_drafter::accept(uint64_t seq, std::span<const int32_t> history) {
   lookup_->accept(seq, history);
   feature_->accept(seq, history);

@@ -27,6 +27,9 @@ class hybrid_drafter final : public drafter {
   bool wants_hidden() const override { return true; }
   expected<void> begin(uint64_t seq, std::span<const int32_t> prompt, const sampling_params& params) override;
   expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) override;
+  /// The lookups one by one, then the feature draft for every sequence without a strong match in
+  /// one batch; per sequence the proposal with the longer expected run, as propose().
+  std::vector<expected<draft_proposal>> propose_batch(std::span<const draft_request> reqs) override;
   void accept(uint64_t seq, std::span<const int32_t> history) override;
   void end(uint64_t seq) override;
   void observe_hidden(uint64_t seq, std::span<const int32_t> history, std::span<const float> hidden) override {

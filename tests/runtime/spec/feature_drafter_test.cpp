@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <optional>
 
 #include "runtime/device/cpu/cpu_backend.hpp"
 #include "runtime/setup/runtime_parts.hpp"
@@ -15,6 +17,10 @@
 #include "runtime/step/generator.hpp"
 #include "runtime/gguf/gguf_writer.hpp"
 #include "runtime/spec/drafts/hybrid_drafter.hpp"
+#include "runtime/spec/drafts/ngram_drafter.hpp"
+#include "runtime/spec/drafts/draft_pipeline.hpp"
+#include "runtime/device/prefill.hpp"
+#include "runtime/step/batch_decoder.hpp"
 #include "tests/support/sampling_presets.hpp"
 #include "tests/support/test_models.hpp"
 
@@ -123,6 +129,84 @@ TEST_F(feature_drafter_test, hybrid_draft_is_lossless) {
   hybrid_drafter h(std::make_unique<ngram_drafter>(1), std::move(*f));
   expect_greedy_identical(h, false);
   expect_greedy_identical(h, true);
+}
+
+/// Six sequences decoded together with k = 3, drafted locally (one proposal after another, in
+/// the decoder's thread) or through a draft pipeline that asks the draft for the whole batch at
+/// once (drafter::propose_batch, what the draft actor does); each sequence's tokens and the
+/// speculation counters.
+struct batch_outcome {
+  std::map<uint64_t, std::vector<int32_t>> tokens;
+  spec_stats spec;
+};
+
+batch_outcome decode_batch(const std::shared_ptr<const model>& m, cpu_backend& be, drafter& d,
+                           const std::vector<std::vector<int32_t>>& prompts, bool batched) {
+  batch_outcome out;
+  // A fixed k: with k = auto the speculation gate times the drafting, which differs between the
+  // two ways (and would turn one of them off on this tiny model).
+  k_policy_config kc;
+  kc.adaptive = false;
+  kc.fixed_k = 3;
+  batch_decoder dec(*m, be, 8);
+  std::optional<draft_pipeline> pipe;
+  if (batched) {
+    dec.set_remote_speculation({d.scores_proposals(), d.wants_hidden()}, k_policy(kc));
+    pipe.emplace(d, false);
+  } else {
+    dec.set_speculation(&d, k_policy(kc));
+  }
+  const auto nv = static_cast<int32_t>(m->config().n_vocab);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto seq = std::make_unique<sequence>(i + 1, prompts[i], greedy(40), nv, 40);
+    seq->kv() = *be.kv_pool().allocate(0);
+    forward_result r;
+    EXPECT_TRUE(prefill_tokens(be, seq->kv(), prompts[i].data(), prompts[i].size(), 0, 512, r));
+    out.tokens[i + 1].push_back(seq->advance(r.logits, m->vocab()).token);
+    if (pipe) EXPECT_TRUE(pipe->begin(i + 1, seq->history(), greedy(40)));
+    dec.add(std::move(seq));
+  }
+  while (dec.active() > 0) {
+    step_plan p = dec.plan();
+    if (pipe) dec.fill_proposals(p, pipe->propose_batch(p.asks));
+    auto res = dec.run(std::move(p));
+    EXPECT_TRUE(res.failed.empty());
+    if (pipe) {
+      for (const auto& f : res.feedback) pipe->feedback(f.id, f.appended, f.hidden);
+      for (uint64_t id : dec.take_draft_ends()) pipe->end(id);
+    }
+    for (const auto& e : res.events)
+      if (e.token >= 0) out.tokens[e.id].push_back(e.token);
+  }
+  out.spec = dec.speculation_stats();
+  return out;
+}
+
+TEST_F(feature_drafter_test, a_batch_drafted_at_once_proposes_what_one_by_one_drafting_does) {
+  // The feature draft's chains of six sequences advance together (one product of the map and
+  // one of the head per position for all of them): the same proposals, the same verdicts and
+  // the same learned acceptance as drafting them one after another; also through the hybrid.
+  auto be = backend();
+  const auto all = prompts();
+  const std::vector<std::vector<int32_t>> six(all.begin(), all.begin() + 6);
+  for (const bool hybrid : {false, true}) {
+    auto make = [&]() -> std::unique_ptr<drafter> {
+      auto f = feature_drafter::create(map_, target_, backend()->thread_pool());
+      EXPECT_TRUE(f) << f.err().what();
+      if (!hybrid) return std::move(*f);
+      return std::make_unique<hybrid_drafter>(std::make_unique<ngram_drafter>(1), std::move(*f));
+    };
+    auto one = make();
+    auto batch = make();
+    const batch_outcome a = decode_batch(target_, *be, *one, six, false);
+    const batch_outcome b = decode_batch(target_, *be, *batch, six, true);
+    EXPECT_EQ(a.tokens, b.tokens) << (hybrid ? "hybrid" : "feature");
+    EXPECT_EQ(a.spec.steps, b.spec.steps);
+    EXPECT_EQ(a.spec.draft_tokens, b.spec.draft_tokens);
+    EXPECT_EQ(a.spec.accepted_tokens, b.spec.accepted_tokens);
+    EXPECT_GT(b.spec.draft_tokens, 0u);
+  }
+  EXPECT_EQ(be->kv_pool().used_blocks(), 0u);
 }
 
 TEST_F(feature_drafter_test, a_map_of_another_width_or_vocabulary_is_refused) {
