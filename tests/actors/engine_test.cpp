@@ -53,6 +53,24 @@ class engine_test : public ::testing::Test {
   /// Adjusts the limits of the engines a test starts.
   std::function<void(engine_limits&)> tweak_;
 
+  /// Repetitive prompts (20 + i tokens), so the n-gram draft proposes often.
+  static std::vector<int32_t> repetitive_prompt(size_t i) {
+    std::vector<int32_t> p;
+    for (size_t j = 0; j < 20 + i; ++j) p.push_back(static_cast<int32_t>(3 + (j % (3 + i)) * 11));
+    return p;
+  }
+  /// The engines a test starts from now on draft a fixed k every step. With k = auto the
+  /// speculation gate could rightly turn drafting off on this tiny model, whose forward costs
+  /// less than an ask's round trip to the draft actor.
+  void use_fixed_k(int k) {
+    tweak_ = [k](engine_limits& l) {
+      k_policy_config c;
+      c.adaptive = false;
+      c.fixed_k = k;
+      l.policy = k_policy(c);
+    };
+  }
+
   static std::vector<int32_t> prompt_of(size_t i) {
     std::vector<int32_t> p;
     for (size_t j = 0; j < 3 + i * 5; ++j) p.push_back(static_cast<int32_t>(3 + (i * 31 + j * 7) % 250));
@@ -148,11 +166,7 @@ TEST_F(engine_test, speculative_decode_actor_is_lossless_with_concurrent_request
   sequential_reference seq;
   generator& ref = seq.gen;
   // Repetitive prompts so the n-gram draft proposes often.
-  auto prompt = [](size_t i) {
-    std::vector<int32_t> p;
-    for (size_t j = 0; j < 20 + i; ++j) p.push_back(static_cast<int32_t>(3 + (j % (3 + i)) * 11));
-    return p;
-  };
+  auto prompt = [](size_t i) { return repetitive_prompt(i); };
   ngram_drafter draft(1);
   auto e = start(4096, 16, 256, &draft);
   std::vector<std::future<completed_request>> futs;
@@ -176,11 +190,7 @@ TEST_F(engine_test, draft_actor_killed_under_speculating_requests_loses_nothing_
   // tokens of plain decoding, none is re-admitted (the decode worker never stopped), and a wave
   // after the last death is drafted for again.
   sequential_reference seq;
-  auto prompt = [](size_t i) {
-    std::vector<int32_t> p;
-    for (size_t j = 0; j < 20 + i; ++j) p.push_back(static_cast<int32_t>(3 + (j % (3 + i)) * 11));
-    return p;
-  };
+  auto prompt = [](size_t i) { return repetitive_prompt(i); };
   std::vector<std::vector<int32_t>> want;
   for (size_t i = 0; i < 8; ++i) {
     auto r = seq.gen.run(prompt(i), greedy(120));
@@ -214,14 +224,7 @@ TEST_F(engine_test, draft_actor_killed_under_speculating_requests_loses_nothing_
     return k->asks;
   };
   ngram_drafter draft(1);
-  // A fixed k: every step asks (k = auto's gate could rightly turn drafting off on this tiny
-  // model, whose forward costs less than the ask's round trip).
-  tweak_ = [](engine_limits& l) {
-    k_policy_config c;
-    c.adaptive = false;
-    c.fixed_k = 4;
-    l.policy = k_policy(c);
-  };
+  use_fixed_k(4);
   auto e = start(4096, 16, 256, &draft, faults);
   auto wave = [&] {
     std::vector<std::future<completed_request>> futs;
@@ -265,11 +268,7 @@ TEST_F(engine_test, a_speculating_decode_worker_killed_five_times_loses_nothing)
   // have ended the draft model's KV pool is empty again (a dead worker never ends its sequences
   // by message: the reset, or their beginning again under the same id, frees their draft KV).
   sequential_reference seq;
-  auto prompt = [](size_t i) {
-    std::vector<int32_t> p;
-    for (size_t j = 0; j < 20 + i; ++j) p.push_back(static_cast<int32_t>(3 + (j % (3 + i)) * 11));
-    return p;
-  };
+  auto prompt = [](size_t i) { return repetitive_prompt(i); };
   struct killer {
     std::mutex mu;
     std::mt19937 rng{20261206};
@@ -285,12 +284,7 @@ TEST_F(engine_test, a_speculating_decode_worker_killed_five_times_loses_nothing)
     k->until_next = 3 + static_cast<int>(k->rng() % 8);
     return true;
   };
-  tweak_ = [](engine_limits& l) {
-    k_policy_config c;
-    c.adaptive = false;
-    c.fixed_k = 4;
-    l.policy = k_policy(c);
-  };
+  use_fixed_k(4);
   auto draft = model_drafter::create("model", model_, *model_, test::tiny_device(*model_, 4096));
   ASSERT_TRUE(draft) << draft.err().what();
   auto e = start(4096, 16, 256, draft->get(), faults);
