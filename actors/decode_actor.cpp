@@ -43,11 +43,8 @@ void publish_draft_metrics(const engine_context& ctx, const draft_pipeline_stats
 using self_ptr = decode_actor::stateful_pointer<decode_state>;
 
 /// Starts drafting for sequences on the draft actor.
-void begin_drafts(self_ptr self, const std::vector<const sequence*>& seqs) {
-  if (!self->state.draft || seqs.empty()) return;
-  draft_starts b;
-  for (const sequence* s : seqs) b.seqs.push_back({s->id(), s->history(), s->params()});
-  self->send(self->state.draft, begin_atom::value, std::move(b));
+void begin_drafts(self_ptr self, draft_starts b) {
+  if (self->state.draft && !b.seqs.empty()) self->send(self->state.draft, begin_atom::value, std::move(b));
 }
 
 /// Sequences that left the batch stop drafting.
@@ -74,7 +71,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
     if (!st.draft || dm.source != st.draft.address()) return;
     // Its sequences step plainly until the supervisor's replacement arrives (draft_atom).
     st.draft = draft_actor{};
-    for (const sequence* s : st.decoder->restart_speculation()) st.decoder->stop_speculating(s->id());
+    st.decoder->stop_all_speculation();
     log_warn("decode: the draft actor is gone; speculating sequences decode plainly until it is back");
   });
   // The scheduler is the one owner of every pool's block book: finished, failed and cancelled
@@ -100,14 +97,15 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         }
         std::optional<float> entropy;
         if (job.attention_entropy >= 0) entropy = job.attention_entropy;
+        // A request that allows drafts speculates (batch_decoder::add): begun on the draft actor,
+        // or plain while there is none.
+        const bool drafts = self->state.decoder->remote_speculation() && seq->params().max_draft_k != 0;
+        draft_starts start;
+        if (drafts && self->state.draft) start.seqs.push_back({seq->id(), seq->history(), seq->params()});
         const uint64_t id = seq->id();
         self->state.decoder->add(std::move(seq), entropy);
-        if (self->state.decoder->remote_speculation()) {
-          if (!self->state.draft) self->state.decoder->stop_speculating(id);
-          else
-            for (const sequence* s : self->state.decoder->sequences())
-              if (s->id() == id && s->params().max_draft_k != 0) begin_drafts(self, {s});
-        }
+        if (drafts && !self->state.draft) self->state.decoder->stop_speculating(id);
+        begin_drafts(self, std::move(start));
         if (job.prefilled_s > 0) self->state.joined_prefilled_s.push_back(job.prefilled_s);
         kick();
       },
@@ -130,7 +128,9 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
         st.draft = std::move(d);
         self->monitor(st.draft);
         self->send(st.draft, init_atom::value);  // what an earlier decode worker began is forgotten
-        begin_drafts(self, st.decoder->restart_speculation());
+        draft_starts b;
+        for (const sequence* s : st.decoder->restart_speculation()) b.seqs.push_back({s->id(), s->history(), s->params()});
+        begin_drafts(self, std::move(b));
       },
       [=](cancel_atom, uint64_t id) {
         if (auto kv = self->state.decoder->detach(id))

@@ -40,6 +40,10 @@ bool batch_decoder::stop_speculating(uint64_t id) {
   return true;
 }
 
+void batch_decoder::stop_all_speculation() {
+  for (auto& [id, sl] : seqs_) sl.remote = false;
+}
+
 std::vector<const sequence*> batch_decoder::restart_speculation() {
   std::vector<const sequence*> out;
   if (!remote_) return out;

@@ -112,6 +112,8 @@ class batch_decoder {
   void fill_proposals(step_plan& p, std::vector<draft_answer> answers);
   /// Remote drafting: the sequence decodes plainly from now on (its draft is gone); false: unknown.
   bool stop_speculating(uint64_t id);
+  /// Remote drafting: every sequence decodes plainly (the draft actor is gone).
+  void stop_all_speculation();
   /// Remote drafting, a new draft actor: every sequence whose request allows drafts speculates
   /// again; returned, to be begun on it.
   std::vector<const sequence*> restart_speculation();
