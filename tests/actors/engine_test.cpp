@@ -53,6 +53,36 @@ class engine_test : public ::testing::Test {
   /// Adjusts the limits of the engines a test starts.
   std::function<void(engine_limits&)> tweak_;
 
+  /// A seeded schedule of faults (a failure reproduces): fire() is true on its `first`-th call,
+  /// then each min_gap..max_gap calls later, at most `max` times. Thread-safe (the workers ask).
+  class fault_schedule {
+   public:
+    fault_schedule(uint32_t seed, int first, int max, int min_gap, int max_gap)
+        : rng_(seed), until_next_(first), max_(max), min_gap_(min_gap), max_gap_(max_gap) {}
+    bool fire() {
+      std::lock_guard lock(mu_);
+      ++calls_;
+      if (fired_ >= max_ || --until_next_ > 0) return false;
+      ++fired_;
+      until_next_ = min_gap_ + static_cast<int>(rng_() % static_cast<uint32_t>(max_gap_ - min_gap_ + 1));
+      return true;
+    }
+    int fired() {
+      std::lock_guard lock(mu_);
+      return fired_;
+    }
+    int calls() {
+      std::lock_guard lock(mu_);
+      return calls_;
+    }
+
+   private:
+    std::mutex mu_;
+    std::mt19937 rng_;
+    int until_next_, max_, min_gap_, max_gap_;
+    int fired_ = 0, calls_ = 0;
+  };
+
   /// Repetitive prompts (20 + i tokens), so the n-gram draft proposes often.
   static std::vector<int32_t> repetitive_prompt(size_t i) {
     std::vector<int32_t> p;
@@ -198,31 +228,12 @@ TEST_F(engine_test, draft_actor_killed_under_speculating_requests_loses_nothing_
     want.push_back(r->tokens);
   }
   constexpr int deaths = 5;
-  struct killer {
-    std::mutex mu;
-    std::mt19937 rng{20261205};
-    int until_next = 2;
-    int kills = 0;
-    int asks = 0;
-  };
-  auto k = std::make_shared<killer>();
+  // The first death at the 2nd ask, the next each 2..6 asks later.
+  auto k = std::make_shared<fault_schedule>(20261205, 2, deaths, 2, 6);
   auto faults = std::make_shared<engine_faults>();
-  faults->crash_draft = [k] {
-    std::lock_guard lock(k->mu);
-    ++k->asks;
-    if (k->kills >= deaths || --k->until_next > 0) return false;
-    ++k->kills;
-    k->until_next = 2 + static_cast<int>(k->rng() % 5);  // the next death 2..6 asks later
-    return true;
-  };
-  auto kills = [k] {
-    std::lock_guard lock(k->mu);
-    return k->kills;
-  };
-  auto asks = [k] {
-    std::lock_guard lock(k->mu);
-    return k->asks;
-  };
+  faults->crash_draft = [k] { return k->fire(); };
+  auto kills = [k] { return k->fired(); };
+  auto asks = [k] { return k->calls(); };
   ngram_drafter draft(1);
   use_fixed_k(4);
   auto e = start(4096, 16, 256, &draft, faults);
@@ -269,21 +280,10 @@ TEST_F(engine_test, a_speculating_decode_worker_killed_five_times_loses_nothing)
   // by message: the reset, or their beginning again under the same id, frees their draft KV).
   sequential_reference seq;
   auto prompt = [](size_t i) { return repetitive_prompt(i); };
-  struct killer {
-    std::mutex mu;
-    std::mt19937 rng{20261206};
-    int until_next = 4;
-    int kills = 0;
-  };
-  auto k = std::make_shared<killer>();
+  // The first death at the 4th step, the next each 3..10 steps later.
+  auto k = std::make_shared<fault_schedule>(20261206, 4, 5, 3, 10);
   auto faults = std::make_shared<engine_faults>();
-  faults->before_decode_step = [k] {
-    std::lock_guard lock(k->mu);
-    if (k->kills >= 5 || --k->until_next > 0) return false;
-    ++k->kills;
-    k->until_next = 3 + static_cast<int>(k->rng() % 8);
-    return true;
-  };
+  faults->before_decode_step = [k] { return k->fire(); };
   use_fixed_k(4);
   auto draft = model_drafter::create("model", model_, *model_, test::tiny_device(*model_, 4096));
   ASSERT_TRUE(draft) << draft.err().what();
@@ -294,10 +294,7 @@ TEST_F(engine_test, a_speculating_decode_worker_killed_five_times_loses_nothing)
     ASSERT_TRUE(r);
     want.push_back(r->tokens);
   }
-  auto kills = [k] {
-    std::lock_guard lock(k->mu);
-    return k->kills;
-  };
+  auto kills = [k] { return k->fired(); };
   // Waves of eight requests until the worker has died 5 times.
   for (int w = 0; w < 20 && kills() < 5; ++w) {
     std::vector<std::future<completed_request>> futs;
@@ -532,21 +529,10 @@ TEST_F(engine_test, decode_worker_killed_twenty_times_under_sixteen_requests_los
     for (size_t i = 0; i < n; ++i) f.push_back(submit_collect(*clean, prompt_of(i), greedy(max_tokens)).second);
     for (size_t i = 0; i < n; ++i) ref[i] = f[i].get();
   }
-  struct killer {
-    std::mutex mu;
-    std::mt19937 rng{20261203};
-    int until_next = 3;
-    int kills = 0;
-  };
-  auto k = std::make_shared<killer>();
+  // The first kill at the 3rd step, the next each 1..9 steps later.
+  auto k = std::make_shared<fault_schedule>(20261203, 3, 20, 1, 9);
   auto faults = std::make_shared<engine_faults>();
-  faults->before_decode_step = [k] {
-    std::lock_guard lock(k->mu);
-    if (k->kills >= 20 || --k->until_next > 0) return false;
-    ++k->kills;
-    k->until_next = 1 + static_cast<int>(k->rng() % 9);  // the next kill 1..9 steps later
-    return true;
-  };
+  faults->before_decode_step = [k] { return k->fire(); };
   auto e = start(4096, 16, 256, nullptr, faults);
   std::vector<std::future<completed_request>> done;
   for (size_t i = 0; i < n; ++i) done.push_back(submit_collect(*e, prompt_of(i), greedy(max_tokens)).second);
@@ -557,10 +543,7 @@ TEST_F(engine_test, decode_worker_killed_twenty_times_under_sixteen_requests_los
     EXPECT_EQ(r.tokens, ref[i].tokens) << "request " << i;
     EXPECT_EQ(r.text, ref[i].text) << "request " << i;
   }
-  {
-    std::lock_guard lock(k->mu);
-    EXPECT_EQ(k->kills, 20) << "the worker was killed 20 times while requests ran";
-  }
+  EXPECT_EQ(k->fired(), 20) << "the worker was killed 20 times while requests ran";
   auto s = e->stats();
   ASSERT_TRUE(s);
   EXPECT_EQ(s->worker_restarts, 20u);
