@@ -22,6 +22,7 @@
 #include "runtime/device/prefill.hpp"
 #include "runtime/step/batch_decoder.hpp"
 #include "tests/support/sampling_presets.hpp"
+#include "tests/support/pipeline_step.hpp"
 #include "tests/support/test_models.hpp"
 
 namespace fw {
@@ -167,14 +168,8 @@ batch_outcome decode_batch(const std::shared_ptr<const model>& m, cpu_backend& b
     dec.add(std::move(seq));
   }
   while (dec.active() > 0) {
-    step_plan p = dec.plan();
-    if (pipe) dec.fill_proposals(p, pipe->propose_batch(p.asks));
-    auto res = dec.run(std::move(p));
+    auto res = test::pipeline_step(dec, pipe ? &*pipe : nullptr);
     EXPECT_TRUE(res.failed.empty());
-    if (pipe) {
-      for (const auto& f : res.feedback) pipe->feedback(f.id, f.appended, f.hidden);
-      for (uint64_t id : dec.take_draft_ends()) pipe->end(id);
-    }
     for (const auto& e : res.events)
       if (e.token >= 0) out.tokens[e.id].push_back(e.token);
   }

@@ -18,6 +18,7 @@
 #include "runtime/spec/drafts/ngram_drafter.hpp"
 #include "runtime/device/prefill.hpp"
 #include "runtime/device/verify_cost.hpp"
+#include "tests/support/pipeline_step.hpp"
 #include "tests/support/test_models.hpp"
 #include "tests/support/sampling_presets.hpp"
 
@@ -321,20 +322,8 @@ driven drive(const model& m, cpu_backend& be, drafter& d, k_policy pol, const st
   }
   dec.add(std::move(seq));
   while (dec.active() > 0) {
-    step_plan p = dec.plan();
-    if (pipe) {
-      std::vector<draft_answer> answers;
-      for (const auto& a : p.asks) answers.push_back(pipe->propose(a.id, a.k, a.target_kv));
-      const std::vector<draft_answer> answered = answers;
-      dec.fill_proposals(p, std::move(answers));
-      for (size_t i = 0; i < p.asks.size(); ++i) pipe->run_ahead(p.asks[i].id, answered[i].proposal, p.asks[i].k);
-    }
-    auto res = dec.run(std::move(p));
+    auto res = test::pipeline_step(dec, pipe ? &*pipe : nullptr);
     EXPECT_TRUE(res.failed.empty());
-    if (pipe) {
-      for (const auto& f : res.feedback) pipe->feedback(f.id, f.appended, f.hidden);
-      for (uint64_t id : dec.take_draft_ends()) pipe->end(id);
-    }
     for (const auto& e : res.events)
       if (e.token >= 0) out.tokens.push_back(e.token);
   }
