@@ -227,6 +227,7 @@ void engine::publish_node_metrics() {
     counter(series::node_peer_prefills, static_cast<double>(p.prefills));
     counter(series::node_peer_transfer_bytes, static_cast<double>(p.bytes));
     counter(series::node_peer_failovers, static_cast<double>(p.failovers));
+    counter(series::node_peer_forged, static_cast<double>(p.forged));
     counter(series::node_peer_connects, static_cast<double>(p.connects));
     counter(series::node_peer_prefill_to_decode, p.transfer_s);
   }

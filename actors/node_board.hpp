@@ -19,6 +19,7 @@ struct peer_report {
   uint64_t bytes = 0;        ///< KV stream bytes received from it
   uint64_t failovers = 0;    ///< its prefills redone here (lost, late, refused stream)
   uint64_t connects = 0;     ///< handshakes that passed
+  uint64_t forged = 0;       ///< KV chunks and replies dropped: not from it, or their seal is wrong
   uint32_t in_flight = 0;
   double prefill_s = 0;      ///< its forward passes, summed
   double transfer_s = 0;     ///< prefill-to-decode latency summed: request round trip minus the forward passes, plus the decode into the pool

@@ -4,11 +4,13 @@
 #include <caf/io/middleman.hpp>
 #include <caf/io/middleman_actor.hpp>
 
+#include "actors/node_seal.hpp"
 #include "actors/node_service_actor.hpp"
 #include "actors/prefill_actor.hpp"
 #include "actors/protocol/errc_error.hpp"
 #include "runtime/base/log.hpp"
 #include "runtime/kv/kv_stream_reader.hpp"
+#include "runtime/net/link_auth.hpp"
 #include "runtime/sched/peer_choice.hpp"
 
 namespace fw::actors {
@@ -53,7 +55,8 @@ class link_logic {
     }
     const uint64_t rid = ++st().next_id;
     auto& p = st().peers[pick.peer];
-    remote_prefill_job rj{rid, job.tokens, static_cast<uint8_t>(ctx_->limits.kv_transfer), lim_.chunk_bytes};
+    remote_prefill_job rj{rid, job.tokens, static_cast<uint8_t>(ctx_->limits.kv_transfer), lim_.chunk_bytes, {}};
+    rj.seal = seal_of(p.key, rj);
     node_link_state::pending pend;
     pend.job = std::move(job);
     pend.promise = self_->make_response_promise<prefill_done>();
@@ -82,6 +85,15 @@ class link_logic {
     if (it == st().in_flight.end()) return;  // redone here already
     auto& p = it->second;
     if (p.aborting || p.finishing || p.out_of_order) return;
+    auto& from = st().peers[p.peer];
+    if (caf::actor_cast<caf::actor_addr>(self_->current_sender()) != from.service.address() || !sealed_by(from.key, c)) {
+      // Dropped: the real chunk still comes (or the stream ends short and fails over).
+      if (from.report.forged++ % 64 == 0)
+        log_warn("node link: dropped a KV chunk of request " + std::to_string(c.id) + " that is not " + from.address.text() +
+                 "'s or whose seal is wrong (" + std::to_string(from.report.forged) + " so far)");
+      publish();
+      return;
+    }
     if (c.seq != p.next_seq++) {
       p.out_of_order = true;  // the reply fails it over
       return;
@@ -108,6 +120,12 @@ class link_logic {
     auto it = st().in_flight.find(d.id);
     if (it == st().in_flight.end()) return;
     auto& p = it->second;
+    auto& from = st().peers[p.peer];
+    if (!sealed_by(from.key, d)) {
+      if (!d.error.empty()) return fail_over(d.id, "the prefill node refused it: " + d.error);
+      ++from.report.forged;
+      return fail_over(d.id, "the prefill node's reply is not sealed with the session's key");
+    }
     if (!d.error.empty()) return fail_over(d.id, "the prefill node failed: " + d.error);
     if (p.out_of_order || d.chunks != p.next_seq || d.bytes != p.received || !p.decoding)
       return fail_over(d.id, "the KV stream arrived incomplete (" + std::to_string(p.received) + " of " +
@@ -223,6 +241,7 @@ class link_logic {
     if (p.state != "connected") return;
     if (p.service) self_->demonitor(p.service.address());
     p.service = node_service_actor{};
+    p.key.clear();
     p.state = "down";
     p.tokens_per_s = 0;  // a replacement may run at another rate
     p.report.reason = why;
@@ -252,6 +271,7 @@ class link_logic {
       q.state = refused ? "refused" : "down";
       q.report.reason = why;
       q.service = node_service_actor{};
+      q.key.clear();
       q.next_try_s = now_s() + reconnect_delay_s(q.failures++, l.lim_.reconnect_s, l.lim_.reconnect_max_s);
       l.publish();
     };
@@ -262,23 +282,38 @@ class link_logic {
               if (!ptr) return failed("nothing is published on that port", false);
               auto svc = caf::actor_cast<node_service_actor>(ptr);
               link_logic l(self, ctx);
-              self->request(svc, ms(l.lim_.heartbeat_timeout_s), hello_atom::value, l.st().hello)
+              node_hello mine = l.st().hello;
+              mine.nonce = make_nonce();  // fresh per handshake: the peer's proof must be new
+              self->request(svc, ms(l.lim_.heartbeat_timeout_s), hello_atom::value, mine)
                   .then(
-                      [self, ctx, i, epoch, svc, failed](node_hello& theirs) {
+                      [self, ctx, i, epoch, svc, failed, mine](node_hello& theirs) {
                         link_logic l2(self, ctx);
                         auto& q = l2.st().peers[i];
                         if (q.epoch != epoch) return;
-                        if (const std::string why = refuse_hello(l2.st().hello, theirs); !why.empty())
-                          return failed(why, true);
-                        q.service = svc;
-                        q.state = "connected";
-                        q.failures = 0;
-                        q.report.reason.clear();
-                        q.report.name = theirs.identity.name;
-                        ++q.report.connects;
-                        self->monitor(svc);
-                        log_info("node link: prefill node " + q.address.text() + " connected (" + theirs.identity.name + ")");
-                        l2.publish();
+                        if (const std::string why = refuse_hello(mine, theirs); !why.empty()) return failed(why, true);
+                        const std::string& secret = l2.lim_.secret;
+                        if (secret.empty() && theirs.proof.empty()) return l2.connected(i, svc, theirs, {});
+                        if (secret.empty())
+                          return failed("the prefill node requires the nodes' shared secret ([node] secret_file or "
+                                        "FLYWHEEL_NODE_SECRET); this node has none",
+                                        true);
+                        if (theirs.proof.empty())
+                          return failed("the prefill node has no shared secret; this node requires one", true);
+                        if (!same_tag(theirs.proof, link_proof(secret, "prefill", mine.nonce, theirs.nonce)))
+                          return failed("the prefill node did not prove the shared secret (another secret_file?)", true);
+                        const std::string key = link_session_key(secret, mine.nonce, theirs.nonce);
+                        self->request(svc, ms(l2.lim_.heartbeat_timeout_s), auth_atom::value,
+                                      node_proof{link_proof(secret, "decode", mine.nonce, theirs.nonce)})
+                            .then(
+                                [self, ctx, i, epoch, svc, failed, theirs, key](std::string& refusal) {
+                                  link_logic l3(self, ctx);
+                                  if (l3.st().peers[i].epoch != epoch) return;
+                                  if (!refusal.empty()) return failed("the prefill node refused this node's proof: " + refusal, true);
+                                  l3.connected(i, svc, theirs, key);
+                                },
+                                [failed](caf::error& err) {
+                                  failed("the proof of the shared secret went unanswered (" + from_caf_error(err).message + ")", true);
+                                });
                       },
                       [failed](caf::error& err) {
                         failed("the handshake failed (" + from_caf_error(err).message +
@@ -288,6 +323,22 @@ class link_logic {
                       });
             },
             [failed](caf::error& err) { failed(from_caf_error(err).message, false); });
+    publish();
+  }
+
+  /// The handshake passed (and with a secret, both proofs): prompts may go to peer i.
+  void connected(size_t i, const node_service_actor& svc, const node_hello& theirs, std::string key) {
+    auto& q = st().peers[i];
+    q.service = svc;
+    q.key = std::move(key);
+    q.state = "connected";
+    q.failures = 0;
+    q.report.reason.clear();
+    q.report.name = theirs.identity.name;
+    ++q.report.connects;
+    self_->monitor(svc);
+    log_info("node link: prefill node " + q.address.text() + " connected (" + theirs.identity.name +
+             (q.key.empty() ? ")" : ", proved the shared secret)"));
     publish();
   }
 

@@ -6,7 +6,9 @@
 // no peer is connected, it is short, or its prefix is cached here; and it is redone there when
 // its peer dies, is unreachable, misses [node] deadline_ms, or sends a stream kv_codec refuses:
 // no request is lost. Each peer: connect (async, through the middleman), handshake (hello:
-// refused on a mismatch, with both sides named), heartbeats, reconnect with doubling backoff.
+// refused on a mismatch, with both sides named; with [node] secret_file both sides prove the
+// shared secret and every job, chunk and reply is sealed: a chunk that is not the peer's, or
+// whose seal is wrong, is dropped and counted), heartbeats, reconnect with doubling backoff.
 // Spawned by the supervisor on CAF's scheduler; the KV decode runs on a linked detached helper,
 // and a crash of its local worker takes it down with it; the supervisor restarts them all. Protocol:
 // actors/protocol/prefill_protocol.hpp + actors/protocol/node_protocol.hpp.
@@ -78,6 +80,7 @@ struct node_link_state {
     bool ping_pending = false;
     uint64_t queued_tokens = 0;  ///< prompt tokens of its prefills in flight
     double tokens_per_s = 0;     ///< its prefill rate (moving average of the forward passes)
+    std::string key;             ///< the session's key once it proved the shared secret: seals every message
     peer_report report;
   };
   struct pending {

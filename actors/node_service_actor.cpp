@@ -4,10 +4,12 @@
 
 #include <chrono>
 
+#include "actors/node_seal.hpp"
 #include "actors/protocol/errc_error.hpp"
 #include "runtime/base/log.hpp"
 #include "runtime/device/prefill.hpp"
 #include "runtime/kv/kv_stream_writer.hpp"
+#include "runtime/net/link_auth.hpp"
 
 namespace fw::actors {
 
@@ -86,21 +88,61 @@ node_service_actor::behavior_type node_service(node_service_actor::stateful_poin
   auto count = [counters](std::atomic<uint64_t> node_service_counters::*c, uint64_t n = 1) {
     if (counters) (counters->*c) += n;
   };
-  node_hello mine{cfg.protocol, "prefill", cfg.identity};
+  node_hello mine{cfg.protocol, "prefill", cfg.identity, {}, {}};
+  const auto peer_of = [self] { return self->current_sender() ? to_string(self->current_sender()->node()) : "?"; };
   return {
       [=](hello_atom, node_hello& theirs) -> node_hello {
         // Both sides judge the same two hellos (refuse_hello): the reply is always this node's
         // own, so the peer can name the mismatch; only an accepted peer may send prompts.
         count(&node_service_counters::hellos);
-        const std::string peer = self->current_sender() ? to_string(self->current_sender()->node()) : "?";
+        const std::string peer = peer_of();
+        auto& st = self->state;
+        st.accepted.erase(peer);  // a new handshake replaces whatever the last one passed
+        st.sessions.erase(peer);
+        st.challenges.erase(peer);
         if (const std::string why = refuse_hello(mine, theirs); !why.empty()) {
           count(&node_service_counters::refused);
           log_warn("prefill node: refused " + theirs.identity.name + " (" + peer + "): " + why);
           return mine;
         }
-        self->state.accepted.insert(peer);
-        log_info("prefill node: " + theirs.identity.name + " connected (" + peer + ")");
-        return mine;
+        if (cfg.secret.empty()) {
+          st.accepted.insert(peer);
+          log_info("prefill node: " + theirs.identity.name + " connected (" + peer + ")");
+          return mine;
+        }
+        // The challenge: this node's proof over both nonces, and its own fresh nonce for the
+        // peer's proof (auth_atom). Half-open handshakes are capped.
+        node_hello reply = mine;
+        reply.nonce = make_nonce();
+        if (theirs.nonce.size() < 16) {
+          count(&node_service_counters::refused);
+          log_warn("prefill node: refused " + theirs.identity.name + " (" + peer + "): its hello has no nonce");
+          return reply;
+        }
+        reply.proof = link_proof(cfg.secret, "prefill", theirs.nonce, reply.nonce);
+        if (st.challenges.size() >= 256) st.challenges.erase(st.challenges.begin());
+        st.challenges[peer] = {theirs.nonce, reply.nonce};
+        return reply;
+      },
+      [=](auth_atom, node_proof& p) -> std::string {
+        const std::string peer = peer_of();
+        auto& st = self->state;
+        auto refuse = [&](const std::string& why) {
+          count(&node_service_counters::refused);
+          log_warn("prefill node: refused " + peer + ": " + why);
+          return why;
+        };
+        if (cfg.secret.empty()) return refuse("this prefill node has no secret to prove");
+        auto it = st.challenges.find(peer);
+        if (it == st.challenges.end()) return refuse("no handshake of this node is waiting for a proof (send hello first)");
+        const auto c = std::move(it->second);
+        st.challenges.erase(it);  // one proof per challenge: a replayed or guessed one meets a new nonce
+        if (!same_tag(p.proof, link_proof(cfg.secret, "decode", c.decode_nonce, c.prefill_nonce)))
+          return refuse("the proof of the shared secret is wrong (another secret_file?)");
+        st.sessions[peer] = {link_session_key(cfg.secret, c.decode_nonce, c.prefill_nonce), 0};
+        st.accepted.insert(peer);
+        log_info("prefill node: " + peer + " connected (proved the shared secret)");
+        return std::string();
       },
       [=](ping_atom) { return ok_atom::value; },
       [=](chunk_atom, kv_chunk& c) {
@@ -108,27 +150,43 @@ node_service_actor::behavior_type node_service(node_service_actor::stateful_poin
         auto it = self->state.out.find(c.id);
         if (it == self->state.out.end()) return;
         c.id = it->second.id;
+        c.seal = seal_of(it->second.key, c);
+        if (cfg.tamper_chunk) cfg.tamper_chunk(c);
         self->send(it->second.dest, chunk_atom::value, std::move(c));
       },
       [=](prefill_atom, remote_prefill_job& job) -> caf::result<remote_prefill_done> {
         auto sender = self->current_sender();
-        if (!sender || !self->state.accepted.count(to_string(sender->node()))) {
+        const std::string peer = peer_of();
+        remote_prefill_done refused;
+        refused.id = job.id;
+        if (!sender || !self->state.accepted.count(peer)) {
           count(&node_service_counters::failed);
-          remote_prefill_done done;
-          done.id = job.id;
-          done.error = "this node did not pass the handshake (send hello first)";
-          return done;
+          refused.error = "this node did not pass the handshake (send hello first)";
+          return refused;
+        }
+        std::string key;
+        if (!cfg.secret.empty()) {
+          auto& session = self->state.sessions[peer];
+          if (!sealed_by(session.key, job) || job.id <= session.last_job) {
+            count(&node_service_counters::forged);
+            log_warn("prefill node: refused a job from " + peer + ": its seal is wrong or it was sent before");
+            refused.error = "the job's seal is wrong or it was sent before";
+            return refused;
+          }
+          session.last_job = job.id;
+          key = session.key;
         }
         // The worker prefills and streams; this actor stays free for hellos and heartbeats, and
         // forwards the chunks (the worker never talks to another node).
         auto promise = self->make_response_promise<remote_prefill_done>();
         const uint64_t theirs = job.id, mine = ++self->state.next_job;
-        self->state.out[mine] = {caf::actor_cast<node_chunk_sink>(sender), theirs};
+        self->state.out[mine] = {caf::actor_cast<node_chunk_sink>(sender), theirs, key};
         job.id = mine;
         self->request(self->state.worker, caf::infinite, prefill_atom::value, std::move(job))
             .then([=](remote_prefill_done& r) mutable {
               self->state.out.erase(mine);
               r.id = theirs;
+              r.seal = seal_of(key, r);
               if (r.error.empty()) {
                 count(&node_service_counters::prefills);
                 count(&node_service_counters::bytes, r.bytes);

@@ -7,7 +7,10 @@
 // another node is held by the network layer until it stops: a detached one would block the
 // actor system's shutdown.) Garbage on the port never
 // reaches it (CAF's handshake drops the connection); a job from a node that did not pass the
-// handshake is refused. Protocol: actors/protocol/node_protocol.hpp.
+// handshake is refused. With a secret ([node] secret_file) a peer passes only by proving it
+// (runtime/net/link_auth: nonces both ways, so a recorded handshake cannot be replayed); its jobs
+// must carry the session's seal and ascending ids, and the chunks and replies it gets are sealed
+// (actors/node_seal). Protocol: actors/protocol/node_protocol.hpp.
 #pragma once
 
 #include <caf/typed_event_based_actor.hpp>
@@ -27,6 +30,7 @@ namespace fw::actors {
 /// What a prefill node has done, readable from any thread.
 struct node_service_counters {
   std::atomic<uint64_t> hellos{0}, refused{0}, prefills{0}, failed{0}, bytes{0};
+  std::atomic<uint64_t> forged{0};  ///< jobs refused for a wrong, missing or replayed seal
 };
 
 struct node_service_config {
@@ -34,8 +38,10 @@ struct node_service_config {
   device_identity identity;    ///< this node, for the handshake
   uint32_t prefill_chunk = 256;
   node_service_counters* counters = nullptr;  ///< optional
+  std::string secret;  ///< shared with the decode nodes (runtime/net/link_auth); empty: none
   uint32_t protocol = node_protocol_version;  ///< tests: another version
   std::function<void(uint64_t job)> before_prefill;  ///< tests: a slow or stalled node
+  std::function<void(kv_chunk&)> tamper_chunk;       ///< tests: a network that changes sealed chunks
 };
 
 /// The service's detached helper: the prefill of one job, then its KV stream encoded piece by
@@ -47,10 +53,22 @@ using node_prefill_worker =
 struct node_service_state {
   explicit node_service_state(caf::local_actor*) {}
   std::set<std::string> accepted;  ///< rendered node ids of peers that passed the handshake
+  /// With a secret: the handshakes waiting for the peer's proof (the two nonces), by node id,
+  /// each answered once; and the passed ones' session keys and the last job id each sent.
+  struct challenge {
+    std::string decode_nonce, prefill_nonce;
+  };
+  struct session {
+    std::string key;
+    uint64_t last_job = 0;
+  };
+  std::unordered_map<std::string, challenge> challenges;
+  std::unordered_map<std::string, session> sessions;
   node_prefill_worker worker;      ///< linked: its crash takes the service down (peers fail over)
   struct outgoing {
     node_chunk_sink dest;  ///< the requester
     uint64_t id = 0;       ///< its id for the job
+    std::string key;       ///< its session's key: the chunks are sealed with it
   };
   std::unordered_map<uint64_t, outgoing> out;  ///< by the service's job id: where the worker's chunks go
   uint64_t next_job = 0;

@@ -41,6 +41,8 @@ expected<std::unique_ptr<prefill_node>> prefill_node::start(std::shared_ptr<cons
   sc.prefill_chunk = options.prefill_chunk == 0 ? 256 : options.prefill_chunk;
   sc.protocol = options.protocol;
   sc.before_prefill = std::move(options.before_prefill);
+  sc.tamper_chunk = std::move(options.tamper_chunk);
+  sc.secret = std::move(options.secret);
   sc.counters = &n->counters_;
   n->impl_->service = n->impl_->system.spawn(node_service, sc);
   auto port = n->impl_->system.middleman().publish(n->impl_->service, listen.port, listen.host.c_str(), true);

@@ -18,10 +18,13 @@ namespace fw::actors {
 
 struct prefill_node_options {
   uint32_t prefill_chunk = 256;  ///< prompt rows per forward
+  std::string secret;            ///< [node] secret_file's secret; empty: unauthenticated
   /// Tests only: the node protocol version it speaks (a peer of another version is refused),
   /// and a hook run before each prefill (a slow or stalled node).
   uint32_t protocol = node_protocol_version;
   std::function<void(uint64_t job)> before_prefill;
+  /// Tests only: changes each KV chunk after it is sealed (a tampering network).
+  std::function<void(kv_chunk&)> tamper_chunk;
 };
 
 class prefill_node {

@@ -14,6 +14,7 @@ FW_APT_PACKAGES=(
   "libedit-dev=3.1-20221030-2"
   "nlohmann-json3-dev=3.11.2-2"
   "libcpp-httplib-dev=0.11.4+ds-1+deb12u1"
+  "libssl-dev=3.0.19-1~deb12u2"      # the node link's HMAC handshake and seals (libcrypto)
   "libgtest-dev=1.12.1-0.2"
   "libgmock-dev=1.12.1-0.2"
   "prometheus=2.42.0+ds-5+deb12u1"   # promtool: metrics_registry_test lints the exposition format

@@ -30,6 +30,7 @@ using drill_atom = caf::atom_constant<caf::atom("drill")>;        ///< replay a 
 using telemetry_atom = caf::atom_constant<caf::atom("telemetry")>;  ///< samples of one moment
 using health_atom = caf::atom_constant<caf::atom("health")>;      ///< workers' and devices' health
 using hello_atom = caf::atom_constant<caf::atom("hello")>;        ///< the handshake between nodes
+using auth_atom = caf::atom_constant<caf::atom("auth")>;          ///< a node's proof of the shared secret
 using ping_atom = caf::atom_constant<caf::atom("ping")>;          ///< a heartbeat
 using chunk_atom = caf::atom_constant<caf::atom("chunk")>;        ///< part of a KV stream between nodes
 using peers_atom = caf::atom_constant<caf::atom("peers")>;        ///< a decode node's view of its peers

@@ -5,7 +5,13 @@
 //                                               version, model file fingerprint, kv_codec version
 //                                               and KV shape (and on GPU hosts the CUDA versions),
 //                                               and both judge the pair with refuse_hello; a
-//                                               refused peer's prompts are refused
+//                                               refused peer's prompts are refused. The decode
+//                                               node's hello carries a fresh nonce; a prefill
+//                                               node with a secret answers with its own nonce and
+//                                               its proof (runtime/net/link_auth)
+//   (auth_atom, node_proof) -> std::string      the decode node's proof of the same secret; ""
+//                                               accepts (the session's key then seals every job,
+//                                               chunk and reply: actors/node_seal), else why not
 //   (ping_atom) -> ok_atom                      heartbeat
 //   (prefill_atom, remote_prefill_job) -> remote_prefill_done
 //       before the reply the service sends the KV stream (kv_codec, produced piece by piece by
@@ -32,12 +38,18 @@
 namespace fw::actors {
 
 /// Bumped on any change to the messages of this header; peers of another version are refused.
-inline constexpr uint32_t node_protocol_version = 2;
+inline constexpr uint32_t node_protocol_version = 3;
 
 struct node_hello {
   uint32_t protocol = 0;     ///< node_protocol_version of the sender
   std::string role;          ///< "prefill" or "decode"
   device_identity identity;  ///< what pair_check compares
+  std::string nonce;         ///< 32 fresh random bytes per handshake
+  std::string proof;         ///< the prefill node's link_proof; empty: it has no secret
+};
+
+struct node_proof {
+  std::string proof;  ///< link_proof(secret, "decode", decode nonce, prefill nonce)
 };
 
 struct remote_prefill_job {
@@ -45,12 +57,14 @@ struct remote_prefill_job {
   std::vector<int32_t> tokens;  ///< the prompt, from position 0 (one token short, as prefill_job)
   uint8_t wire = 0;             ///< kv_wire of the stream
   uint32_t chunk_bytes = 1 << 20;
+  std::string seal;             ///< HMAC under the session key (actors/node_seal); empty without a secret
 };
 
 struct kv_chunk {
   uint64_t id = 0;
   uint32_t seq = 0;   ///< 0, 1, ... in the order sent
   std::string bytes;  ///< a slice of the kv_codec stream
+  std::string seal;   ///< HMAC under the session key; empty without a secret
 };
 
 struct remote_prefill_done {
@@ -62,10 +76,12 @@ struct remote_prefill_done {
   uint32_t payload_crc = 0; ///< CRC32C of the stream's payload (kv_stream_writer::payload_crc)
   float attention_entropy = -1;  ///< of the last prefilled row's last layer; < 0: unknown
   std::string error;        ///< empty: the stream is complete
+  std::string seal;         ///< HMAC under the session key; empty without a secret
 };
 
 using node_service_actor =
-    caf::typed_actor<caf::replies_to<hello_atom, node_hello>::with<node_hello>, caf::replies_to<ping_atom>::with<ok_atom>,
+    caf::typed_actor<caf::replies_to<hello_atom, node_hello>::with<node_hello>,
+                     caf::replies_to<auth_atom, node_proof>::with<std::string>, caf::replies_to<ping_atom>::with<ok_atom>,
                      caf::replies_to<prefill_atom, remote_prefill_job>::with<remote_prefill_done>,
                      // from its own worker only (the chunks it forwards); anyone else's are dropped
                      caf::reacts_to<chunk_atom, kv_chunk>>;
@@ -75,28 +91,34 @@ using node_chunk_sink = caf::typed_actor<caf::reacts_to<chunk_atom, kv_chunk>>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_hello& x) {
-  return f(caf::meta::type_name("fw::actors::node_hello"), x.protocol, x.role, x.identity);
+  return f(caf::meta::type_name("fw::actors::node_hello"), x.protocol, x.role, x.identity, x.nonce, x.proof);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_proof& x) {
+  return f(caf::meta::type_name("fw::actors::node_proof"), x.proof);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, remote_prefill_job& x) {
-  return f(caf::meta::type_name("fw::actors::remote_prefill_job"), x.id, x.tokens, x.wire, x.chunk_bytes);
+  return f(caf::meta::type_name("fw::actors::remote_prefill_job"), x.id, x.tokens, x.wire, x.chunk_bytes, x.seal);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kv_chunk& x) {
-  return f(caf::meta::type_name("fw::actors::kv_chunk"), x.id, x.seq, x.bytes);
+  return f(caf::meta::type_name("fw::actors::kv_chunk"), x.id, x.seq, x.bytes, x.seal);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, remote_prefill_done& x) {
   return f(caf::meta::type_name("fw::actors::remote_prefill_done"), x.id, x.chunks, x.bytes, x.prefill_ms, x.encode_ms,
-           x.payload_crc, x.attention_entropy, x.error);
+           x.payload_crc, x.attention_entropy, x.error, x.seal);
 }
 
 inline void add_node_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<device_identity>("fw::device_identity");
   cfg.add_message_type<node_hello>("fw::actors::node_hello");
+  cfg.add_message_type<node_proof>("fw::actors::node_proof");
   cfg.add_message_type<remote_prefill_job>("fw::actors::remote_prefill_job");
   cfg.add_message_type<kv_chunk>("fw::actors::kv_chunk");
   cfg.add_message_type<remote_prefill_done>("fw::actors::remote_prefill_done");

@@ -395,7 +395,8 @@ std::vector<section> build_sections() {
        integer("reconnect_max_ms", &node_section::reconnect_max_ms, 1, 3600000),
        integer("deadline_ms", &node_section::deadline_ms, 1, 3600000),
        integer("chunk_kib", &node_section::chunk_kib, 4, 1 << 20),
-       integer("min_remote_tokens", &node_section::min_remote_tokens, 0, 1 << 20)}));
+       integer("min_remote_tokens", &node_section::min_remote_tokens, 0, 1 << 20),
+       text("secret_file", &node_section::secret_file, true)}));
   s.push_back(make_section<quantize_section>(
       "quantize", &config::quantize,
       {text("scheme", &quantize_section::scheme, false),

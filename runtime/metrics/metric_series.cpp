@@ -56,6 +56,7 @@ std::span<const metric_series* const> all_series() {
       &series::node_peer_prefills,
       &series::node_peer_transfer_bytes,
       &series::node_peer_failovers,
+      &series::node_peer_forged,
       &series::node_peer_connects,
       &series::node_peer_prefill_to_decode,
       &series::http_requests,

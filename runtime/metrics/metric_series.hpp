@@ -143,6 +143,8 @@ inline constexpr metric_series node_peer_transfer_bytes{"flywheel:node_peer_tran
     "KV stream bytes received from the prefill node.", "peer"};
 inline constexpr metric_series node_peer_failovers{"flywheel:node_peer_failovers_total", counter,
     "Prefills of the peer redone here (lost, late or refused stream).", "peer"};
+inline constexpr metric_series node_peer_forged{"flywheel:node_peer_forged_total", counter,
+    "KV chunks and replies dropped: not sent by the peer, or their seal under the session key is wrong.", "peer"};
 inline constexpr metric_series node_peer_connects{"flywheel:node_peer_connects_total", counter,
     "Handshakes with the peer that passed.", "peer"};
 inline constexpr metric_series node_peer_prefill_to_decode{"flywheel:node_peer_prefill_to_decode_seconds_total", counter,

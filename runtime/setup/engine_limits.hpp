@@ -33,6 +33,7 @@ struct node_limits {
   uint32_t chunk_bytes = 1 << 20;    ///< KV stream bytes per message
   uint32_t min_remote_tokens = 1;
   device_identity self;              ///< this node, for the handshake (pair_check)
+  std::string secret;                ///< shared with the peers (runtime/net/link_auth); empty: none
 };
 
 struct engine_limits {

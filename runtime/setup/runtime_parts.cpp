@@ -1,6 +1,7 @@
 #include "runtime/setup/runtime_parts.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "runtime/device/cuda/cuda_backend.hpp"
 #endif
 #include "runtime/device/verify_cost.hpp"
+#include "runtime/net/link_auth.hpp"
 #include "runtime/setup/feature_map_fit.hpp"
 #include "runtime/setup/device_identity_of.hpp"
 #include "runtime/plugin/kinds/live_draft.hpp"
@@ -229,6 +231,7 @@ node_limits runtime_parts::node_limits_of(const node_section& node) const {
   n.deadline_s = node.deadline_ms / 1000.0;
   n.chunk_bytes = node.chunk_kib * 1024;
   n.min_remote_tokens = node.min_remote_tokens;
+  n.secret = node_secret;
   if (device()) n.self = node_identity("decode node");
   return n;
 }
@@ -371,6 +374,17 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
     p.m = *m;
   }
   p.observer = options.observer;
+  if (p.cfg.node.role != node_role::both) {
+    auto secret = load_link_secret(p.cfg.node.secret_file, std::getenv("FLYWHEEL_NODE_SECRET"));
+    if (!secret) return secret.err();
+    p.node_secret = std::move(*secret);
+    if (p.node_secret.empty())
+      p.warnings.push_back("the node link is unauthenticated: any host that reaches the node port is served; set "
+                           "[node] secret_file (or FLYWHEEL_NODE_SECRET) on every node");
+  } else if (!p.cfg.node.secret_file.empty()) {
+    p.warnings.push_back("node.secret_file is not read: node.role = \"both\" talks to no other node (it is for "
+                         "roles \"prefill\" and \"decode\", e.g. `serve --role decode`)");
+  }
   const auto& mc = p.m->config();
   p.n_ctx = resolve_context(p.cfg, mc);
   if (mc.sliding_window > 0 && p.n_ctx > mc.sliding_window)

@@ -80,6 +80,9 @@ class runtime_parts {
   /// a host without an NVIDIA driver still serves).
   std::vector<std::shared_ptr<telemetry_feed>> telemetry;
   activation_observer* observer = nullptr;  ///< given to every backend make_backend builds
+  /// [node] secret_file or FLYWHEEL_NODE_SECRET (runtime/net/link_auth), read by build_runtime
+  /// for roles prefill and decode; empty: the node link is unauthenticated.
+  std::string node_secret;
 
   /// The engine limits of this config: context, [scheduler] and the draft.
   [[nodiscard]] engine_limits limits() const;

@@ -14,11 +14,15 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
+#include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
+
 #include <chrono>
 #include <future>
 #include <thread>
 
 #include "actors/engine.hpp"
+#include "actors/node_seal.hpp"
 #include "actors/node_service_actor.hpp"
 #include "actors/prefill_node.hpp"
 #include "runtime/device/cpu/cpu_backend.hpp"
@@ -62,7 +66,8 @@ class node_link_test : public ::testing::Test {
 
   /// A decode node whose peers are these ports; none: a one-node engine (the reference).
   static std::unique_ptr<engine> start_engine(std::vector<uint16_t> ports, double deadline_s = 3.0,
-                                              std::shared_ptr<const engine_faults> faults = nullptr) {
+                                              std::shared_ptr<const engine_faults> faults = nullptr,
+                                              std::string secret = {}) {
     engine_limits lim;
     lim.n_ctx = 256;
     lim.prefill_chunk = 16;
@@ -75,6 +80,7 @@ class node_link_test : public ::testing::Test {
     lim.nodes.chunk_bytes = 4096;  // several chunks per stream
     auto dev = device();
     lim.nodes.self = identity("decode node cpu:0", *dev);
+    lim.nodes.secret = std::move(secret);
     engine_options o;
     o.faults = std::move(faults);
     return test::start_engine(model_, std::move(dev), lim, std::move(o));
@@ -324,6 +330,175 @@ TEST_F(node_link_test, garbage_on_the_port_is_dropped_and_the_node_keeps_serving
   ASSERT_TRUE(wait_peer(*e, "connected"));
   EXPECT_EQ(run_all(*e, prompts(4)), std::vector(reference().begin(), reference().begin() + 4));
   EXPECT_EQ(node->counters().prefills.load(), 4u);
+}
+
+constexpr const char* secret_a = "the nodes' shared secret, A";
+constexpr const char* secret_b = "another shared secret, B";
+
+prefill_node_options with_secret(std::string secret) {
+  prefill_node_options o;
+  o.secret = std::move(secret);
+  return o;
+}
+
+TEST_F(node_link_test, nodes_that_share_the_secret_prove_it_and_serve_sealed) {
+  auto node = start_node(0, with_secret(secret_a));
+  ASSERT_TRUE(node);
+  auto e = start_engine({node->port()}, 3.0, nullptr, secret_a);
+  ASSERT_TRUE(wait_peer(*e, "connected")) << e->peers()[0].reason;
+  EXPECT_EQ(run_all(*e, prompts(8)), reference());
+  EXPECT_EQ(node->counters().prefills.load(), 8u);
+  EXPECT_EQ(e->local_prefills(), 0u);
+  EXPECT_EQ(node->counters().refused.load() + node->counters().forged.load(), 0u);
+  EXPECT_EQ(e->peers()[0].forged, 0u);
+  expect_pools_empty(*e);
+}
+
+TEST_F(node_link_test, a_decode_node_without_the_secret_or_with_another_is_refused_and_prefills_here) {
+  auto node = start_node(0, with_secret(secret_a));
+  ASSERT_TRUE(node);
+  {
+    auto e = start_engine({node->port()});
+    ASSERT_TRUE(wait_peer(*e, "refused"));
+    EXPECT_NE(e->peers()[0].reason.find("requires the nodes' shared secret"), std::string::npos) << e->peers()[0].reason;
+    EXPECT_EQ(run_all(*e, prompts(4)), std::vector(reference().begin(), reference().begin() + 4));
+    EXPECT_EQ(e->local_prefills(), 4u);
+  }
+  {
+    auto e = start_engine({node->port()}, 3.0, nullptr, secret_b);
+    ASSERT_TRUE(wait_peer(*e, "refused"));
+    EXPECT_NE(e->peers()[0].reason.find("did not prove the shared secret"), std::string::npos) << e->peers()[0].reason;
+    EXPECT_EQ(run_all(*e, prompts(2)), std::vector(reference().begin(), reference().begin() + 2));
+  }
+  EXPECT_EQ(node->counters().prefills.load(), 0u);
+  // A prefill node without a secret is refused by a decode node that requires one.
+  auto open = start_node();
+  ASSERT_TRUE(open);
+  auto e = start_engine({open->port()}, 3.0, nullptr, secret_a);
+  ASSERT_TRUE(wait_peer(*e, "refused"));
+  EXPECT_NE(e->peers()[0].reason.find("has no shared secret"), std::string::npos) << e->peers()[0].reason;
+  EXPECT_EQ(run_all(*e, prompts(2)), std::vector(reference().begin(), reference().begin() + 2));
+  EXPECT_EQ(open->counters().prefills.load(), 0u);
+}
+
+TEST_F(node_link_test, tampered_kv_chunks_are_dropped_and_the_prompts_recomputed_here) {
+  prefill_node_options o = with_secret(secret_a);
+  o.tamper_chunk = [](kv_chunk& c) {
+    if (c.seq == 0 && !c.bytes.empty()) c.bytes[c.bytes.size() / 3] ^= 0x10;  // the network flips a bit
+  };
+  auto node = start_node(0, o);
+  ASSERT_TRUE(node);
+  auto e = start_engine({node->port()}, 3.0, nullptr, secret_a);
+  ASSERT_TRUE(wait_peer(*e, "connected")) << e->peers()[0].reason;
+  EXPECT_EQ(run_all(*e, prompts(8)), reference());
+  const auto p = e->peers()[0];
+  EXPECT_EQ(p.forged, 8u);     // each stream's first chunk
+  EXPECT_EQ(p.failovers, 8u);  // each stream ended short
+  EXPECT_EQ(e->local_prefills(), 8u);
+  expect_pools_empty(*e);
+}
+
+/// A client that speaks the node protocol by hand over a real connection: an attacker, or a
+/// recording of a decode node's messages.
+class raw_client {
+ public:
+  raw_client() : system_(cfg_) {}
+  bool connect(uint16_t port) {
+    auto s = system_.middleman().remote_actor<node_service_actor>("127.0.0.1", port);
+    if (!s) return false;
+    svc_ = *s;
+    return true;
+  }
+  node_hello hello(node_hello h) {
+    node_hello out;
+    caf::scoped_actor self{system_};
+    self->request(svc_, 5s, hello_atom::value, std::move(h)).receive([&](node_hello& r) { out = r; }, [](caf::error&) {});
+    return out;
+  }
+  std::string auth(std::string proof) {
+    std::string out = "(no answer)";
+    caf::scoped_actor self{system_};
+    self->request(svc_, 5s, auth_atom::value, node_proof{std::move(proof)})
+        .receive([&](std::string& r) { out = r; }, [](caf::error&) {});
+    return out;
+  }
+  remote_prefill_done prefill(remote_prefill_job job) {
+    remote_prefill_done out;
+    out.error = "(no answer)";
+    caf::scoped_actor self{system_};
+    self->request(svc_, 30s, prefill_atom::value, std::move(job))
+        .receive([&](remote_prefill_done& r) { out = r; }, [](caf::error&) {});
+    return out;
+  }
+
+ private:
+  struct config : caf::actor_system_config {
+    config() {
+      load<caf::io::middleman>();
+      add_node_types(*this);
+      set("scheduler.max-threads", 1);
+      set("logger.verbosity", caf::atom("quiet"));
+    }
+  } cfg_;
+  caf::actor_system system_;
+  node_service_actor svc_;
+};
+
+TEST_F(node_link_test, a_replayed_handshake_a_forged_proof_and_unsealed_or_replayed_jobs_are_refused_and_counted) {
+  auto node = start_node(0, with_secret(secret_a));
+  ASSERT_TRUE(node);
+  auto dev = device();
+  node_hello mine{node_protocol_version, "decode", identity("decode node cpu:0", *dev), make_nonce(), {}};
+  remote_prefill_job job{1, prompt_of(0), 0, 4096, {}};
+  const auto& c = node->counters();
+
+  raw_client x;
+  ASSERT_TRUE(x.connect(node->port()));
+  // No handshake: no prompts.
+  EXPECT_NE(x.prefill(job).error.find("did not pass the handshake"), std::string::npos);
+  // A proof with no challenge, then a guessed one.
+  EXPECT_NE(x.auth("guess").find("send hello first"), std::string::npos);
+  node_hello theirs = x.hello(mine);
+  ASSERT_EQ(theirs.nonce.size(), 32u);
+  EXPECT_TRUE(same_tag(theirs.proof, link_proof(secret_a, "prefill", mine.nonce, theirs.nonce)));
+  EXPECT_NE(x.auth(std::string(32, 'x')).find("wrong"), std::string::npos);
+  EXPECT_NE(x.prefill(job).error.find("did not pass the handshake"), std::string::npos);
+
+  // A genuine session (the client knows the secret), recorded...
+  theirs = x.hello(mine);
+  const std::string recorded = link_proof(secret_a, "decode", mine.nonce, theirs.nonce);
+  EXPECT_EQ(x.auth(recorded), "");
+  const std::string key = link_session_key(secret_a, mine.nonce, theirs.nonce);
+  EXPECT_NE(x.prefill(job).error.find("seal"), std::string::npos);  // unsealed
+  job.seal = seal_of(key, job);
+  auto done = x.prefill(job);
+  EXPECT_EQ(done.error, "");
+  EXPECT_TRUE(sealed_by(key, done));
+  EXPECT_GT(done.chunks, 0u);
+  EXPECT_NE(x.prefill(job).error.find("sent before"), std::string::npos);  // the same sealed job again
+  auto changed = job;
+  changed.id = 2;
+  changed.tokens.push_back(5);  // sealed for other tokens
+  EXPECT_NE(x.prefill(changed).error.find("seal"), std::string::npos);
+
+  // ... and replayed: the same hello and proof meet a new challenge and fail.
+  raw_client replay;
+  ASSERT_TRUE(replay.connect(node->port()));
+  replay.hello(mine);
+  EXPECT_NE(replay.auth(recorded).find("wrong"), std::string::npos);
+  job.id = 3;
+  job.seal = seal_of(key, job);  // the old session's key is dead with it
+  EXPECT_NE(replay.prefill(job).error.find("did not pass the handshake"), std::string::npos);
+
+  EXPECT_EQ(c.prefills.load(), 1u);
+  EXPECT_GE(c.refused.load(), 3u);
+  EXPECT_EQ(c.forged.load(), 3u);
+
+  // The node keeps serving a genuine decode node.
+  auto e = start_engine({node->port()}, 3.0, nullptr, secret_a);
+  ASSERT_TRUE(wait_peer(*e, "connected")) << e->peers()[0].reason;
+  EXPECT_EQ(run_all(*e, prompts(2)), std::vector(reference().begin(), reference().begin() + 2));
+  EXPECT_EQ(c.prefills.load(), 3u);
 }
 
 TEST(peer_choice, the_least_loaded_connected_peer_or_local_with_a_reason) {

@@ -21,7 +21,7 @@ MODEL_ID = "SmolLM2-135M-Instruct.Q4_1"
 class Server:
     """`flywheel serve --config conf/default.toml --port 0` plus extra flags or config text."""
 
-    def __init__(self, *flags, config_extra="", startup_s=120):
+    def __init__(self, *flags, config_extra="", startup_s=120, env=None):
         self.config_path = None
         config = os.path.join(SOURCE_DIR, "conf/default.toml")
         if config_extra:
@@ -33,7 +33,7 @@ class Server:
             config = self.config_path
         cmd = [FLYWHEEL, "serve", "--config", config, "--port", "0", *flags]
         self.proc = subprocess.Popen(cmd, cwd=SOURCE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     text=True)
+                                     text=True, env={**os.environ, **(env or {})})
         self.stderr_lines = []
         self.port = None
         ready = threading.Event()
@@ -200,10 +200,11 @@ class PrefillNode:
     """`flywheel serve --role prefill --listen 127.0.0.1:PORT` (port 0: any free one): a process
     that only prefills for decode nodes; `port` is the CAF port it published."""
 
-    def __init__(self, port=0, config=None, startup_s=120):
+    def __init__(self, port=0, config=None, startup_s=120, env=None):
         config = config or os.path.join(SOURCE_DIR, "conf/default.toml")
         cmd = [FLYWHEEL, "serve", "--config", config, "--role", "prefill", "--listen", f"127.0.0.1:{port}"]
-        self.proc = subprocess.Popen(cmd, cwd=SOURCE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(cmd, cwd=SOURCE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, **(env or {})})
         self.stderr_lines = []
         self.port = None
         ready = threading.Event()

@@ -3,7 +3,9 @@ that serves the clients (the official `openai` client and raw HTTP). Greedy outp
 single process with two and three processes; `kill -9` of the prefill process with 16 requests in
 flight loses none and changes no token; the restarted prefill process gets the traffic again; a
 prefill node serving another model is refused by the handshake (both logs name both sides);
-random bytes and HTTP sent to the prefill port are dropped; every process keeps serving."""
+random bytes and HTTP sent to the prefill port are dropped; nodes that share a secret (one from
+[node] secret_file, one from FLYWHEEL_NODE_SECRET) prove it and serve, and a decode node without
+it is refused; every process keeps serving."""
 import concurrent.futures
 import os
 import signal
@@ -152,6 +154,30 @@ class Nodes(unittest.TestCase):
                 self.assertIn("refused decode node", wrong.log())
                 self.assertIsNone(wrong.proc.poll())
                 self.assertIsNone(right.proc.poll())
+
+    def test_nodes_that_share_a_secret_serve_and_a_node_without_it_is_refused(self):
+        secret = os.urandom(24).hex()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "node.secret")
+            with open(path, "w") as f:
+                f.write(secret + "\n")
+            os.chmod(path, 0o600)
+            with PrefillNode(env={"FLYWHEEL_NODE_SECRET": secret}) as pn:
+                self.assertIn("peers must prove the shared secret", pn.log())
+                with Server("--role", "decode", "--peer", pn.address,
+                            config_extra=FAST + f'secret_file = "{path}"\n') as dn:
+                    self.assertTrue(wait_until(lambda: metric(dn.port, "flywheel:node_peer_connected") == 1, 30),
+                                    "".join(dn.stderr_lines))
+                    self.assertEqual(complete_all(dn.port, SHORT[:4]), self.short[:4])
+                    self.assertEqual(metric(dn.port, "flywheel:node_peer_prefills_total"), 4)
+                    self.assertEqual(metric(dn.port, "flywheel:node_peer_forged_total"), 0)
+                self.assertIn("proved the shared secret", pn.log())
+                with self.decode_node(pn) as open_dn:
+                    self.assertTrue(wait_until(lambda: "requires the nodes' shared secret" in "".join(open_dn.stderr_lines), 30))
+                    self.assertIn("unauthenticated", "".join(open_dn.stderr_lines))
+                    self.assertEqual(complete_all(open_dn.port, SHORT[:2]), self.short[:2])
+                    self.assertEqual(metric(open_dn.port, "flywheel:node_local_prefills_total"), 2)
+                self.assertIsNone(pn.proc.poll())
 
     def test_a_decode_node_pointed_at_a_port_that_is_not_a_prefill_node_serves_alone(self):
         with Server() as http_only:

@@ -59,6 +59,7 @@ std::string format_peers(const std::vector<actors::peer_report>& peers, uint64_t
                   static_cast<unsigned long long>(p.prefills), p.bytes / 1e6, ms,
                   static_cast<unsigned long long>(p.failovers));
     out += line;
+    if (p.forged) out.insert(out.size() - 1, ", " + std::to_string(p.forged) + " forged chunks dropped");
   }
   return out;
 }

@@ -56,21 +56,25 @@ int serve_prefill_node(config cfg, const sigset_t& stop_signals) {
   const std::string fingerprint = identity.model_fingerprint;
   actors::prefill_node_options po;
   po.prefill_chunk = chunk;
+  po.secret = parts->node_secret;
+  const bool authenticated = !po.secret.empty();
   auto node = actors::prefill_node::start(parts->m, parts->devices.take(device_role::decode), std::move(identity), *listen, std::move(po));
   if (!node) {
     std::fprintf(stderr, "serve: %s\n", node.err().what().c_str());
     return 1;
   }
-  std::fprintf(stderr, "flywheel serve: prefill node listening on %s:%u (node protocol %u, model %s)\n",
+  std::fprintf(stderr, "flywheel serve: prefill node listening on %s:%u (node protocol %u, model %s, %s)\n",
                listen->host.c_str(), static_cast<unsigned>((*node)->port()), actors::node_protocol_version,
-               fingerprint.c_str());
+               fingerprint.c_str(), authenticated ? "peers must prove the shared secret" : "unauthenticated");
   std::fflush(stderr);
   while (!wait_signal(stop_signals, 3600)) {
   }
   const auto& c = (*node)->counters();
-  std::fprintf(stderr, "serve: prefill node stopping after %llu prefills (%llu failed, %llu handshakes refused)\n",
+  std::fprintf(stderr,
+               "serve: prefill node stopping after %llu prefills (%llu failed, %llu handshakes refused, %llu forged jobs "
+               "refused)\n",
                static_cast<unsigned long long>(c.prefills.load()), static_cast<unsigned long long>(c.failed.load()),
-               static_cast<unsigned long long>(c.refused.load()));
+               static_cast<unsigned long long>(c.refused.load()), static_cast<unsigned long long>(c.forged.load()));
   (*node)->shutdown();
   return 0;
 }

@@ -32,6 +32,10 @@ struct node_section {
   uint32_t deadline_ms = 3000;      ///< a remote prefill not back this long is redone locally
   uint32_t chunk_kib = 1024;        ///< KV stream bytes per network message
   uint32_t min_remote_tokens = 1;   ///< shorter prompts are prefilled locally
+  /// A file holding the secret the nodes share (runtime/net/link_auth): peers must prove it in
+  /// the handshake and every message between them is sealed with a key derived from it. Empty:
+  /// the FLYWHEEL_NODE_SECRET environment variable, else no authentication.
+  std::string secret_file;
   bool operator==(const node_section&) const = default;
 };
 

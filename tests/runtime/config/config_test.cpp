@@ -167,6 +167,9 @@ TEST(config_test, node_roles_need_their_addresses_and_refuse_the_others) {
   EXPECT_NE(error_of("[node]\nrole = \"decode\"\npeers = [\"::1:7\"]\n").find("brackets"), std::string::npos);
   EXPECT_NE(error_of("[node]\nrole = \"prefill\"\nlisten = \"h:99999\"\n").find("65535"), std::string::npos);
   EXPECT_NE(error_of("[node]\nrole = \"server\"\n").find("allowed: both, prefill, decode"), std::string::npos);
+  auto sec = config::from_string("[node]\nrole = \"decode\"\npeers = [\"h:1\"]\nsecret_file = \"/s\"\n", "n.toml");
+  ASSERT_TRUE(sec) << sec.err().message;
+  EXPECT_EQ(sec->node.secret_file, "/s");
   config c;
   EXPECT_FALSE(c.set("node.peers", "[\"127.0.0.1:1\"]"));  // role both: refused as a whole
   EXPECT_TRUE(c.set_all({{"node.role", "decode"}, {"node.peers", "[\"127.0.0.1:1\"]"}}));

@@ -211,3 +211,45 @@ TEST_F(runtime_parts_test, a_prefill_decode_pair_gets_its_own_threads_and_pools)
 
 }  // namespace
 }  // namespace fw
+
+namespace fw {
+namespace {
+
+TEST_F(runtime_parts_test, a_decode_node_reads_the_nodes_secret_and_refuses_a_missing_or_short_one) {
+  const std::string dir = test::temp_dir() + "/node_secret_" + std::to_string(::getpid());
+  fs::create_directories(dir);
+  auto cfg_with = [&](const std::string& secret_file) {
+    auto c = config::from_string("[model]\npath = \"" + model_path_ +
+                                     "\"\nctx_size = 256\n[kv_cache]\npool_tokens = 1024\n[node]\nrole = \"decode\"\n"
+                                     "peers = [\"127.0.0.1:7\"]\nsecret_file = \"" + secret_file + "\"\n",
+                                 "node.toml");
+    EXPECT_TRUE(c) << (c ? "" : c.err().message);
+    return *c;
+  };
+  std::ofstream(dir + "/good") << "0123456789abcdef-a-good-secret\n";
+  auto parts = build_runtime(cfg_with(dir + "/good"));
+  ASSERT_TRUE(parts) << parts.err().what();
+  EXPECT_EQ(parts->node_secret, "0123456789abcdef-a-good-secret");
+  EXPECT_EQ(parts->limits().nodes.secret, parts->node_secret);
+
+  auto missing = build_runtime(cfg_with(dir + "/missing"));
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.err().message.find(dir + "/missing"), std::string::npos) << missing.err().message;
+  std::ofstream(dir + "/short") << "secret\n";
+  auto shrt = build_runtime(cfg_with(dir + "/short"));
+  ASSERT_FALSE(shrt);
+  EXPECT_NE(shrt.err().message.find("at least 16"), std::string::npos) << shrt.err().message;
+
+  // No file and no FLYWHEEL_NODE_SECRET: it serves, unauthenticated, and says so.
+  ::unsetenv("FLYWHEEL_NODE_SECRET");
+  auto open = build_runtime(cfg_with(""));
+  ASSERT_TRUE(open) << open.err().what();
+  EXPECT_TRUE(open->node_secret.empty());
+  bool warned = false;
+  for (const auto& w : open->warnings) warned |= w.find("unauthenticated") != std::string::npos;
+  EXPECT_TRUE(warned);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fw
