@@ -83,12 +83,16 @@ int main(int argc, char** argv) {
     write(root + "/node_message/" + name + ".seed", seed);
     return true;
   };
-  fw::actors::node_hello hello{fw::actors::node_protocol_version, "prefill", {}};
+  fw::actors::node_hello hello{fw::actors::node_protocol_version, "prefill", {}, std::string(32, 'a'), std::string(32, 'p')};
   hello.identity.name = "prefill node";
   hello.identity.kind = "cpu";
-  fw::actors::remote_prefill_job job{7, {1, 2, 3, 4}, 1, 1 << 20};
+  fw::actors::remote_prefill_job job{7, {1, 2, 3, 4}, 1, 1 << 20, std::string(32, 's')};
+  fw::actors::kv_chunk chunk{7, 0, std::string(64, 'k'), std::string(32, 's')};
+  fw::actors::node_proof proof{std::string(32, 'p')};
   fw::actors::remote_prefill_done done;
-  done.id = 7, done.chunks = 2, done.bytes = 4096, done.error = "";
-  if (!node_seed(0, hello, "hello") || !node_seed(1, job, "prefill_job") || !node_seed(2, done, "prefill_done")) return 1;
+  done.id = 7, done.chunks = 2, done.bytes = 4096, done.error = "", done.seal = std::string(32, 's');
+  if (!node_seed(0, hello, "hello") || !node_seed(1, job, "prefill_job") || !node_seed(2, done, "prefill_done") ||
+      !node_seed(3, chunk, "kv_chunk") || !node_seed(4, proof, "proof"))
+    return 1;
   return 0;
 }

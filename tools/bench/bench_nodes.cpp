@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "actors/engine.hpp"
 #include "actors/prefill_node.hpp"
 #include "actors/protocol/node_protocol.hpp"
+#include "runtime/net/link_auth.hpp"
 
 namespace fw::cli {
 namespace {
@@ -215,6 +217,11 @@ expected<nlohmann::json> run_nodes_bench(const runtime_parts& parts, const nodes
   if (!pdev) return pdev.err();
   actors::prefill_node_options po;
   po.prefill_chunk = parts.cfg.scheduler.prefill_chunk;
+  // Authenticated and sealed as two nodes would be when [node] secret_file or FLYWHEEL_NODE_SECRET
+  // gives a secret (whatever the config's role).
+  auto secret = load_link_secret(parts.cfg.node.secret_file, std::getenv("FLYWHEEL_NODE_SECRET"));
+  if (!secret) return secret.err();
+  po.secret = *secret;
   auto node = actors::prefill_node::start(parts.m, std::move(*pdev), parts.node_identity("prefill node"),
                                           node_address{"127.0.0.1", 0}, std::move(po));
   if (!node) return node.err();
@@ -228,6 +235,7 @@ expected<nlohmann::json> run_nodes_bench(const runtime_parts& parts, const nodes
   ns.deadline_ms = std::max<uint32_t>(ns.deadline_ms, 60000);  // a slow run is measured, not failed over
   engine_limits lim = parts.limits();
   lim.nodes = parts.node_limits_of(ns);
+  lim.nodes.secret = *secret;
   auto two = start_engine(parts, lim);
   if (!two) return two.err();
   auto& e = **two;
@@ -245,6 +253,7 @@ expected<nlohmann::json> run_nodes_bench(const runtime_parts& parts, const nodes
   if (auto ok = cafc.open(); !ok) return ok.err();
   const size_t chunk = lim.nodes.chunk_bytes;
   json r;
+  r["sealed"] = !secret->empty();
   r["chunk_bytes"] = chunk;
   r["wire"] = to_string(lim.kv_transfer);
   r["transfer"] = json::array();
@@ -336,11 +345,12 @@ expected<nlohmann::json> run_nodes_bench(const runtime_parts& parts, const nodes
 }
 
 void print_nodes_bench(const nlohmann::json& r) {
-  std::printf("KV transfer between two nodes over loopback (kv_codec %s, %zu KiB chunks), medians. P->D: from the "
+  std::printf("KV transfer between two nodes over loopback (kv_codec %s, %zu KiB chunks, %s), medians. P->D: from the "
               "end of the prefill to the KV in the decode pool (encoding, CAF's network layer and decoding pipelined); "
               "CAF copy: the same bytes as kv_chunk messages between two actor systems, without kv_codec; raw TCP: "
               "one socket pair, the same bytes and chunks:\n\n",
-              r["wire"].get<std::string>().c_str(), r["chunk_bytes"].get<size_t>() / 1024);
+              r["wire"].get<std::string>().c_str(), r["chunk_bytes"].get<size_t>() / 1024,
+              r.value("sealed", false) ? "authenticated, every chunk sealed (HMAC-SHA256)" : "unauthenticated");
   std::printf("| prompt | KV MB | prefill ms | P->D ms | encode ms (overlapped) | decode tail ms | CAF copy ms | raw TCP ms | "
               "P->D MB/s | CAF copy MB/s | raw MB/s | CAF copy vs raw | P->D vs raw |\n"
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");

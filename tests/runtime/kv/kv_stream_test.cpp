@@ -151,7 +151,9 @@ TEST(kv_stream_test, the_length_counts_only_after_a_verified_finish) {
 }
 
 TEST(kv_stream_test, damaged_cut_extended_and_forged_streams_are_refused) {
-  const auto [good, crc] = stream_of(kv_dtype::f32, kv_wire::int8, 20);
+  const auto made = stream_of(kv_dtype::f32, kv_wire::int8, 20);
+  const auto& good = made.bytes;  // (not a structured binding: clang 14 cannot capture one)
+  const auto crc = made.payload_crc;
   auto refused = [&](std::vector<std::byte> bytes, const std::string& what, bool at_feed) {
     auto dst = make_pool(shape(16, kv_dtype::f32), 8);
     kv_stream_reader r(*dst, kv_handle{});
