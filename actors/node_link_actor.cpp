@@ -145,7 +145,17 @@ class link_logic {
   /// and the scheduler re-admits what it held.
   static void decoder_failed(self_ptr self, uint64_t rid, const caf::error& err) {
     log_warn("node link: the KV decoder failed on request " + std::to_string(rid) + ": " + from_caf_error(err).message);
+    give_up(self);
     self->quit(caf::exit_reason::unhandled_exception);
+  }
+
+  /// This link is about to stop (a linked helper died): every remote prefill it still holds is
+  /// answered "receiver down", so the scheduler re-admits it at once as a request whose worker
+  /// died for another's (a promise dropped unanswered would leave its request waiting forever).
+  static void give_up(self_ptr self) {
+    auto pending = std::move(self->state.in_flight);
+    self->state.in_flight.clear();
+    for (auto& [rid, p] : pending) p.promise.deliver(caf::make_error(caf::sec::request_receiver_down));
   }
 
   /// The decoder is back with the request's KV.
@@ -423,6 +433,13 @@ node_link_actor::behavior_type node_link(self_ptr self, const engine_context* ct
     for (size_t i = 0; i < l.st().peers.size(); ++i)
       if (l.st().peers[i].service && l.st().peers[i].service.address() == dm.source)
         l.lost(i, "connection lost (" + self->system().render(dm.reason) + ")");
+  });
+  // A linked helper (the local prefill worker, the KV decoder) died: answer what is in flight
+  // before stopping with it (the default would stop without a word to the scheduler).
+  self->set_exit_handler([self](caf::exit_msg& m) {
+    if (m.reason == caf::exit_reason::normal) return;  // as by default: a normal exit does not spread
+    link_logic::give_up(self);
+    self->quit(m.reason);
   });
   link_logic(self, ctx).tick();  // connects to every peer now
   return {

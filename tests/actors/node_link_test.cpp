@@ -67,7 +67,7 @@ class node_link_test : public ::testing::Test {
   /// A decode node whose peers are these ports; none: a one-node engine (the reference).
   static std::unique_ptr<engine> start_engine(std::vector<uint16_t> ports, double deadline_s = 3.0,
                                               std::shared_ptr<const engine_faults> faults = nullptr,
-                                              std::string secret = {}) {
+                                              std::string secret = {}, uint32_t min_remote_tokens = 1) {
     engine_limits lim;
     lim.n_ctx = 256;
     lim.prefill_chunk = 16;
@@ -81,6 +81,7 @@ class node_link_test : public ::testing::Test {
     auto dev = device();
     lim.nodes.self = identity("decode node cpu:0", *dev);
     lim.nodes.secret = std::move(secret);
+    lim.nodes.min_remote_tokens = min_remote_tokens;
     engine_options o;
     o.faults = std::move(faults);
     return test::start_engine(model_, std::move(dev), lim, std::move(o));
@@ -330,6 +331,23 @@ TEST_F(node_link_test, garbage_on_the_port_is_dropped_and_the_node_keeps_serving
   ASSERT_TRUE(wait_peer(*e, "connected"));
   EXPECT_EQ(run_all(*e, prompts(4)), std::vector(reference().begin(), reference().begin() + 4));
   EXPECT_EQ(node->counters().prefills.load(), 4u);
+}
+
+TEST_F(node_link_test, the_local_prefill_worker_dying_with_remote_prefills_in_flight_loses_nothing) {
+  // Short prompts are prefilled here, long ones by the (slow) prefill node; the local worker dies
+  // on its first job, which takes the node link (linked) with it while remote prefills are out.
+  prefill_node_options slow;
+  slow.before_prefill = [](uint64_t) { std::this_thread::sleep_for(150ms); };
+  auto node = start_node(0, slow);
+  ASSERT_TRUE(node);
+  auto faults = std::make_shared<engine_faults>();
+  auto crashes = std::make_shared<std::atomic<int>>(0);
+  faults->crash_prefill = [crashes](uint64_t) { return crashes->fetch_add(1) == 1; };
+  auto e = start_engine({node->port()}, 3.0, faults, {}, 40);
+  ASSERT_TRUE(wait_peer(*e, "connected"));
+  EXPECT_EQ(run_all(*e, prompts(8)), reference());
+  EXPECT_GE(crashes->load(), 2);
+  expect_pools_empty(*e);
 }
 
 constexpr const char* secret_a = "the nodes' shared secret, A";

@@ -67,14 +67,19 @@ std::string request_text(const endpoint& ep, const std::string& method, const st
 }
 
 /// Reads a response until the server closes or the deadline; calls on_data with each piece of
-/// the (de-chunked) body. Returns the status (0: no response); timed_out tells a deadline.
+/// the (de-chunked) body. Returns the status (0: no response); timed_out tells a deadline, or
+/// that the reader set *stop (it stops reading there).
 template <class OnData>
-int read_response(int fd, clock_type::time_point deadline, bool& timed_out, OnData on_data) {
+int read_response(int fd, clock_type::time_point deadline, bool& timed_out, OnData on_data, const bool* stop = nullptr) {
   std::string buf;
   char tmp[16384];
   timed_out = false;
   auto recv_some = [&](std::string& into) {
     for (;;) {
+      if (stop && *stop) {
+        timed_out = true;
+        return false;
+      }
       const ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
       if (n > 0) {
         into.append(tmp, static_cast<size_t>(n));
@@ -142,7 +147,22 @@ http_reply http_get(const endpoint& ep, const std::string& path, const std::stri
   return r;
 }
 
-stream_result stream_chat(const endpoint& ep, json body, const std::string& api_key, clock_type::time_point deadline) {
+http_reply http_post(const endpoint& ep, const std::string& path, const std::string& body, const std::string& api_key,
+                     double timeout_s) {
+  http_reply r;
+  const int fd = connect_to(ep);
+  if (fd < 0) return r;
+  const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
+                                                std::chrono::duration<double>(timeout_s));
+  bool timed_out = false;
+  if (send_all(fd, request_text(ep, "POST", path, body, api_key)))
+    r.status = read_response(fd, deadline, timed_out, [&](const std::string& p) { r.body += p; });
+  ::close(fd);
+  return r;
+}
+
+stream_result stream_chat(const endpoint& ep, json body, const std::string& api_key, clock_type::time_point deadline,
+                          uint32_t leave_after) {
   stream_result r;
   const auto start = clock_type::now();
   const int fd = connect_to(ep);
@@ -155,7 +175,7 @@ stream_result stream_chat(const endpoint& ep, json body, const std::string& api_
   }
   std::string events, raw;
   clock_type::time_point last{};
-  bool first = true, done = false;
+  bool first = true, done = false, leave = false;
   r.status = read_response(fd, deadline, r.abandoned, [&](const std::string& piece) {
     if (raw.size() < 200) raw += piece.substr(0, 200 - raw.size());
     events += piece;
@@ -173,23 +193,30 @@ stream_result stream_chat(const endpoint& ep, json body, const std::string& api_
       auto j = json::parse(ev, nullptr, false);
       if (j.is_discarded()) continue;
       if (j.contains("usage") && j["usage"].is_object()) r.tokens = j["usage"].value("completion_tokens", 0u);
-      if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) continue;
+      if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) {
+        if (j.contains("error") && r.error.empty()) r.error = ev.substr(0, 300);  // an error event mid-stream
+        continue;
+      }
       const auto& c = j["choices"][0];
+      if (c.contains("finish_reason") && c["finish_reason"].is_string()) r.finish_reason = c["finish_reason"].get<std::string>();
       if (!c.contains("delta") || !c["delta"].contains("content") || !c["delta"]["content"].is_string() ||
           c["delta"]["content"].get<std::string>().empty())
         continue;
+      r.text += c["delta"]["content"].get<std::string>();
       const auto now = clock_type::now();
       if (first) r.ttft_ms = ms_since(start, now);
       else r.gaps_ms.push_back(ms_since(last, now));
       first = false;
       last = now;
       ++r.text_events;
+      if (leave_after > 0 && r.text_events >= leave_after) leave = true;
     }
-  });
+  }, &leave);
   ::close(fd);
   r.e2e_ms = ms_since(start, clock_type::now());
   if (r.tokens == 0) r.tokens = r.text_events;
-  r.ok = r.status == 200 && done && !first && !r.abandoned;
+  // An error event mid-stream (the server's headers were out) is a failure even though [DONE] follows.
+  r.ok = r.status == 200 && done && !first && !r.abandoned && r.error.empty();
   if (r.status != 200) r.error = raw;
   return r;
 }

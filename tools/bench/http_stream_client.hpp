@@ -30,6 +30,9 @@ struct http_reply {
 
 /// GET path; waits at most timeout_s.
 http_reply http_get(const endpoint& ep, const std::string& path, const std::string& api_key = {}, double timeout_s = 10);
+/// POST body (JSON, may be empty) to path; waits at most timeout_s.
+http_reply http_post(const endpoint& ep, const std::string& path, const std::string& body, const std::string& api_key = {},
+                     double timeout_s = 10);
 
 /// One streamed chat completion, timed from `start` (ms).
 struct stream_result {
@@ -41,10 +44,13 @@ struct stream_result {
   uint32_t text_events = 0;  ///< chunks that carried text
   std::vector<double> gaps_ms;
   std::string error;         ///< the body of a refusal (first 200 bytes)
+  std::string text;          ///< the streamed content, concatenated
+  std::string finish_reason; ///< of the last choice chunk that had one
 };
 
-/// POSTs body (stream is set to true with usage) to /v1/chat/completions.
+/// POSTs body (stream is set to true with usage) to /v1/chat/completions. `leave_after` > 0: the
+/// client goes away (closes the connection, `abandoned`) once that many text chunks came.
 stream_result stream_chat(const endpoint& ep, nlohmann::json body, const std::string& api_key,
-                          std::chrono::steady_clock::time_point deadline);
+                          std::chrono::steady_clock::time_point deadline, uint32_t leave_after = 0);
 
 }  // namespace fw::cli

@@ -54,28 +54,80 @@ std::string self_executable() {
   return ec ? std::string("flywheel") : p.string();
 }
 
+namespace {
+
+/// fork + exec of `exe args...` with stdout and stderr to log_path, stdin from /dev/null; -1 on
+/// failure. Everything the child needs is made before fork (no allocation between fork and exec).
+pid_t spawn_logged(const std::string& exe, const std::vector<std::string>& args, const std::string& log_path) {
+  std::vector<const char*> argv = {exe.c_str()};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (log >= 0) {
+    ::dup2(log, STDOUT_FILENO);
+    ::dup2(log, STDERR_FILENO);
+    ::close(log);
+  }
+  const int null = ::open("/dev/null", O_RDONLY);
+  if (null >= 0) ::dup2(null, STDIN_FILENO);
+  ::execv(exe.c_str(), const_cast<char* const*>(argv.data()));
+  std::_Exit(127);
+}
+
+std::string exit_text(int status) {
+  return WIFEXITED(status) ? "code " + std::to_string(WEXITSTATUS(status)) : "signal " + std::to_string(WTERMSIG(status));
+}
+
+}  // namespace
+
+expected<server_process> server_process::start_prefill_node(const std::string& exe, const std::string& config_path,
+                                                            uint16_t port, const std::string& log_path,
+                                                            double ready_timeout_s) {
+  std::error_code ec;
+  const auto size0 = std::filesystem::exists(log_path) ? std::filesystem::file_size(log_path, ec) : 0;
+  const std::string listen = "127.0.0.1:" + std::to_string(port == 0 ? free_port() : port);
+  const pid_t pid = spawn_logged(exe, {"serve", "--config", config_path, "--role", "prefill", "--listen", listen}, log_path);
+  if (pid < 0) return make_error(errc::io_error, "fork failed");
+  server_process p(pid, listen, log_path);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(ready_timeout_s);
+  while (std::chrono::steady_clock::now() < until) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      p.pid_ = -1;
+      return make_error(errc::io_error, "flywheel serve --role prefill --listen " + listen + " exited (" + exit_text(status) +
+                                            "); its log " + log_path + ":\n" + tail_of(log_path));
+    }
+    std::ifstream in(log_path, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(size0));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (ss.str().find("prefill node listening on") != std::string::npos) return p;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  p.stop(1);
+  return make_error(errc::timed_out, "the prefill node on " + listen + " was not ready within " +
+                                         std::to_string(static_cast<int>(ready_timeout_s)) + " s; its log " + log_path +
+                                         ":\n" + tail_of(log_path));
+}
+
+void server_process::kill9() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
 expected<server_process> server_process::start(const std::string& exe, const std::string& config_path,
                                                const std::string& log_path, double ready_timeout_s) {
   const int port = free_port();
   if (port == 0) return make_error(errc::io_error, "no free loopback port for a server");
   const std::string port_text = std::to_string(port);
-  // Everything the child needs is made before fork (no allocation between fork and exec).
-  std::vector<const char*> argv = {exe.c_str(), "serve", "--config", config_path.c_str(), "--host", "127.0.0.1",
-                                   "--port", port_text.c_str(), nullptr};
-  const pid_t pid = ::fork();
+  std::filesystem::remove(log_path);
+  const pid_t pid = spawn_logged(exe, {"serve", "--config", config_path, "--host", "127.0.0.1", "--port", port_text}, log_path);
   if (pid < 0) return make_error(errc::io_error, "fork failed");
-  if (pid == 0) {
-    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (log >= 0) {
-      ::dup2(log, STDOUT_FILENO);
-      ::dup2(log, STDERR_FILENO);
-      ::close(log);
-    }
-    const int null = ::open("/dev/null", O_RDONLY);
-    if (null >= 0) ::dup2(null, STDIN_FILENO);
-    ::execv(exe.c_str(), const_cast<char* const*>(argv.data()));
-    std::_Exit(127);
-  }
   server_process p(pid, "http://127.0.0.1:" + port_text, log_path);
   const endpoint ep{"127.0.0.1", port_text};
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(ready_timeout_s);
@@ -83,9 +135,7 @@ expected<server_process> server_process::start(const std::string& exe, const std
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       p.pid_ = -1;
-      return make_error(errc::io_error, "flywheel serve --config " + config_path + " exited (" +
-                                            (WIFEXITED(status) ? "code " + std::to_string(WEXITSTATUS(status))
-                                                               : "signal " + std::to_string(WTERMSIG(status))) +
+      return make_error(errc::io_error, "flywheel serve --config " + config_path + " exited (" + exit_text(status) +
                                             ") before it was ready; its log " + log_path + ":\n" + tail_of(log_path));
     }
     if (http_get(ep, "/health", {}, 2).status == 200) return p;

@@ -1,5 +1,5 @@
 // server_process: a `flywheel serve` child process for the benchmarks that compare server
-// configurations (`flywheel bench ablation`): started with a config file on a free loopback
+// configurations (`flywheel bench ablation`), or a prefill node for `flywheel bench soak`: started with a config file on a free loopback
 // port, its stderr in a log file, ready when /health answers 200; stopped with SIGTERM (SIGKILL
 // after a grace period). Reads the child's /metrics (summed per series name) and its peak
 // resident memory (VmHWM). A child that exits before it is ready is an error quoting its log.
@@ -21,6 +21,12 @@ class server_process {
   /// ready_timeout_s for /health.
   [[nodiscard]] static expected<server_process> start(const std::string& exe, const std::string& config_path,
                                                       const std::string& log_path, double ready_timeout_s = 600);
+  /// Starts `exe serve --config config_path --role prefill --listen 127.0.0.1:PORT` (port 0: a
+  /// free one) and waits up to ready_timeout_s for its "listening" line; url() is then HOST:PORT.
+  /// The log is appended to (a restarted node keeps one log).
+  [[nodiscard]] static expected<server_process> start_prefill_node(const std::string& exe, const std::string& config_path,
+                                                                   uint16_t port, const std::string& log_path,
+                                                                   double ready_timeout_s = 120);
   server_process(server_process&& o) noexcept;
   server_process& operator=(server_process&&) = delete;
   server_process(const server_process&) = delete;
@@ -34,6 +40,8 @@ class server_process {
   [[nodiscard]] double peak_rss_mib() const;
   /// SIGTERM, then SIGKILL after grace_s; idempotent.
   void stop(double grace_s = 15);
+  /// SIGKILL at once (a crash), reaped; idempotent.
+  void kill9();
 
  private:
   server_process(pid_t pid, std::string url, std::string log) : pid_(pid), url_(std::move(url)), log_(std::move(log)) {}

@@ -437,6 +437,7 @@ int bench_mixed_main(const arg_parser& args, runtime_parts& s) {
 
 int cmd_bench(int argc, char** argv) {
   if (argc > 0 && std::string(argv[0]) == "ablation") return cmd_bench_ablation(argc - 1, argv + 1);
+  if (argc > 0 && std::string(argv[0]) == "soak") return cmd_bench_soak(argc - 1, argv + 1);
   arg_parser args("bench");
   model_session::declare_flags(args);
   args.option("prompt-tokens", "prompt lengths to time as one forward each (comma list; empty = none)", "128,512")

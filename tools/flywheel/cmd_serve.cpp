@@ -22,8 +22,7 @@
 #include "tools/flywheel/arg_parser.hpp"
 #include "tools/flywheel/commands.hpp"
 #include "tools/flywheel/model_session.hpp"
-#include "tools/server/http_server.hpp"
-#include "tools/server/openai_service.hpp"
+#include "tools/server/server_stack.hpp"
 
 namespace fw::cli {
 namespace {
@@ -137,9 +136,8 @@ int cmd_serve(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a client that vanished mid-write is an error code, not a signal
 
   const server_section srv = cfg->server;
-  const alerts_section alerts = cfg->alerts;
-  const sampling_params defaults = sampling_params::from_section(cfg->sampling);
-  if (auto ok = defaults.validate(); !ok) {
+  // (Checked before the model loads; the server stack reads the same section.)
+  if (auto ok = sampling_params::from_section(cfg->sampling).validate(); !ok) {
     std::fprintf(stderr, "serve: [sampling]: %s\n", ok.err().message.c_str());
     return 2;
   }
@@ -158,38 +156,15 @@ int cmd_serve(int argc, char** argv) {
     return 1;
   }
 
-  server::service_options so;
-  so.model_name = srv.model_name.empty() ? std::filesystem::path(parts->cfg.model.path).stem().string() : srv.model_name;
-  so.api_key = srv.api_key;
-  if (so.api_key.empty())
-    if (const char* env = std::getenv("FLYWHEEL_API_KEY")) so.api_key = env;
-  so.n_ctx = parts->n_ctx;
-  so.retry_after_s = srv.retry_after_s;
-  so.defaults = defaults;
-  so.alerts = alerts;
-  so.admin.plugins = parts->plugins.get();
-  so.admin.plugin_config = parts->cfg.plugins;
-  if (parts->draft) so.admin.draft = parts->draft->name();
-
-  std::unique_ptr<server::http_server> http;
-  server::openai_service service(**engine, so, [&http](std::function<void()> f) { http->post(std::move(f)); });
-  server::http_limits limits;
-  limits.max_body = size_t{srv.max_body_kib} * 1024;
-  limits.read_timeout_s = srv.read_timeout_s;
-  limits.idle_timeout_s = srv.idle_timeout_s;
-  limits.write_timeout_s = srv.write_timeout_s;
-  limits.max_connections = srv.max_connections;
-  auto started = server::http_server::start(
-      srv.host, static_cast<uint16_t>(srv.port), limits,
-      [&service](server::http_request req, std::shared_ptr<server::reply_channel> reply) {
-        service.handle(std::move(req), std::move(reply));
-      });
-  if (!started) {
-    std::fprintf(stderr, "serve: %s\n", started.err().what().c_str());
+  auto stack = server::server_stack::start(**engine, *parts, srv.host, static_cast<uint16_t>(srv.port));
+  if (!stack) {
+    std::fprintf(stderr, "serve: %s\n", stack.err().what().c_str());
     (*engine)->shutdown();
     return 1;
   }
-  http = std::move(*started);
+  auto& http = (*stack)->http;
+  auto& service = *(*stack)->service;
+  const auto& so = (*stack)->options;
   std::fprintf(stderr, "flywheel serve: listening on http://%s:%u (model \"%s\", context %u tokens%s)\n",
                srv.host.c_str(), static_cast<unsigned>(http->port()), so.model_name.c_str(), so.n_ctx,
                so.api_key.empty() ? "" : ", API key required");

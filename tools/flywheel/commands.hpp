@@ -9,6 +9,8 @@ int cmd_info(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 /// `flywheel bench ablation ...` (cmd_bench hands its arguments on).
 int cmd_bench_ablation(int argc, char** argv);
+/// `flywheel bench soak ...`: the chaos soak.
+int cmd_bench_soak(int argc, char** argv);
 int cmd_console(int argc, char** argv);
 int cmd_plugins(int argc, char** argv);
 int cmd_bench_spec(int argc, char** argv);
