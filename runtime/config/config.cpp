@@ -148,6 +148,8 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
     add("node", "node.role = \"prefill\" needs node.listen (the HOST:PORT decode nodes connect to)");
   if (nd.role == node_role::prefill && !nd.peers.empty())
     add("node", "node.peers: a prefill node sends prompts nowhere; peers are for role \"decode\"");
+  if (c.server.tls_cert.empty() != c.server.tls_key.empty())
+    add("server", "server.tls_cert and server.tls_key go together (a PEM certificate chain and its private key)");
   if (nd.role == node_role::decode && nd.peers.empty())
     add("node", "node.role = \"decode\" needs node.peers (the prefill nodes, HOST:PORT each)");
   if (nd.role == node_role::both && (!nd.peers.empty() || !nd.listen.empty()))

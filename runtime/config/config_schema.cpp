@@ -354,7 +354,9 @@ std::vector<section> build_sections() {
        number("write_timeout_s", &server_section::write_timeout_s, 0, 3600, true),
        integer("max_connections", &server_section::max_connections, 1, 1 << 20),
        number("shutdown_timeout_s", &server_section::shutdown_timeout_s, 0, 3600, false),
-       integer("retry_after_s", &server_section::retry_after_s, 1, 3600)}));
+       integer("retry_after_s", &server_section::retry_after_s, 1, 3600),
+       text("tls_cert", &server_section::tls_cert, true),
+       text("tls_key", &server_section::tls_key, true)}));
   s.push_back(make_section<supervisor_section>(
       "supervisor", &config::supervisor,
       {integer("restart_backoff_ms", &supervisor_section::restart_backoff_ms, 0, 600000),

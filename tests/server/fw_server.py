@@ -41,7 +41,7 @@ class Server:
         def pump():
             for line in self.proc.stderr:
                 self.stderr_lines.append(line)
-                m = re.search(r"listening on http://[^:]+:(\d+)", line)
+                m = re.search(r"listening on https?://[^:]+:(\d+)", line)
                 if m:
                     self.port = int(m.group(1))
                     ready.set()
@@ -53,7 +53,7 @@ class Server:
         if self.port is None:
             self.stop()
             raise RuntimeError("flywheel serve did not start:\n" + "".join(self.stderr_lines))
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = f"{'https' if any('listening on https://' in l for l in self.stderr_lines) else 'http'}://127.0.0.1:{self.port}"
 
     def stop(self, sig=signal.SIGTERM, timeout=60):
         if self.proc.poll() is None:

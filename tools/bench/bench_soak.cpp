@@ -180,6 +180,16 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
   const std::string plugin = draft_plugin(cfg);
   auto parts = build_runtime(cfg);
   if (!parts) return parts.err();
+  // Every page of the KV pool touched now (before the engine owns it), so that resident memory
+  // measures the rest: the pool's pages are first written as blocks are first used, which would
+  // otherwise read as growth.
+  {
+    auto& pool = parts->device()->kv_pool();
+    for (uint32_t b = 0; b < pool.total_blocks(); ++b) {
+      auto bytes = pool.block_data(b);
+      for (size_t i = 0; i < bytes.size(); i += 4096) bytes[i] = std::byte{0};
+    }
+  }
   auto chaos = std::make_shared<chaos_state>();
   auto faults = std::make_shared<actors::engine_faults>();
   faults->before_decode_step = [chaos] { return chaos->fire(soak_fault::decode_worker); };
@@ -269,6 +279,24 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
     kinds.push_back(soak_fault::prefill_node_kill);
   }
   if (!plugin.empty()) kinds.push_back(soak_fault::plugin_reload);
+  if (o.faults.size() == 1 && o.faults[0] == "none") {
+    kinds.clear();  // load only: the soak's baseline
+  } else if (!o.faults.empty()) {  // the kinds asked for, each of which this run must be able to inject
+    std::vector<soak_fault> chosen;
+    for (const auto& name : o.faults) {
+      auto it = std::find(soak_fault_names.begin(), soak_fault_names.end(), name);
+      const bool known = it != soak_fault_names.end();
+      const auto k = static_cast<soak_fault>(known ? it - soak_fault_names.begin() : 0);
+      if (!known || std::find(kinds.begin(), kinds.end(), k) == kinds.end()) {
+        stop_all();
+        std::string all;
+        for (soak_fault f : kinds) all += (all.empty() ? "" : ", ") + std::string(soak_fault_names[static_cast<size_t>(f)]);
+        return make_error(errc::invalid_argument, "--faults: '" + name + "' is not a fault this run can inject (" + all + ")");
+      }
+      chosen.push_back(k);
+    }
+    kinds = chosen;
+  }
   soak_schedule schedule(kinds, o.fault_gap_s, o.seed);
   std::string drill_csv;
   for (const std::string& p : {std::string("conf/drills/heat_ramp.csv"), std::filesystem::path(o.config_path).parent_path().string() + "/drills/heat_ramp.csv"})
@@ -283,6 +311,7 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
   const auto end = t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(o.duration_s));
   std::atomic<bool> arrivals_done{false};
   double rss_warm = 0;
+  json rss_series = json::array();  // [seconds, MiB] every 15 s
 
   auto client = [&](size_t idx, size_t line, bool disconnect) {
     request_record rec;
@@ -365,9 +394,11 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
       std::this_thread::sleep_until(std::min(next, end));
       if (clock_type::now() >= end) break;
       if (rss_warm == 0 && seconds_since(t0) > 0.1 * o.duration_s) rss_warm = rss_mib();
-      const soak_fault k = schedule.next_kind();
-      switch (k) {
-        case soak_fault::prefill_node_kill: {
+      const soak_fault k = schedule.kinds().empty() ? soak_fault::drill : schedule.next_kind();
+      switch (schedule.kinds().empty() ? soak_fault_kinds : static_cast<size_t>(k)) {
+        case soak_fault_kinds:  // no faults: only the bookkeeping below
+          break;
+        case static_cast<size_t>(soak_fault::prefill_node_kill): {
           node->kill9();
           chaos->record(k);
           std::this_thread::sleep_for(std::chrono::milliseconds(300 + static_cast<int>(schedule.next_gap_s() * 300) % 900));
@@ -380,13 +411,13 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
           }
           break;
         }
-        case soak_fault::plugin_reload: {
+        case static_cast<size_t>(soak_fault::plugin_reload): {
           const auto r = http_post(ep, "/admin/plugins/" + plugin + "/reload", "", api_key, 30);
           if (r.status == 200) chaos->record(k);
           else ++skipped["plugin_reload: HTTP " + std::to_string(r.status) + " " + r.body.substr(0, 120)];
           break;
         }
-        case soak_fault::drill: {
+        case static_cast<size_t>(soak_fault::drill): {
           if (drill_csv.empty()) {
             ++skipped["drill: conf/drills/heat_ramp.csv not found"];
             break;
@@ -402,6 +433,7 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
       }
       if (seconds_since(last_report) >= 15) {
         last_report = clock_type::now();
+        rss_series.push_back({static_cast<int>(seconds_since(t0)), static_cast<int>(rss_mib())});
         size_t done = 0, total = 0;
         {
           std::lock_guard<std::mutex> lock(rm);
@@ -511,6 +543,7 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
                     {"rss_warm_mib", rss_warm},
                     {"rss_end_mib", rss_end},
                     {"rss_drift", rss_warm > 0 ? rss_end / rss_warm - 1 : 0.0},
+                    {"rss_series_mib", rss_series},
                     {"worker_restarts", st.worker_restarts - (idle_stats ? idle_stats->worker_restarts : 0)},
                     {"resumed", st.resumed},
                     {"requeued", st.requeued}};

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,7 @@ struct soak_options {
   double rss_bound = 0.10;    ///< allowed resident-memory growth after warm-up (share)
   double hang_s = 120;        ///< a request without its end this long is hung (lost)
   std::string work_dir = "soak";  ///< configs and the prefill node's log
+  std::vector<std::string> faults;  ///< the kinds to inject (soak_fault_names); empty: every kind the run can
 };
 
 /// Runs the soak; `progress` gets a line now and then. The JSON has "verdict" ("pass" or "fail")

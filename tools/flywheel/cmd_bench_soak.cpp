@@ -31,6 +31,9 @@ int cmd_bench_soak(int argc, char** argv) {
       .option("rss-bound", "allowed growth of resident memory after warm-up, as a share", "0.10")
       .option("hang-s", "a request without its end after this many seconds is hung (lost)", "120")
       .flag("one-process", "no prefill node process (no KV stream or prefill node faults)")
+      .option("faults", "the fault kinds to inject (comma list of decode_worker, prefill_worker, draft_actor, kv_reserve, "
+                        "kv_stream, prefill_node_kill, client_disconnect, plugin_reload, drill; \"none\": no faults); "
+                        "default: every kind the run can inject")
       .option("work-dir", "folder for the prefill node's config and log", "soak")
       .option("out", "write the JSON report here");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
@@ -62,6 +65,8 @@ int cmd_bench_soak(int argc, char** argv) {
   o.hang_s = *hang;
   o.prefill_node = !args.has("one-process");
   o.work_dir = args.str("work-dir");
+  if (args.has("faults") && args.str("faults") != "none") o.faults = args.list("faults");
+  if (args.has("faults") && args.str("faults") == "none") o.faults = {"none"};
   auto r = run_soak(o, [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);

@@ -165,8 +165,8 @@ int cmd_serve(int argc, char** argv) {
   auto& http = (*stack)->http;
   auto& service = *(*stack)->service;
   const auto& so = (*stack)->options;
-  std::fprintf(stderr, "flywheel serve: listening on http://%s:%u (model \"%s\", context %u tokens%s)\n",
-               srv.host.c_str(), static_cast<unsigned>(http->port()), so.model_name.c_str(), so.n_ctx,
+  std::fprintf(stderr, "flywheel serve: listening on %s://%s:%u (model \"%s\", context %u tokens%s)\n",
+               http->tls() ? "https" : "http", srv.host.c_str(), static_cast<unsigned>(http->port()), so.model_name.c_str(), so.n_ctx,
                so.api_key.empty() ? "" : ", API key required");
   std::fprintf(stderr, "flywheel serve: %s\n", lever_summary(*parts).c_str());
   std::fflush(stderr);

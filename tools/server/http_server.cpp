@@ -2,6 +2,8 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -51,6 +53,7 @@ class session;
 struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   net::io_context ioc{1};
   tcp::acceptor acceptor{ioc};
+  std::unique_ptr<net::ssl::context> tls;  ///< null: plain HTTP
   http_limits limits;
   request_handler handler;
   std::thread thread;
@@ -68,11 +71,25 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
 class session : public std::enable_shared_from_this<session> {
  public:
   session(tcp::socket socket, std::shared_ptr<http_server::impl> server)
-      : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(std::move(server)) {}
+      : socket_(std::move(socket)), timer_(socket_.get_executor()), server_(std::move(server)) {
+    if (server_->tls) tls_ = std::make_unique<net::ssl::stream<tcp::socket&>>(socket_, *server_->tls);
+  }
 
   ~session() { server_->connections.fetch_sub(1); }
 
+  /// HTTPS: the TLS handshake first (within the read timeout), then as plain HTTP. A client that
+  /// speaks plain HTTP, or fails the handshake, is closed (nothing can be answered to it).
   void start(bool over_limit) {
+    if (!tls_) return serve(over_limit);
+    arm(server_->limits.read_timeout_s);
+    tls_->async_handshake(net::ssl::stream_base::server, [self = shared_from_this(), over_limit](error_code ec) {
+      self->timer_.cancel();
+      if (ec || self->closed_) return self->close();
+      self->serve(over_limit);
+    });
+  }
+
+  void serve(bool over_limit) {
     if (over_limit) {
       keep_alive_ = false;
       write_whole({503, "application/json",
@@ -146,10 +163,12 @@ class session : public std::enable_shared_from_this<session> {
     if (buffer_.size() > 0 && parse()) return;
     const size_t room = std::min<size_t>(64 * 1024, buffer_.max_size() - buffer_.size());
     if (room == 0) return read_failed(http::error::header_limit);
-    socket_.async_read_some(buffer_.prepare(room), [self = shared_from_this()](error_code ec, size_t n) {
+    auto done = [self = shared_from_this()](error_code ec, size_t n) {
       self->buffer_.commit(n);
       self->on_read(ec, n);
-    });
+    };
+    if (tls_) tls_->async_read_some(buffer_.prepare(room), std::move(done));
+    else socket_.async_read_some(buffer_.prepare(room), std::move(done));
   }
 
   void on_read(error_code ec, size_t n) {
@@ -202,7 +221,8 @@ class session : public std::enable_shared_from_this<session> {
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
       return error_reply(431, "request headers too large");
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::operation_aborted ||
-        ec == net::error::connection_reset || ec == http::error::partial_message)
+        ec == net::error::connection_reset || ec == http::error::partial_message || ec.category() == net::error::get_ssl_category() ||
+        ec == net::ssl::error::stream_truncated)
       return close();
     return error_reply(400, "malformed HTTP request: " + ec.message());
   }
@@ -276,9 +296,9 @@ class session : public std::enable_shared_from_this<session> {
   void write_next() {
     writing_ = true;
     arm(server_->limits.write_timeout_s);
-    net::async_write(socket_, net::buffer(out_.front()), [self = shared_from_this()](error_code ec, size_t) {
-      self->on_written(ec);
-    });
+    auto done = [self = shared_from_this()](error_code ec, size_t) { self->on_written(ec); };
+    if (tls_) net::async_write(*tls_, net::buffer(out_.front()), std::move(done));
+    else net::async_write(socket_, net::buffer(out_.front()), std::move(done));
   }
 
   void on_written(error_code ec) {
@@ -327,6 +347,7 @@ class session : public std::enable_shared_from_this<session> {
   std::shared_ptr<reply_channel> make_channel();
 
   tcp::socket socket_;
+  std::unique_ptr<net::ssl::stream<tcp::socket&>> tls_;  ///< over socket_ when the server is HTTPS
   net::steady_timer timer_;
   std::shared_ptr<http_server::impl> server_;
   boost::beast::flat_buffer buffer_{1 << 20};  // the most that is read ahead of the parser
@@ -428,6 +449,18 @@ expected<std::unique_ptr<http_server>> http_server::start(const std::string& hos
   impl& i = *s->impl_;
   i.limits = limits;
   i.handler = std::move(handler);
+  if (!limits.tls_cert.empty() || !limits.tls_key.empty()) {
+    i.tls = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+    i.tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 | net::ssl::context::no_sslv3 |
+                       net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
+    i.tls->use_certificate_chain_file(limits.tls_cert, ec);
+    if (ec) return make_error(errc::io_error, "server.tls_cert " + limits.tls_cert + ": " + ec.message());
+    i.tls->use_private_key_file(limits.tls_key, net::ssl::context::pem, ec);
+    if (ec) return make_error(errc::io_error, "server.tls_key " + limits.tls_key + ": " + ec.message());
+    if (SSL_CTX_check_private_key(i.tls->native_handle()) != 1)
+      return make_error(errc::invalid_argument, "server.tls_key " + limits.tls_key + " is not the key of server.tls_cert " +
+                                                    limits.tls_cert);
+  }
   const tcp::endpoint ep(address, port);
   auto fail = [&](const char* what) {
     return make_error(errc::io_error, std::string("cannot ") + what + " " + host + ":" + std::to_string(port) + ": " +
@@ -469,6 +502,8 @@ void http_server::stop_accepting() {
 void http_server::post(std::function<void()> f) { net::post(impl_->ioc, std::move(f)); }
 
 size_t http_server::open_connections() const { return impl_->connections.load(); }
+
+bool http_server::tls() const { return impl_->tls != nullptr; }
 
 void http_server::stop() {
   if (!impl_) return;

@@ -70,12 +70,15 @@ struct http_limits {
   double idle_timeout_s = 60;
   double write_timeout_s = 30;
   uint32_t max_connections = 1024;
+  /// PEM files: both set, every connection is TLS (1.2 or later); both empty, plain HTTP.
+  std::string tls_cert, tls_key;
 };
 
 class http_server {
  public:
   /// Binds host:port (port 0: any free one) and starts the I/O thread. errc::io_error when the
-  /// address cannot be bound, errc::invalid_argument when host is not an IP address.
+  /// address cannot be bound or limits' TLS files cannot be read, errc::invalid_argument when
+  /// host is not an IP address or the key does not match the certificate.
   static expected<std::unique_ptr<http_server>> start(const std::string& host, uint16_t port,
                                                       http_limits limits, request_handler handler);
   ~http_server();
@@ -88,6 +91,7 @@ class http_server {
   /// Runs f on the I/O thread.
   void post(std::function<void()> f);
   size_t open_connections() const;
+  bool tls() const;  ///< HTTPS
   /// Closes every connection and joins the I/O thread. Idempotent.
   void stop();
 

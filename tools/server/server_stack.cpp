@@ -31,6 +31,8 @@ expected<std::unique_ptr<server_stack>> server_stack::start(actors::engine& engi
   limits.idle_timeout_s = srv.idle_timeout_s;
   limits.write_timeout_s = srv.write_timeout_s;
   limits.max_connections = srv.max_connections;
+  limits.tls_cert = srv.tls_cert;
+  limits.tls_key = srv.tls_key;
   auto* service = s->service.get();
   auto started = http_server::start(host, port, limits, [service](http_request req, std::shared_ptr<reply_channel> reply) {
     service->handle(std::move(req), std::move(reply));

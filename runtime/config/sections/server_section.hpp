@@ -19,6 +19,8 @@ struct server_section {
   uint32_t max_connections = 1024;    ///< open connections; beyond: 503
   double shutdown_timeout_s = 30;     ///< on SIGTERM: in-flight requests get this long, then cancelled
   uint32_t retry_after_s = 1;         ///< Retry-After of a 429 (queue full)
+  std::string tls_cert;               ///< PEM certificate chain: HTTPS (with tls_key); empty: plain HTTP
+  std::string tls_key;                ///< PEM private key of tls_cert
   bool operator==(const server_section&) const = default;
 };
 
