@@ -1,11 +1,15 @@
 #include "tools/bench/bench_soak.hpp"
 
 #include <dirent.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -17,6 +21,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/engine_faults.hpp"
+#include "runtime/base/free_memory.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/setup/runtime_parts.hpp"
 #include "tools/bench/http_stream_client.hpp"
@@ -45,12 +50,37 @@ size_t open_fds() {
   return n > 0 ? n - 1 : 0;  // the directory stream's own
 }
 
-double rss_mib() {
+/// Resident memory after the allocator returned its free pages (what is still allocated, not the
+/// high-water mark of the last burst: runtime/base/free_memory).
+/// The process's threads now.
+size_t thread_count() {
+  size_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (const dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
+}
+
+double rss_mib(const char* field = "RssAnon:") {
+  release_free_memory();
   std::ifstream in("/proc/self/status");
   std::string line;
+  const size_t n = std::strlen(field);
   while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+    if (line.compare(0, n, field) == 0) return std::strtod(line.c_str() + n, nullptr) / 1024.0;
   return 0;
+}
+
+/// Bytes the program holds from the allocator (glibc: every arena's chunks in use plus its own
+/// mappings), MiB; 0 elsewhere. Unlike resident memory, free memory an arena keeps is not in it.
+double heap_in_use_mib() {
+#if defined(__GLIBC__)
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd) / (1 << 20);
+#else
+  return 0;
+#endif
 }
 
 std::string read_text(const std::string& path) {
@@ -269,6 +299,7 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
   // Idle counts before the faults: what must come back.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const size_t fds_idle = open_fds();
+  const size_t threads_idle = thread_count();
   const auto idle_stats = e.stats();
 
   // The faults this run can inject.
@@ -310,8 +341,8 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
   const auto t0 = chaos->t0;
   const auto end = t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(o.duration_s));
   std::atomic<bool> arrivals_done{false};
-  double rss_warm = 0;
-  json rss_series = json::array();  // [seconds, MiB] every 15 s
+  double rss_warm = 0, heap_warm = 0;
+  json rss_series = json::array();  // [seconds, anonymous resident MiB, file-backed resident MiB, allocated MiB] every 15 s
 
   auto client = [&](size_t idx, size_t line, bool disconnect) {
     request_record rec;
@@ -393,7 +424,10 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
       next += std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(schedule.next_gap_s()));
       std::this_thread::sleep_until(std::min(next, end));
       if (clock_type::now() >= end) break;
-      if (rss_warm == 0 && seconds_since(t0) > 0.1 * o.duration_s) rss_warm = rss_mib();
+      if (rss_warm == 0 && seconds_since(t0) > 0.25 * o.duration_s) {
+        rss_warm = rss_mib();
+        heap_warm = heap_in_use_mib();
+      }
       const soak_fault k = schedule.kinds().empty() ? soak_fault::drill : schedule.next_kind();
       switch (schedule.kinds().empty() ? soak_fault_kinds : static_cast<size_t>(k)) {
         case soak_fault_kinds:  // no faults: only the bookkeeping below
@@ -433,7 +467,8 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
       }
       if (seconds_since(last_report) >= 15) {
         last_report = clock_type::now();
-        rss_series.push_back({static_cast<int>(seconds_since(t0)), static_cast<int>(rss_mib())});
+        rss_series.push_back({static_cast<int>(seconds_since(t0)), static_cast<int>(rss_mib()), static_cast<int>(rss_mib("RssFile:")),
+                              static_cast<int>(heap_in_use_mib())});
         size_t done = 0, total = 0;
         {
           std::lock_guard<std::mutex> lock(rm);
@@ -474,7 +509,9 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const size_t fds_end = open_fds();
+  const size_t threads_end = thread_count();
   const double rss_end = rss_mib();
+  const double heap_end = heap_in_use_mib();
   const uint64_t kv_used = e.device().kv_pool().used_blocks();
 
   // The report.
@@ -540,9 +577,13 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
                     {"open_connections", (*stack)->http->open_connections()},
                     {"fds_idle", fds_idle},
                     {"fds_end", fds_end},
+                    {"threads_idle", threads_idle},
+                    {"threads_end", threads_end},
                     {"rss_warm_mib", rss_warm},
                     {"rss_end_mib", rss_end},
                     {"rss_drift", rss_warm > 0 ? rss_end / rss_warm - 1 : 0.0},
+                    {"heap_warm_mib", heap_warm},
+                    {"heap_end_mib", heap_end},
                     {"rss_series_mib", rss_series},
                     {"worker_restarts", st.worker_restarts - (idle_stats ? idle_stats->worker_restarts : 0)},
                     {"resumed", st.resumed},
@@ -569,6 +610,9 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
   if (rss_warm > 0 && rss_end > rss_warm * (1 + o.rss_bound))
     problems.push_back("resident memory grew " + std::to_string(static_cast<int>(100 * (rss_end / rss_warm - 1))) +
                        "% after warm-up (bound " + std::to_string(static_cast<int>(100 * o.rss_bound)) + "%)");
+  if (heap_warm > 0 && heap_end > heap_warm * (1 + o.rss_bound))
+    problems.push_back("memory in use grew " + std::to_string(static_cast<int>(100 * (heap_end / heap_warm - 1))) +
+                       "% after warm-up (bound " + std::to_string(static_cast<int>(100 * o.rss_bound)) + "%)");
   r["verdict"] = problems.empty() ? "pass" : "fail";
   r["problems"] = problems;
   stop_all();
@@ -594,8 +638,8 @@ void print_soak(const json& r) {
   const auto& s = r["resources"];
   std::printf("\nafter the drain: KV blocks used %llu (prefix cache %llu), requests running %llu (waiting %llu, prefilling "
               "%llu, decoding %llu; at the prefill node %llu), HTTP connections %llu, file "
-              "descriptors %llu (idle before: %llu), resident memory %.0f MiB (%.0f after warm-up, %+.1f%%); %llu worker "
-              "restarts\n",
+              "descriptors %llu (idle before: %llu), anonymous resident memory %.0f MiB (%.0f after warm-up, %+.1f%%), "
+              "allocated %.0f MiB (%.0f after warm-up); %llu worker restarts\n",
               static_cast<unsigned long long>(s["kv_used_blocks"].get<uint64_t>()),
               static_cast<unsigned long long>(s["prefix_cache_blocks"].get<uint64_t>()),
               static_cast<unsigned long long>(s["requests_running"].get<uint64_t>()),
@@ -605,6 +649,7 @@ void print_soak(const json& r) {
               static_cast<unsigned long long>(s["open_connections"].get<uint64_t>()),
               static_cast<unsigned long long>(s["fds_end"].get<uint64_t>()), static_cast<unsigned long long>(s["fds_idle"].get<uint64_t>()),
               s["rss_end_mib"].get<double>(), s["rss_warm_mib"].get<double>(), 100 * s["rss_drift"].get<double>(),
+              s["heap_end_mib"].get<double>(), s["heap_warm_mib"].get<double>(),
               static_cast<unsigned long long>(s["worker_restarts"].get<uint64_t>()));
   for (const auto& [why, n] : r["faults_skipped"].items())
     std::printf("not injected %llu times: %s\n", static_cast<unsigned long long>(n.get<uint64_t>()), why.c_str());

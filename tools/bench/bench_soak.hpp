@@ -30,7 +30,7 @@ struct soak_options {
   std::string workload_path;  ///< JSONL (workload_file)
   double duration_s = 600;    ///< of arrivals and faults
   double rate = 2;            ///< mean arrivals per second (Poisson)
-  double fault_gap_s = 1.0;   ///< mean seconds between faults
+  double fault_gap_s = 0.8;   ///< mean seconds between faults
   int max_tokens = 32;        ///< each request's max_tokens, at most this
   size_t prompts = 40;        ///< distinct workload lines used (their reference run first)
   uint64_t seed = 1;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "runtime/base/free_memory.hpp"
 #include "tools/bench/bench_soak.hpp"
 #include "tools/bench/server_process.hpp"
 #include "tools/flywheel/arg_parser.hpp"
@@ -14,6 +15,7 @@
 namespace fw::cli {
 
 int cmd_bench_soak(int argc, char** argv) {
+  limit_allocator_arenas();  // as `flywheel serve` does: the soak measures what a server does
   arg_parser args("bench soak");
   const std::string default_config = installed_default_config().value_or("conf/default.toml");
   const auto prefix = install_prefix();
@@ -24,7 +26,7 @@ int cmd_bench_soak(int argc, char** argv) {
       .option("workload", "JSONL workload (one request per line: class, messages, max_tokens)", default_workload)
       .option("duration", "seconds of requests and faults", "600")
       .option("rate", "mean arrivals per second (Poisson)", "2")
-      .option("fault-every", "mean seconds between faults", "1")
+      .option("fault-every", "mean seconds between faults", "0.8")
       .option("max-tokens", "each request's max_tokens, at most this", "32")
       .option("prompts", "distinct workload lines (each run once, undisturbed, for the reference tokens)", "40")
       .option("seed", "seed of the arrivals and the faults", "1")

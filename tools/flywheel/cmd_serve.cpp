@@ -16,6 +16,7 @@
 
 #include "actors/engine.hpp"
 #include "actors/prefill_node.hpp"
+#include "runtime/base/free_memory.hpp"
 #include "runtime/config/node_address.hpp"
 #include "runtime/setup/lever_summary.hpp"
 #include "runtime/setup/runtime_parts.hpp"
@@ -81,6 +82,7 @@ int serve_prefill_node(config cfg, const sigset_t& stop_signals) {
 }  // namespace
 
 int cmd_serve(int argc, char** argv) {
+  limit_allocator_arenas();  // a long-running server: resident memory that follows what is in use
   arg_parser args("serve");
   model_session::declare_flags(args);
   args.option("host", "address to bind (overrides server.host; built-in: 127.0.0.1)")
