@@ -134,31 +134,30 @@ expected<endpoint> parse_endpoint(const std::string& url, const std::string& fla
   return endpoint{rest.substr(0, colon), rest.substr(colon + 1)};
 }
 
-http_reply http_get(const endpoint& ep, const std::string& path, const std::string& api_key, double timeout_s) {
+namespace {
+/// One request, the whole reply read (until the server closes or timeout_s).
+http_reply http_call(const endpoint& ep, const char* method, const std::string& path, const std::string& body,
+                     const std::string& api_key, double timeout_s) {
   http_reply r;
   const int fd = connect_to(ep);
   if (fd < 0) return r;
   const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
                                                 std::chrono::duration<double>(timeout_s));
   bool timed_out = false;
-  if (send_all(fd, request_text(ep, "GET", path, "", api_key)))
+  if (send_all(fd, request_text(ep, method, path, body, api_key)))
     r.status = read_response(fd, deadline, timed_out, [&](const std::string& p) { r.body += p; });
   ::close(fd);
   return r;
 }
+}  // namespace
+
+http_reply http_get(const endpoint& ep, const std::string& path, const std::string& api_key, double timeout_s) {
+  return http_call(ep, "GET", path, "", api_key, timeout_s);
+}
 
 http_reply http_post(const endpoint& ep, const std::string& path, const std::string& body, const std::string& api_key,
                      double timeout_s) {
-  http_reply r;
-  const int fd = connect_to(ep);
-  if (fd < 0) return r;
-  const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(
-                                                std::chrono::duration<double>(timeout_s));
-  bool timed_out = false;
-  if (send_all(fd, request_text(ep, "POST", path, body, api_key)))
-    r.status = read_response(fd, deadline, timed_out, [&](const std::string& p) { r.body += p; });
-  ::close(fd);
-  return r;
+  return http_call(ep, "POST", path, body, api_key, timeout_s);
 }
 
 stream_result stream_chat(const endpoint& ep, json body, const std::string& api_key, clock_type::time_point deadline,
