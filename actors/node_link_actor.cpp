@@ -391,7 +391,7 @@ class link_logic {
 
 node_link_actor::behavior_type node_link(self_ptr self, const engine_context* ctx) {
   auto& st = self->state;
-  st.hello = node_hello{node_protocol_version, "decode", ctx->limits.nodes.self};
+  st.hello = node_hello{node_protocol_version, "decode", ctx->limits.nodes.self, {}, {}};
   st.local = self->spawn<caf::detached + caf::linked>(prefill_worker, ctx, ctx->device(), false);
   st.decoder = self->spawn<caf::detached + caf::linked>([ctx]() -> kv_stream_decoder::behavior_type {
     auto open = std::make_shared<std::unordered_map<uint64_t, kv_stream_reader>>();
