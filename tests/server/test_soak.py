@@ -39,7 +39,8 @@ class Soak(unittest.TestCase):
         self.assertEqual(q["failed"], 0)
         self.assertGreater(q["same"], 0.8 * q["total"])
         for kind, f in r["faults"].items():
-            self.assertGreaterEqual(f["injected"], 3, kind)
+            # A damaged stream needs a long prompt's stream in flight while it is armed: fewer.
+            self.assertGreaterEqual(f["injected"], 1 if kind == "kv_stream" else 3, kind)
         hit = sum(f["requests_in_flight"] for f in r["faults"].values())
         self.assertGreater(hit, 50)
         self.assertEqual(sorted(r["faults"]), sorted(["decode_worker", "prefill_worker", "draft_actor", "kv_reserve",
