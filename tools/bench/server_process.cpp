@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -91,25 +92,32 @@ expected<server_process> server_process::start_prefill_node(const std::string& e
   const pid_t pid = spawn_logged(exe, {"serve", "--config", config_path, "--role", "prefill", "--listen", listen}, log_path);
   if (pid < 0) return make_error(errc::io_error, "fork failed");
   server_process p(pid, listen, log_path);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(ready_timeout_s);
-  while (std::chrono::steady_clock::now() < until) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      p.pid_ = -1;
-      return make_error(errc::io_error, "flywheel serve --role prefill --listen " + listen + " exited (" + exit_text(status) +
-                                            "); its log " + log_path + ":\n" + tail_of(log_path));
-    }
+  auto ready = p.wait_ready("flywheel serve --role prefill --listen " + listen, ready_timeout_s, [&] {
     std::ifstream in(log_path, std::ios::binary);
     in.seekg(static_cast<std::streamoff>(size0));
     std::stringstream ss;
     ss << in.rdbuf();
-    if (ss.str().find("prefill node listening on") != std::string::npos) return p;
+    return ss.str().find("prefill node listening on") != std::string::npos;
+  });
+  if (!ready) return ready.err();
+  return p;
+}
+
+expected<void> server_process::wait_ready(const std::string& what, double timeout_s, const std::function<bool()>& ready) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < until) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return make_error(errc::io_error, what + " exited (" + exit_text(status) + ") before it was ready; its log " + log_ +
+                                            ":\n" + tail_of(log_));
+    }
+    if (ready()) return {};
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  p.stop(1);
-  return make_error(errc::timed_out, "the prefill node on " + listen + " was not ready within " +
-                                         std::to_string(static_cast<int>(ready_timeout_s)) + " s; its log " + log_path +
-                                         ":\n" + tail_of(log_path));
+  stop(1);
+  return make_error(errc::timed_out, what + " was not ready within " + std::to_string(static_cast<int>(timeout_s)) +
+                                         " s; its log " + log_ + ":\n" + tail_of(log_));
 }
 
 void server_process::kill9() {
@@ -130,21 +138,10 @@ expected<server_process> server_process::start(const std::string& exe, const std
   if (pid < 0) return make_error(errc::io_error, "fork failed");
   server_process p(pid, "http://127.0.0.1:" + port_text, log_path);
   const endpoint ep{"127.0.0.1", port_text};
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(ready_timeout_s);
-  while (std::chrono::steady_clock::now() < until) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      p.pid_ = -1;
-      return make_error(errc::io_error, "flywheel serve --config " + config_path + " exited (" + exit_text(status) +
-                                            ") before it was ready; its log " + log_path + ":\n" + tail_of(log_path));
-    }
-    if (http_get(ep, "/health", {}, 2).status == 200) return p;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  p.stop(1);
-  return make_error(errc::timed_out, "flywheel serve --config " + config_path + " was not ready within " +
-                                         std::to_string(static_cast<int>(ready_timeout_s)) + " s; its log " + log_path +
-                                         ":\n" + tail_of(log_path));
+  auto ready = p.wait_ready("flywheel serve --config " + config_path, ready_timeout_s,
+                            [&] { return http_get(ep, "/health", {}, 2).status == 200; });
+  if (!ready) return ready.err();
+  return p;
 }
 
 server_process::server_process(server_process&& o) noexcept

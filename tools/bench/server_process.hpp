@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -45,6 +46,9 @@ class server_process {
 
  private:
   server_process(pid_t pid, std::string url, std::string log) : pid_(pid), url_(std::move(url)), log_(std::move(log)) {}
+  /// Polls `ready` until it holds, the child exits (an error quoting its log) or timeout_s passes
+  /// (the child is stopped; an error). `what` names the child in the errors.
+  expected<void> wait_ready(const std::string& what, double timeout_s, const std::function<bool()>& ready);
   pid_t pid_ = -1;
   std::string url_, log_;
 };
