@@ -56,18 +56,22 @@ std::string make_nonce() {
   return n;
 }
 
+namespace {
+/// OpenSSL's HMAC implementation, fetched once (a fetch searches the provider store under a lock;
+/// a seal per KV chunk need not repeat it). Kept for the process's life.
+EVP_MAC* hmac_algorithm() {
+  static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  return mac;
+}
+}  // namespace
+
 struct hmac_sha256::impl {
-  EVP_MAC* mac = nullptr;
   EVP_MAC_CTX* ctx = nullptr;
-  ~impl() {
-    EVP_MAC_CTX_free(ctx);
-    EVP_MAC_free(mac);
-  }
+  ~impl() { EVP_MAC_CTX_free(ctx); }
 };
 
 hmac_sha256::hmac_sha256(std::string_view key) : impl_(std::make_unique<impl>()) {
-  impl_->mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
-  if (impl_->mac) impl_->ctx = EVP_MAC_CTX_new(impl_->mac);
+  if (EVP_MAC* mac = hmac_algorithm()) impl_->ctx = EVP_MAC_CTX_new(mac);
   char digest[] = "SHA256";
   OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0), OSSL_PARAM_construct_end()};
   // An empty key is legal HMAC but never a secret of ours; OpenSSL wants a non-null pointer.
