@@ -274,8 +274,26 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
   const forward_batch& b = *batch_;
   const uint32_t bt = pool_.layout().block_tokens;
   const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
-  threads_->for_each(static_cast<int64_t>(attn_.tasks.size()), [&](int64_t ti, int thread) {
-    const attention_task& t = attn_.tasks[ti];
+  // Each thread takes runs of consecutive tasks, so it knows the next one: while a task computes,
+  // the first tiles of the next are fetched. A task's own later tiles are fetched by the kernel
+  // (two 16-key chunks ahead), but its first ones would otherwise start cold: in a decode step
+  // every task is one (sequence, KV head) of a few tiles, each in its own KV block.
+  const size_t tile_bytes = static_cast<size_t>(bt) * cfg_.head_dim * (pool_.layout().dtype == kv_dtype::f16 ? 2 : 4);
+  auto prefetch_first_tiles = [&](const attention_task& t) {
+    const kv_handle& kv = *b.kv[t.seq];
+    int32_t max_keys = 0;
+    for (size_t i = t.begin; i < t.end; ++i) max_keys = std::max(max_keys, attn_.n_keys[i]);
+    const size_t n = std::min<size_t>({next_task_prefetch_tiles, (max_keys + bt - 1) / bt, kv.blocks.size()});
+    for (size_t i = 0; i < n; ++i) {
+      const char* k = static_cast<const char*>(pool_.k_data(kv.blocks[i], layer, t.kv_head));
+      const char* v = static_cast<const char*>(pool_.v_data(kv.blocks[i], layer, t.kv_head));
+      for (size_t off = 0; off < tile_bytes; off += 64) {
+        __builtin_prefetch(k + off, 0, 3);
+        __builtin_prefetch(v + off, 0, 3);
+      }
+    }
+  };
+  auto run_task = [&](const attention_task& t, int thread) {
     const kv_handle& kv = *b.kv[t.seq];
     int32_t max_keys = 0;
     for (size_t i = t.begin; i < t.end; ++i) max_keys = std::max(max_keys, attn_.n_keys[i]);
@@ -293,6 +311,12 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
                                     attn_.out.data() + t.begin, attn_.n_keys.data() + t.begin,
                                     last_layer ? attn_.entropy.data() + t.begin : nullptr};
     attend_(tiles, qs, scale);
+  };
+  threads_->parallel_for(static_cast<int64_t>(attn_.tasks.size()), 1, [&](int64_t first, int64_t last, int thread) {
+    for (int64_t ti = first; ti < last; ++ti) {
+      if (ti + 1 < last) prefetch_first_tiles(attn_.tasks[ti + 1]);
+      run_task(attn_.tasks[ti], thread);
+    }
   });
   if (last_layer) {
     head_entropy_.assign(b.rows() * cfg_.n_head, 0.f);

@@ -121,6 +121,8 @@ class cpu_backend final : public backend, private llama_ops {
   std::vector<float> gate_up_;  ///< [rows][gate | up]; gate becomes silu(gate) * up
   std::vector<float> plugin_x_, plugin_y_;  ///< dense copies for kernel plugins of strided rows
   std::vector<uint8_t> plugin_act_;         ///< activation rows in a v2 plugin's format
+  /// Tiles (K and V) of the next attention task fetched ahead while one computes.
+  static constexpr size_t next_task_prefetch_tiles = 2;
   struct attention_task {
     uint32_t seq, kv_head;
     size_t begin, end;  ///< queries [begin, end) of attn_
