@@ -551,7 +551,7 @@ TEST(peer_choice, reconnect_backoff_doubles_to_its_cap) {
 }
 
 TEST(node_hello, the_handshake_names_both_sides_of_each_mismatch) {
-  node_hello a{node_protocol_version, "prefill", {}}, b{node_protocol_version, "decode", {}};
+  node_hello a{node_protocol_version, "prefill", {}, {}, {}}, b{node_protocol_version, "decode", {}, {}, {}};
   a.identity.name = "prefill node cpu:0";
   b.identity.name = "decode node cpu:0";
   for (auto* h : {&a, &b}) {

@@ -35,8 +35,9 @@ class console_session_test : public ::testing::Test {
     cpu_backend_options o;
     o.threads = 2;
     o.kv_tokens = 4096;
-    auto e = actors::engine::start(model_, std::make_unique<cpu_backend>(model_->config(), model_->weights(), o),
-                                   actors::engine_limits{1024, 4, 16, 256, 600});
+    actors::engine_limits limits;
+    limits.n_ctx = 1024, limits.max_batch = 4, limits.max_queue = 16, limits.prefill_chunk = 256;
+    auto e = actors::engine::start(model_, std::make_unique<cpu_backend>(model_->config(), model_->weights(), o), limits);
     ASSERT_TRUE(e) << e.err().what();
     engine_ = std::move(*e);
   }

@@ -144,7 +144,7 @@ class caf_copy {
     // The messages are made before the clock starts, as the raw copy's buffer is.
     std::vector<actors::kv_chunk> msgs;
     for (size_t at = 0; at < bytes; at += chunk)
-      msgs.push_back(actors::kv_chunk{at, 0, std::string(std::min(chunk, bytes - at), 'Z')});
+      msgs.push_back(actors::kv_chunk{at, 0, std::string(std::min(chunk, bytes - at), 'Z'), {}});
     const auto t0 = clock_type::now();
     for (auto& m : msgs) self->send(remote_, actors::chunk_atom::value, std::move(m));
     bool ok = false;
