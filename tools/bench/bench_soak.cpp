@@ -93,10 +93,18 @@ std::string read_text(const std::string& path) {
 
 /// What the driver has armed and what fired, shared with the engine's fault hooks (worker threads).
 struct chaos_state {
-  /// Faults armed and not yet fired, per kind: a count, so that a kind whose moment is rare (a
-  /// damaged KV stream needs a long prompt in flight) fires at the next chance instead of losing
-  /// the arming to the next one.
+  /// Faults armed and not yet fired, per kind. A damaged KV stream needs a long prompt crossing
+  /// the link, a rare moment: its armings add up (to 8) so that each fires at the next chance.
+  /// The others' moments are frequent, and one arming at a time keeps them from firing in bursts
+  /// (armings that pile up while a worker restarts would kill it again at once, each time).
   std::array<std::atomic<int>, soak_fault_kinds> armed{};
+  void arm(soak_fault k) {
+    const int cap = k == soak_fault::kv_stream ? 8 : 1;
+    auto& n = armed[static_cast<size_t>(k)];
+    int have = n.load();
+    while (have < cap && !n.compare_exchange_weak(have, have + 1)) {
+    }
+  }
   std::mutex m;
   struct fired {
     soak_fault kind;
@@ -497,7 +505,7 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
           break;
         }
         default:
-          ++chaos->armed[static_cast<size_t>(k)];  // counted when it fires
+          chaos->arm(k);  // counted when it fires
           break;
       }
       if (seconds_since(last_report) >= 15) {
