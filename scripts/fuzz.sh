@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh --seconds 3600 gguf      one target for an hour
 #   scripts/fuzz.sh --make-seeds             rewrite the library-made seeds (KV streams, a GGUF)
 # Targets: gguf, config, openai_request, kv_stream, tokenizer, telemetry_trace, calibration,
-# node_message. Exit status 1 when
+# node_message, plugin_table. Exit status 1 when
 # a target finds a crash, a leak, a sanitizer report or a timeout; the input is kept in
 # build-fuzz/findings/<target>/.
 # Once fixed, add it to tests/fuzz/corpus/<target>/: every corpus file runs first on each run, so
@@ -25,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(gguf config openai_request kv_stream tokenizer telemetry_trace calibration node_message)
+[[ ${#targets[@]} -gt 0 ]] || targets=(gguf config openai_request kv_stream tokenizer telemetry_trace calibration node_message plugin_table)
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 2; }
 out="$root/build-fuzz"

@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
-# The unit tests of the code that parses, computes and decides without actors (tests/fuzz/
-# CMakeLists.txt lists the folders: kernels, KV, the scheduler and policies, config, text, GGUF,
-# sampling, metrics, the node link's proofs) in the instrumented clang build of scripts/fuzz.sh
-# (build-fuzz/: ASan + UBSan over every library they link; a UBSan report aborts, leaks fail).
-#   scripts/sanitize.sh                 build and run them (CI: scripts/test.sh)
+# The unit tests of the code that parses, computes and decides without actors (tests/sanitize/
+# CMakeLists.txt lists the folders: kernels and the thread pool, KV, the scheduler and policies,
+# config, text, GGUF, sampling, metrics, the node link's proofs) in instrumented clang builds:
+#   scripts/sanitize.sh                 ASan + UBSan in build-fuzz/ (the build of scripts/fuzz.sh:
+#                                       every library instrumented; a UBSan report aborts, leaks fail)
+#   scripts/sanitize.sh --thread        ThreadSanitizer in build-tsan/, the plugin host's tests too
+#                                       (plugins loaded, reloaded and unloaded while threads use them)
 #   scripts/sanitize.sh --gtest_filter=kv*   any gtest flags pass through
-# Exit status non-zero on any failing test or sanitizer report.
+# CI runs both (scripts/test.sh). Exit status non-zero on any failing test or sanitizer report.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 command -v clang++ >/dev/null || { echo "sanitize.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 2; }
-out="$root/build-fuzz"
+thread=0
+if [[ "${1:-}" == "--thread" ]]; then
+  thread=1
+  shift
+fi
+if [[ $thread == 1 ]]; then
+  out="$root/build-tsan"
+  what="ThreadSanitizer"
+  flags=(-DFW_TSAN=ON)
+else
+  out="$root/build-fuzz"
+  what="ASan + UBSan"
+  flags=(-DFW_FUZZ=ON)
+fi
 if [[ ! -f "$out/CMakeCache.txt" ]]; then
-  CC=clang CXX=clang++ cmake -S "$root" -B "$out" -DCMAKE_BUILD_TYPE=Release -DFW_FUZZ=ON -DFW_BUILD_TESTS=OFF \
+  CC=clang CXX=clang++ cmake -S "$root" -B "$out" -DCMAKE_BUILD_TYPE=Release "${flags[@]}" -DFW_BUILD_TESTS=OFF \
     -DFW_ENABLE_CUDA=OFF >/dev/null
 fi
 if ! cmake --build "$out" -j "${FW_JOBS:-2}" --target fw_sanitized_tests >"$out/sanitize-build.log" 2>&1; then
@@ -19,13 +34,14 @@ if ! cmake --build "$out" -j "${FW_JOBS:-2}" --target fw_sanitized_tests >"$out/
   echo "sanitize.sh: the build failed (log: $out/sanitize-build.log)" >&2
   exit 1
 fi
-echo "sanitize: ASan + UBSan unit tests"
+echo "sanitize: $what unit tests"
 log="$out/sanitize.log"
 if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-   "$out/tests/fuzz/fw_sanitized_tests" "$@" >"$log" 2>&1; then
+   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+   "$out/tests/sanitize/fw_sanitized_tests" "$@" >"$log" 2>&1; then
   grep -E "^\[  PASSED  \]" "$log" | sed "s/^/  /"
 else
   echo "sanitize: FAILED (log: $log)" >&2
-  grep -E "FAILED|ERROR: AddressSanitizer|runtime error|SUMMARY" "$log" | head -20 >&2 || true
+  grep -E "FAILED|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error|SUMMARY" "$log" | head -20 >&2 || true
   exit 1
 fi

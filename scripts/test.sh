@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything (scripts/setup.sh), builds, and runs the whole test suite with ctest.
 # GPU tests compile everywhere and skip at run time with a reason when no device exists. Then the
-# actor-free unit tests run again under ASan + UBSan (scripts/sanitize.sh), and every libFuzzer
-# target runs 30 s (scripts/fuzz.sh); FW_SKIP_FUZZ=1 skips both, FW_FUZZ_SECONDS sets the time.
+# actor-free unit tests run again under ASan + UBSan and under ThreadSanitizer (scripts/sanitize.sh,
+# scripts/sanitize.sh --thread), and every libFuzzer target runs 30 s (scripts/fuzz.sh);
+# FW_SKIP_FUZZ=1 skips all three, FW_FUZZ_SECONDS sets the time.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The tests fit the small feature maps they need themselves.
@@ -12,4 +13,5 @@ ctest --output-on-failure --timeout 600 -j2 "$@"
 # Coverage-guided fuzzing of the parsers, bounded (tests/fuzz; scripts/fuzz.sh --seconds N for longer).
 # The same instrumented clang build (build-fuzz/) runs the unit tests of the actor-free code first.
 [ "${FW_SKIP_FUZZ:-0}" = 1 ] || "$root/scripts/sanitize.sh"
+[ "${FW_SKIP_FUZZ:-0}" = 1 ] || "$root/scripts/sanitize.sh" --thread
 [ "${FW_SKIP_FUZZ:-0}" = 1 ] || "$root/scripts/fuzz.sh" --seconds "${FW_FUZZ_SECONDS:-30}"

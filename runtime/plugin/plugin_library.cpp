@@ -12,6 +12,8 @@
 #include <fstream>
 #include <system_error>
 
+#include "runtime/plugin/plugin_table.hpp"
+
 namespace fw {
 
 namespace fs = std::filesystem;
@@ -38,44 +40,6 @@ std::string elf_problem(const std::string& file) {
     return "not a shared library (no ELF header)";
   const unsigned e_type = head[5] == 2 ? (head[16] << 8 | head[17]) : (head[17] << 8 | head[16]);
   if (e_type != 3) return "not a shared library (an ELF file of type " + std::to_string(e_type) + ", not ET_DYN)";
-  return {};
-}
-
-std::string check_table(const fw_plugin_v1& t) {
-  if (t.abi_version != FW_PLUGIN_ABI_VERSION)
-    return "plugin ABI version " + std::to_string(t.abi_version) + ", but this host speaks version " +
-           std::to_string(FW_PLUGIN_ABI_VERSION) + " (rebuild the plugin against this plugin_sdk.h)";
-  if (t.kind != FW_PLUGIN_QUANT_KERNEL && t.kind != FW_PLUGIN_DRAFT_MODEL && t.kind != FW_PLUGIN_QUANT_KERNEL_V2 &&
-      t.kind != FW_PLUGIN_TELEMETRY_SOURCE)
-    return "unknown plugin kind " + std::to_string(t.kind) +
-           " (known: 1 quant_kernel, 2 draft_model, 3 quant_kernel v2, 4 telemetry_source)";
-  if (!t.name || !*t.name) return "the entry table has no name";
-  if (!t.version) return "the entry table has no version";
-  if (!t.create) return "the entry table has no create()";
-  if (!t.destroy) return "the entry table has no destroy()";
-  if (!t.kind_table)
-    return std::string("the entry table has no ") +
-           (t.kind == FW_PLUGIN_DRAFT_MODEL       ? "draft_model"
-            : t.kind == FW_PLUGIN_TELEMETRY_SOURCE ? "telemetry_source"
-                                                   : "quant_kernel") +
-           " table";
-  if (t.kind == FW_PLUGIN_QUANT_KERNEL_V2) {
-    const auto& q = *static_cast<const fw_quant_kernel_v2*>(t.kind_table);
-    if (!q.types || q.n_types == 0) return "the quant_kernel v2 table lists no weight types";
-    if (!q.act_format || !q.quantize_act || !q.gemm)
-      return "the quant_kernel v2 table lacks act_format(), quantize_act() or gemm()";
-  } else if (t.kind == FW_PLUGIN_QUANT_KERNEL) {
-    const auto& q = *static_cast<const fw_quant_kernel_v1*>(t.kind_table);
-    if (!q.types || q.n_types == 0) return "the quant_kernel table lists no weight types";
-    if (!q.gemv) return "the quant_kernel table has no gemv()";
-  } else if (t.kind == FW_PLUGIN_TELEMETRY_SOURCE) {
-    if (!static_cast<const fw_telemetry_source_v1*>(t.kind_table)->sample)
-      return "the telemetry_source table has no sample()";
-  } else {
-    const auto& d = *static_cast<const fw_draft_model_v1*>(t.kind_table);
-    if (!d.begin || !d.propose || !d.accept || !d.end)
-      return "the draft_model table lacks begin(), propose(), accept() or end()";
-  }
   return {};
 }
 
@@ -178,7 +142,7 @@ expected<std::shared_ptr<plugin_library>> plugin_library::open(const std::string
     return fail(errc::internal, FW_PLUGIN_ENTRY_SYMBOL "() threw an exception");
   }
   if (!table) return fail(errc::unsupported, FW_PLUGIN_ENTRY_SYMBOL "() returned NULL");
-  if (auto why = check_table(*table); !why.empty()) return fail(errc::unsupported, why);
+  if (auto why = plugin_table_problem(*table); !why.empty()) return fail(errc::unsupported, why);
 
   if (table->probe) {
     char why[512] = {};
@@ -198,15 +162,7 @@ expected<std::shared_ptr<plugin_library>> plugin_library::open(const std::string
   return lib;
 }
 
-std::vector<uint32_t> plugin_library::types() const {
-  if (kind() != plugin_kind::quant_kernel) return {};
-  if (kernel_v2()) {
-    const auto& q = *static_cast<const fw_quant_kernel_v2*>(table_->kind_table);
-    return std::vector<uint32_t>(q.types, q.types + q.n_types);
-  }
-  const auto& q = *static_cast<const fw_quant_kernel_v1*>(table_->kind_table);
-  return std::vector<uint32_t>(q.types, q.types + q.n_types);
-}
+std::vector<uint32_t> plugin_library::types() const { return plugin_table_types(*table_); }
 
 expected<void*> plugin_library::create(const std::string& params_json) {
   char err[512] = {};
