@@ -42,7 +42,8 @@ struct plugin_info {
 
   /// One line: "name kind version file state users".
   [[nodiscard]] std::string to_line() const;
-  /// A JSON object with the keys name, kind, version, file, state, users (plus error if any).
+  /// A JSON object with the keys name, kind, version, file, state, users (plus error if any), in
+  /// that order; ill-formed UTF-8 in its strings becomes U+FFFD.
   [[nodiscard]] std::string to_json() const;
 };
 
