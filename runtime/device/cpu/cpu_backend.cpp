@@ -241,6 +241,7 @@ void cpu_backend::plan_attention(const forward_batch& b) {
   const int64_t rows = static_cast<int64_t>(b.rows());
   const uint32_t hd = cfg_.head_dim, gqa = cfg_.n_gqa();
   const int64_t qd = cfg_.q_dim();
+  const int32_t bt = static_cast<int32_t>(pool_.layout().block_tokens);
   attn_.q.clear(), attn_.out.clear(), attn_.n_keys.clear(), attn_.query_slot.clear(), attn_.tasks.clear();
   std::vector<std::vector<int64_t>> rows_of(b.kv.size());
   for (int64_t r = 0; r < rows; ++r) rows_of[b.seq[r]].push_back(r);
@@ -249,7 +250,8 @@ void cpu_backend::plan_attention(const forward_batch& b) {
     const auto& rs = rows_of[s];
     for (uint32_t g = 0; g < cfg_.n_head_kv; ++g) {
       for (size_t r0 = 0; r0 < rs.size(); r0 += rows_per_task) {
-        attention_task t{s, g, attn_.q.size(), 0};
+        attention_task t{s, g, attn_.q.size(), 0, 0};
+        int32_t max_keys = 0;
         for (size_t i = r0; i < std::min(rs.size(), r0 + rows_per_task); ++i) {
           const int64_t r = rs[i];
           for (uint32_t j = 0; j < gqa; ++j) {
@@ -257,10 +259,12 @@ void cpu_backend::plan_attention(const forward_batch& b) {
             attn_.q.push_back(qkv_.data() + r * qkv_ld() + h * hd);
             attn_.out.push_back(att_.data() + r * qd + h * hd);
             attn_.n_keys.push_back(b.positions[r] + 1);
+            max_keys = std::max(max_keys, b.positions[r] + 1);
             attn_.query_slot.push_back(r * cfg_.n_head + h);
           }
         }
         t.end = attn_.q.size();
+        t.n_tiles = (max_keys + bt - 1) / bt;
         attn_.tasks.push_back(t);
       }
     }
@@ -281,9 +285,7 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
   const size_t tile_bytes = static_cast<size_t>(bt) * cfg_.head_dim * (pool_.layout().dtype == kv_dtype::f16 ? 2 : 4);
   auto prefetch_first_tiles = [&](const attention_task& t) {
     const kv_handle& kv = *b.kv[t.seq];
-    int32_t max_keys = 0;
-    for (size_t i = t.begin; i < t.end; ++i) max_keys = std::max(max_keys, attn_.n_keys[i]);
-    const size_t n = std::min<size_t>({next_task_prefetch_tiles, (max_keys + bt - 1) / bt, kv.blocks.size()});
+    const size_t n = std::min<size_t>({next_task_prefetch_tiles, static_cast<size_t>(t.n_tiles), kv.blocks.size()});
     for (size_t i = 0; i < n; ++i) {
       const char* k = static_cast<const char*>(pool_.k_data(kv.blocks[i], layer, t.kv_head));
       const char* v = static_cast<const char*>(pool_.v_data(kv.blocks[i], layer, t.kv_head));
@@ -295,9 +297,7 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
   };
   auto run_task = [&](const attention_task& t, int thread) {
     const kv_handle& kv = *b.kv[t.seq];
-    int32_t max_keys = 0;
-    for (size_t i = t.begin; i < t.end; ++i) max_keys = std::max(max_keys, attn_.n_keys[i]);
-    const int n_tiles = static_cast<int>((max_keys + bt - 1) / bt);
+    const int n_tiles = t.n_tiles;
     auto& kt = attn_.k_tiles[thread];
     auto& vt = attn_.v_tiles[thread];
     kt.resize(n_tiles), vt.resize(n_tiles);

@@ -126,6 +126,7 @@ class cpu_backend final : public backend, private llama_ops {
   struct attention_task {
     uint32_t seq, kv_head;
     size_t begin, end;  ///< queries [begin, end) of attn_
+    int n_tiles = 0;    ///< KV tiles its longest query reads
   };
   struct attention_plan {
     std::vector<const float*> q;
