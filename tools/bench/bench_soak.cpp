@@ -51,8 +51,6 @@ size_t open_fds() {
   return n > 0 ? n - 1 : 0;  // the directory stream's own
 }
 
-/// Resident memory after the allocator returned its free pages (what is still allocated, not the
-/// high-water mark of the last burst: runtime/base/free_memory).
 /// The process's threads now.
 size_t thread_count() {
   size_t n = 0;
@@ -63,25 +61,34 @@ size_t thread_count() {
   return n;
 }
 
-double rss_mib(const char* field = "RssAnon:") {
+/// Memory in MiB, read after the allocator returned its free pages (what is still allocated, not
+/// the high-water mark of the last burst: runtime/base/free_memory).
+struct memory_sample {
+  double anon = 0;  ///< anonymous resident memory
+  double file = 0;  ///< file-backed resident memory (the mapped model)
+  /// Bytes the program holds from the allocator (glibc: every arena's chunks in use plus its own
+  /// mappings); 0 elsewhere. Unlike resident memory, free memory an arena keeps is not in it.
+  double heap = 0;
+};
+
+memory_sample sample_memory() {
   release_free_memory();
+  memory_sample m;
   std::ifstream in("/proc/self/status");
   std::string line;
-  const size_t n = std::strlen(field);
-  while (std::getline(in, line))
-    if (line.compare(0, n, field) == 0) return std::strtod(line.c_str() + n, nullptr) / 1024.0;
-  return 0;
-}
-
-/// Bytes the program holds from the allocator (glibc: every arena's chunks in use plus its own
-/// mappings), MiB; 0 elsewhere. Unlike resident memory, free memory an arena keeps is not in it.
-double heap_in_use_mib() {
+  auto field = [&](const char* name, double& out) {
+    const size_t n = std::strlen(name);
+    if (line.compare(0, n, name) == 0) out = std::strtod(line.c_str() + n, nullptr) / 1024.0;
+  };
+  while (std::getline(in, line)) {
+    field("RssAnon:", m.anon);
+    field("RssFile:", m.file);
+  }
 #if defined(__GLIBC__)
-  const struct mallinfo2 m = mallinfo2();
-  return static_cast<double>(m.uordblks + m.hblkhd) / (1 << 20);
-#else
-  return 0;
+  const struct mallinfo2 mi = mallinfo2();
+  m.heap = static_cast<double>(mi.uordblks + mi.hblkhd) / (1 << 20);
 #endif
+  return m;
 }
 
 std::string read_text(const std::string& path) {
@@ -468,8 +475,9 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
       std::this_thread::sleep_until(std::min(next, end));
       if (clock_type::now() >= end) break;
       if (rss_warm == 0 && seconds_since(t0) > 0.25 * o.duration_s) {
-        rss_warm = rss_mib();
-        heap_warm = heap_in_use_mib();
+        const memory_sample m = sample_memory();
+        rss_warm = m.anon;
+        heap_warm = m.heap;
       }
       const soak_fault k = schedule.kinds().empty() ? soak_fault::drill : schedule.next_kind();
       switch (schedule.kinds().empty() ? soak_fault_kinds : static_cast<size_t>(k)) {
@@ -510,8 +518,9 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
       }
       if (seconds_since(last_report) >= 15) {
         last_report = clock_type::now();
-        rss_series.push_back({static_cast<int>(seconds_since(t0)), static_cast<int>(rss_mib()), static_cast<int>(rss_mib("RssFile:")),
-                              static_cast<int>(heap_in_use_mib())});
+        const memory_sample m = sample_memory();
+        rss_series.push_back({static_cast<int>(seconds_since(t0)), static_cast<int>(m.anon), static_cast<int>(m.file),
+                              static_cast<int>(m.heap)});
         size_t done = 0, total = 0;
         {
           std::lock_guard<std::mutex> lock(rm);
@@ -553,8 +562,9 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const size_t fds_end = open_fds();
   const size_t threads_end = thread_count();
-  const double rss_end = rss_mib();
-  const double heap_end = heap_in_use_mib();
+  const memory_sample m_end = sample_memory();
+  const double rss_end = m_end.anon;
+  const double heap_end = m_end.heap;
   const uint64_t kv_used = e.device().kv_pool().used_blocks();
 
   // The report.
