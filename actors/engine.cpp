@@ -1,11 +1,10 @@
 #include "actors/engine.hpp"
 
 #include <caf/all.hpp>
-#include <caf/io/middleman.hpp>
-
 #include <future>
 
 #include "actors/front_door_actor.hpp"
+#include "actors/node_network.hpp"
 #include "actors/protocol/node_protocol.hpp"
 #include "actors/protocol/errc_error.hpp"
 #include "actors/scheduler_actor.hpp"
@@ -18,10 +17,11 @@ namespace {
 // and the kernel thread pool, so CAF's own scheduler stays small and does not poll.
 class engine_actor_config : public caf::actor_system_config {
  public:
-  /// networked: CAF's network layer too, for a decode node's prefill peers.
-  explicit engine_actor_config(bool networked) {
+  /// networked: CAF's network layer too (over TLS when `tls` is enabled), for a decode node's
+  /// prefill peers.
+  engine_actor_config(bool networked, const link_tls& tls) {
     if (networked) {
-      load<caf::io::middleman>();
+      load_node_network(*this, tls);
       add_node_types(*this);
     }
     add_front_door_types(*this);
@@ -41,7 +41,7 @@ class engine_actor_config : public caf::actor_system_config {
 }  // namespace
 
 struct engine::impl {
-  explicit impl(bool networked) : cfg(networked) {}
+  impl(bool networked, const link_tls& tls) : cfg(networked, tls) {}
   front_door_metrics fd_metrics;  // instruments in engine::metrics_; destroyed after the actors
   gauge_metric* running = nullptr;
   gauge_metric* waiting = nullptr;
@@ -69,6 +69,8 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   if (limits.max_batch == 0) return make_error(errc::invalid_argument, "max_batch must be at least 1");
   if (limits.prefill_chunk == 0) return make_error(errc::invalid_argument, "prefill_chunk must be at least 1");
   if (!devices.decoder()) return make_error(errc::invalid_argument, "no device decodes (role decode or both)");
+  if (limits.nodes.tls.enabled() && !limits.nodes.peers.empty())
+    if (auto ok = check_link_tls(limits.nodes.tls); !ok) return ok.err();
   const kv_layout& shape = devices.decoder()->kv_pool().layout();
   for (const auto& d : devices.all())
     if (!d.be->kv_pool().layout().same_token_shape(shape))
@@ -83,7 +85,7 @@ expected<std::unique_ptr<engine>> engine::start(std::shared_ptr<const model> m, 
   e->faults_ = std::move(options.faults);
   e->ctx_.faults = e->faults_.get();
   if (e->ctx_.networked()) e->ctx_.nodes = &e->nodes_;
-  e->impl_ = std::make_unique<impl>(e->ctx_.networked());
+  e->impl_ = std::make_unique<impl>(e->ctx_.networked(), limits.nodes.tls);
   auto& im = *e->impl_;
   const std::string name = e->model_->config().name.empty() ? "unknown" : e->model_->config().name;
   im.fd_metrics = front_door_metrics::create(e->metrics_, name);

@@ -1,9 +1,7 @@
 #include "actors/node_link_actor.hpp"
 
 #include <caf/all.hpp>
-#include <caf/io/middleman.hpp>
-#include <caf/io/middleman_actor.hpp>
-
+#include "actors/node_network.hpp"
 #include "actors/node_seal.hpp"
 #include "actors/node_service_actor.hpp"
 #include "actors/prefill_actor.hpp"
@@ -285,7 +283,7 @@ class link_logic {
       q.next_try_s = now_s() + reconnect_delay_s(q.failures++, l.lim_.reconnect_s, l.lim_.reconnect_max_s);
       l.publish();
     };
-    auto mm = self_->system().middleman().actor_handle();
+    auto mm = node_connector(self_->system());
     self_->request(mm, ms(lim_.heartbeat_timeout_s), caf::connect_atom::value, p.address.host, p.address.port)
         .then(
             [self, ctx, i, epoch, failed](caf::node_id&, caf::strong_actor_ptr& ptr, std::set<std::string>&) {
@@ -332,7 +330,9 @@ class link_logic {
                                true);
                       });
             },
-            [failed](caf::error& err) { failed(from_caf_error(err).message, false); });
+            [self, failed](caf::error& err) {
+              failed(connect_failure(self->system(), err, from_caf_error(err).message), false);
+            });
     publish();
   }
 

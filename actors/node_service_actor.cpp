@@ -65,7 +65,7 @@ node_prefill_worker::behavior_type prefill_encoder(node_prefill_worker::pointer 
           auto service = caf::actor_cast<node_chunk_sink>(self->current_sender());
           const size_t step = std::max<uint32_t>(job.chunk_bytes, 4096);
           while (!w->done()) {
-            kv_chunk c{job.id, r.chunks++, std::string(std::min<uint64_t>(step, w->size() - w->written()), '\0')};
+            kv_chunk c{job.id, r.chunks++, std::string(std::min<uint64_t>(step, w->size() - w->written()), '\0'), {}};
             w->read(reinterpret_cast<std::byte*>(c.bytes.data()), c.bytes.size());
             self->send(service, chunk_atom::value, std::move(c));
           }

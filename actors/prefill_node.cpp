@@ -1,8 +1,7 @@
 #include "actors/prefill_node.hpp"
 
 #include <caf/all.hpp>
-#include <caf/io/middleman.hpp>
-
+#include "actors/node_network.hpp"
 #include "actors/protocol/errc_error.hpp"
 
 namespace fw::actors {
@@ -10,8 +9,8 @@ namespace {
 
 class prefill_node_config : public caf::actor_system_config {
  public:
-  prefill_node_config() {
-    load<caf::io::middleman>();
+  explicit prefill_node_config(const link_tls& tls) {
+    load_node_network(*this, tls);
     add_node_types(*this);
     add_errc_category(*this);
     set("scheduler.policy", caf::atom("sharing"));
@@ -23,6 +22,7 @@ class prefill_node_config : public caf::actor_system_config {
 }  // namespace
 
 struct prefill_node::impl {
+  explicit impl(const link_tls& tls) : cfg(tls) {}
   prefill_node_config cfg;
   caf::actor_system system{cfg};
   node_service_actor service;
@@ -31,10 +31,12 @@ struct prefill_node::impl {
 expected<std::unique_ptr<prefill_node>> prefill_node::start(std::shared_ptr<const model> m, std::unique_ptr<backend> device,
                                                             device_identity identity, const node_address& listen,
                                                             prefill_node_options options) {
+  if (options.tls.enabled())
+    if (auto ok = check_link_tls(options.tls); !ok) return ok.err();
   std::unique_ptr<prefill_node> n(new prefill_node());
   n->model_ = std::move(m);
   n->device_ = std::move(device);
-  n->impl_ = std::make_unique<impl>();
+  n->impl_ = std::make_unique<impl>(options.tls);
   node_service_config sc;
   sc.device = n->device_.get();
   sc.identity = std::move(identity);
@@ -45,7 +47,7 @@ expected<std::unique_ptr<prefill_node>> prefill_node::start(std::shared_ptr<cons
   sc.secret = std::move(options.secret);
   sc.counters = &n->counters_;
   n->impl_->service = n->impl_->system.spawn(node_service, sc);
-  auto port = n->impl_->system.middleman().publish(n->impl_->service, listen.port, listen.host.c_str(), true);
+  auto port = publish_node_service(n->impl_->service, listen.port, listen.host.c_str());
   if (!port) {
     const std::string why = n->impl_->system.render(port.error());
     n->shutdown();

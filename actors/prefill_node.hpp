@@ -13,12 +13,14 @@
 #include "runtime/base/expected.hpp"
 #include "runtime/config/node_address.hpp"
 #include "runtime/model/model.hpp"
+#include "runtime/net/link_tls.hpp"
 
 namespace fw::actors {
 
 struct prefill_node_options {
   uint32_t prefill_chunk = 256;  ///< prompt rows per forward
   std::string secret;            ///< [node] secret_file's secret; empty: unauthenticated
+  link_tls tls;                  ///< [node] tls_*: the link over TLS (checked at start); disabled: plain TCP
   /// Tests only: the node protocol version it speaks (a peer of another version is refused),
   /// and a hook run before each prefill (a slow or stalled node).
   uint32_t protocol = node_protocol_version;

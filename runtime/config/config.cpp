@@ -156,6 +156,9 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
     add("node", "node.role = \"both\" serves alone: set role = \"decode\" to use node.peers, \"prefill\" to use node.listen");
   if (nd.role == node_role::decode && !nd.listen.empty())
     add("node", "node.listen: a decode node publishes no prefill service; listen is for role \"prefill\"");
+  if (const int n = !nd.tls_cert.empty() + !nd.tls_key.empty() + !nd.tls_ca.empty(); n != 0 && n != 3)
+    add("node", "node.tls_cert, node.tls_key and node.tls_ca go together (this node's PEM certificate chain, its "
+                "private key, and the CA certificates a peer's certificate must be signed by)");
   if (nd.reconnect_max_ms < nd.reconnect_ms)
     add("node", "node.reconnect_max_ms = " + std::to_string(nd.reconnect_max_ms) + " is below reconnect_ms = " +
                     std::to_string(nd.reconnect_ms));

@@ -398,7 +398,10 @@ std::vector<section> build_sections() {
        integer("deadline_ms", &node_section::deadline_ms, 1, 3600000),
        integer("chunk_kib", &node_section::chunk_kib, 4, 1 << 20),
        integer("min_remote_tokens", &node_section::min_remote_tokens, 0, 1 << 20),
-       text("secret_file", &node_section::secret_file, true)}));
+       text("secret_file", &node_section::secret_file, true),
+       text("tls_cert", &node_section::tls_cert, true),
+       text("tls_key", &node_section::tls_key, true),
+       text("tls_ca", &node_section::tls_ca, true)}));
   s.push_back(make_section<quantize_section>(
       "quantize", &config::quantize,
       {text("scheme", &quantize_section::scheme, false),

@@ -8,8 +8,8 @@
 //   link_session_key(secret, Nd, Np), which seals each job, KV chunk and reply (HMAC-SHA256 over
 //   its fields), so a node that only claims an accepted peer's identity cannot send prompts and
 //   a forged KV chunk is dropped. The secret itself never crosses the network.
-// Not secrecy: without TLS the prompts and KV travel in the clear (keep such links on a private
-// network); this is authentication and integrity against anyone without the secret.
+// Not secrecy: without TLS ([node] tls_*, runtime/net/link_tls) the prompts and KV travel in the
+// clear; this is authentication and integrity against anyone without the secret.
 // OpenSSL's libcrypto (HMAC-SHA256, RAND_bytes, CRYPTO_memcmp). Pure apart from the randomness.
 // Thread-safety: free functions; an hmac_sha256 object belongs to one thread.
 #pragma once

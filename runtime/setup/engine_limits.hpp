@@ -11,6 +11,7 @@
 
 #include "runtime/config/node_address.hpp"
 #include "runtime/kv/kv_codec.hpp"
+#include "runtime/net/link_tls.hpp"
 #include "runtime/sched/offload_policy.hpp"
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/spec/k_policy.hpp"
@@ -34,6 +35,7 @@ struct node_limits {
   uint32_t min_remote_tokens = 1;
   device_identity self;              ///< this node, for the handshake (pair_check)
   std::string secret;                ///< shared with the peers (runtime/net/link_auth); empty: none
+  link_tls tls;                      ///< the link's TLS files (runtime/net/link_tls); disabled: plain TCP
 };
 
 struct engine_limits {

@@ -13,6 +13,7 @@
 #endif
 #include "runtime/device/verify_cost.hpp"
 #include "runtime/net/link_auth.hpp"
+#include "runtime/net/link_tls.hpp"
 #include "runtime/setup/feature_map_fit.hpp"
 #include "runtime/setup/device_identity_of.hpp"
 #include "runtime/plugin/kinds/live_draft.hpp"
@@ -232,6 +233,7 @@ node_limits runtime_parts::node_limits_of(const node_section& node) const {
   n.chunk_bytes = node.chunk_kib * 1024;
   n.min_remote_tokens = node.min_remote_tokens;
   n.secret = node_secret;
+  n.tls = node_tls;
   if (device()) n.self = node_identity("decode node");
   return n;
 }
@@ -381,9 +383,13 @@ expected<runtime_parts> build_runtime(config cfg, const build_options& options) 
     if (p.node_secret.empty())
       p.warnings.push_back("the node link is unauthenticated: any host that reaches the node port is served; set "
                            "[node] secret_file (or FLYWHEEL_NODE_SECRET) on every node");
-  } else if (!p.cfg.node.secret_file.empty()) {
-    p.warnings.push_back("node.secret_file is not read: node.role = \"both\" talks to no other node (it is for "
-                         "roles \"prefill\" and \"decode\", e.g. `serve --role decode`)");
+    p.node_tls = link_tls{p.cfg.node.tls_cert, p.cfg.node.tls_key, p.cfg.node.tls_ca};
+    if (p.node_tls.enabled())
+      if (auto ok = check_link_tls(p.node_tls); !ok) return ok.err();
+  } else if (!p.cfg.node.secret_file.empty() || !p.cfg.node.tls_cert.empty()) {
+    p.warnings.push_back(std::string(p.cfg.node.secret_file.empty() ? "node.tls_cert" : "node.secret_file") +
+                         " is not read: node.role = \"both\" talks to no other node (it is for roles \"prefill\" and "
+                         "\"decode\", e.g. `serve --role decode`)");
   }
   const auto& mc = p.m->config();
   p.n_ctx = resolve_context(p.cfg, mc);

@@ -83,6 +83,9 @@ class runtime_parts {
   /// [node] secret_file or FLYWHEEL_NODE_SECRET (runtime/net/link_auth), read by build_runtime
   /// for roles prefill and decode; empty: the node link is unauthenticated.
   std::string node_secret;
+  /// [node] tls_cert / tls_key / tls_ca, checked by build_runtime (check_link_tls) for roles
+  /// prefill and decode; disabled: the node link is plain TCP.
+  link_tls node_tls;
 
   /// The engine limits of this config: context, [scheduler] and the draft.
   [[nodiscard]] engine_limits limits() const;

@@ -22,15 +22,8 @@ class Server:
     """`flywheel serve --config conf/default.toml --port 0` plus extra flags or config text."""
 
     def __init__(self, *flags, config_extra="", startup_s=120, env=None):
-        self.config_path = None
-        config = os.path.join(SOURCE_DIR, "conf/default.toml")
-        if config_extra:
-            with open(config) as f:
-                text = f.read()
-            fd, self.config_path = tempfile.mkstemp(suffix=".toml")
-            with os.fdopen(fd, "w") as f:
-                f.write(merge_toml(text, config_extra))
-            config = self.config_path
+        self.config_path = default_config_with(config_extra)
+        config = self.config_path or os.path.join(SOURCE_DIR, "conf/default.toml")
         cmd = [FLYWHEEL, "serve", "--config", config, "--port", "0", *flags]
         self.proc = subprocess.Popen(cmd, cwd=SOURCE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      text=True, env={**os.environ, **(env or {})})
@@ -83,6 +76,19 @@ class Server:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def default_config_with(extra):
+    """A temporary copy of conf/default.toml with `extra` merged in (its path, for the caller to
+    remove), or None when there is nothing to merge."""
+    if not extra:
+        return None
+    with open(os.path.join(SOURCE_DIR, "conf/default.toml")) as f:
+        text = f.read()
+    fd, path = tempfile.mkstemp(suffix=".toml")
+    with os.fdopen(fd, "w") as f:
+        f.write(merge_toml(text, extra))
+    return path
 
 
 def merge_toml(base, extra):
@@ -200,8 +206,9 @@ class PrefillNode:
     """`flywheel serve --role prefill --listen 127.0.0.1:PORT` (port 0: any free one): a process
     that only prefills for decode nodes; `port` is the CAF port it published."""
 
-    def __init__(self, port=0, config=None, startup_s=120, env=None):
-        config = config or os.path.join(SOURCE_DIR, "conf/default.toml")
+    def __init__(self, port=0, config=None, startup_s=120, env=None, config_extra=""):
+        self.config_path = None if config else default_config_with(config_extra)
+        config = config or self.config_path or os.path.join(SOURCE_DIR, "conf/default.toml")
         cmd = [FLYWHEEL, "serve", "--config", config, "--role", "prefill", "--listen", f"127.0.0.1:{port}"]
         self.proc = subprocess.Popen(cmd, cwd=SOURCE_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      env={**os.environ, **(env or {})})
@@ -238,6 +245,11 @@ class PrefillNode:
                 self.proc.kill()
                 self.proc.wait()
         self.pump.join(10)
+        if self.proc.stderr and not self.pump.is_alive():
+            self.proc.stderr.close()
+        if self.config_path:
+            os.unlink(self.config_path)
+            self.config_path = None
         return self.proc.returncode
 
     def __enter__(self):

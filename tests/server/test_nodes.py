@@ -5,7 +5,9 @@ flight loses none and changes no token; the restarted prefill process gets the t
 prefill node serving another model is refused by the handshake (both logs name both sides);
 random bytes and HTTP sent to the prefill port are dropped; nodes that share a secret (one from
 [node] secret_file, one from FLYWHEEL_NODE_SECRET) prove it and serve, and a decode node without
-it is refused; every process keeps serving."""
+it is refused; nodes with [node] tls_* (certificates from one CA, made by the openssl CLI) link
+over TLS and serve, a decode node without TLS cannot link and prefills its prompts itself, and
+unusable TLS files are refused at start; every process keeps serving."""
 import concurrent.futures
 import os
 import signal
@@ -57,6 +59,30 @@ def peer_series(port, name):
         if k.split("{")[0] == name and 'peer="' in k:
             out[k.split('peer="')[1].split('"')[0]] = v
     return out
+
+
+def openssl(*args):
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def make_ca(d, name):
+    cert, key = os.path.join(d, name + ".pem"), os.path.join(d, name + ".key")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+            "-subj", "/CN=" + name, "-addext", "basicConstraints=critical,CA:TRUE", "-keyout", key, "-out", cert)
+    return cert, key
+
+
+def issue(d, ca, name, days=2):
+    """A certificate `name` signed by `ca`, valid from now for `days` (< 0: one that has expired)."""
+    cert, key, csr = (os.path.join(d, name + ext) for ext in (".pem", ".key", ".csr"))
+    openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=" + name,
+            "-keyout", key, "-out", csr)
+    openssl("x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-CAcreateserial", "-days", str(days), "-out", cert)
+    return cert, key
+
+
+def tls_keys(cert, key, ca):
+    return f'[node]\ntls_cert = "{cert}"\ntls_key = "{key}"\ntls_ca = "{ca}"\n'
 
 
 class Nodes(unittest.TestCase):
@@ -178,6 +204,34 @@ class Nodes(unittest.TestCase):
                     self.assertEqual(complete_all(open_dn.port, SHORT[:2]), self.short[:2])
                     self.assertEqual(metric(open_dn.port, "flywheel:node_local_prefills_total"), 2)
                 self.assertIsNone(pn.proc.poll())
+
+    def test_nodes_over_tls_serve_and_a_node_without_tls_or_with_bad_files_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            ca = make_ca(d, "nodes-ca")
+            pn_tls = tls_keys(*issue(d, ca, "prefill"), ca[0])
+            dn_tls = tls_keys(*issue(d, ca, "decode"), ca[0])
+            with PrefillNode(config_extra=pn_tls) as pn:
+                self.assertIn("TLS: peers must present a certificate tls_ca verifies", pn.log())
+                with Server("--role", "decode", "--peer", pn.address, config_extra=FAST + dn_tls) as dn:
+                    self.assertTrue(wait_until(lambda: metric(dn.port, "flywheel:node_peer_connected") == 1, 30),
+                                    "".join(dn.stderr_lines))
+                    self.assertEqual(complete_all(dn.port, SHORT[:4]), self.short[:4])
+                    self.assertEqual(metric(dn.port, "flywheel:node_peer_prefills_total"), 4)
+                # A decode node without TLS: the TLS handshake fails, it prefills here.
+                with self.decode_node(pn) as plain:
+                    self.assertTrue(wait_until(lambda: "a prefill node on TLS drops" in "".join(plain.stderr_lines), 30),
+                                    "".join(plain.stderr_lines))
+                    self.assertEqual(complete_all(plain.port, SHORT[:2]), self.short[:2])
+                    self.assertEqual(metric(plain.port, "flywheel:node_local_prefills_total"), 2)
+                self.assertIsNone(pn.proc.poll())
+            # Unusable files: refused at start, naming the key.
+            expired_cert, expired_key = issue(d, ca, "expired", days=-1)
+            for extra, want in ((tls_keys(expired_cert, expired_key, ca[0]), "the certificate has expired"),
+                                (f'[node]\ntls_cert = "{ca[0]}"\n', "go together"),
+                                (tls_keys(ca[0], expired_key, ca[0]), "not the private key of node.tls_cert")):
+                with self.assertRaises(RuntimeError) as e:
+                    Server("--role", "decode", "--peer", "127.0.0.1:1", config_extra=extra, startup_s=60)
+                self.assertIn(want, str(e.exception))
 
     def test_a_decode_node_pointed_at_a_port_that_is_not_a_prefill_node_serves_alone(self):
         with Server() as http_only:

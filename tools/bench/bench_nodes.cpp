@@ -222,6 +222,9 @@ expected<nlohmann::json> run_nodes_bench(const runtime_parts& parts, const nodes
   auto secret = load_link_secret(parts.cfg.node.secret_file, std::getenv("FLYWHEEL_NODE_SECRET"));
   if (!secret) return secret.err();
   po.secret = *secret;
+  // Over TLS when [node] tls_* names the files (whatever the role), as two such nodes would be.
+  const link_tls tls{parts.cfg.node.tls_cert, parts.cfg.node.tls_key, parts.cfg.node.tls_ca};
+  po.tls = tls;
   auto node = actors::prefill_node::start(parts.m, std::move(*pdev), parts.node_identity("prefill node"),
                                           node_address{"127.0.0.1", 0}, std::move(po));
   if (!node) return node.err();
@@ -236,6 +239,7 @@ expected<nlohmann::json> run_nodes_bench(const runtime_parts& parts, const nodes
   engine_limits lim = parts.limits();
   lim.nodes = parts.node_limits_of(ns);
   lim.nodes.secret = *secret;
+  lim.nodes.tls = tls;
   auto two = start_engine(parts, lim);
   if (!two) return two.err();
   auto& e = **two;
@@ -254,6 +258,7 @@ expected<nlohmann::json> run_nodes_bench(const runtime_parts& parts, const nodes
   const size_t chunk = lim.nodes.chunk_bytes;
   json r;
   r["sealed"] = !secret->empty();
+  r["tls"] = tls.enabled();
   r["chunk_bytes"] = chunk;
   r["wire"] = to_string(lim.kv_transfer);
   r["transfer"] = json::array();
@@ -345,12 +350,13 @@ expected<nlohmann::json> run_nodes_bench(const runtime_parts& parts, const nodes
 }
 
 void print_nodes_bench(const nlohmann::json& r) {
-  std::printf("KV transfer between two nodes over loopback (kv_codec %s, %zu KiB chunks, %s), medians. P->D: from the "
+  std::printf("KV transfer between two nodes over loopback (kv_codec %s, %zu KiB chunks, %s, %s), medians. P->D: from the "
               "end of the prefill to the KV in the decode pool (encoding, CAF's network layer and decoding pipelined); "
               "CAF copy: the same bytes as kv_chunk messages between two actor systems, without kv_codec; raw TCP: "
               "one socket pair, the same bytes and chunks:\n\n",
               r["wire"].get<std::string>().c_str(), r["chunk_bytes"].get<size_t>() / 1024,
-              r.value("sealed", false) ? "authenticated, every chunk sealed (HMAC-SHA256)" : "unauthenticated");
+              r.value("sealed", false) ? "authenticated, every chunk sealed (HMAC-SHA256)" : "unauthenticated",
+              r.value("tls", false) ? "P->D over TLS (CAF copy and raw TCP plain)" : "plain TCP");
   std::printf("| prompt | KV MB | prefill ms | P->D ms | encode ms (overlapped) | decode tail ms | CAF copy ms | raw TCP ms | "
               "P->D MB/s | CAF copy MB/s | raw MB/s | CAF copy vs raw | P->D vs raw |\n"
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -57,15 +57,17 @@ int serve_prefill_node(config cfg, const sigset_t& stop_signals) {
   actors::prefill_node_options po;
   po.prefill_chunk = chunk;
   po.secret = parts->node_secret;
+  po.tls = parts->node_tls;
   const bool authenticated = !po.secret.empty();
   auto node = actors::prefill_node::start(parts->m, parts->devices.take(device_role::decode), std::move(identity), *listen, std::move(po));
   if (!node) {
     std::fprintf(stderr, "serve: %s\n", node.err().what().c_str());
     return 1;
   }
-  std::fprintf(stderr, "flywheel serve: prefill node listening on %s:%u (node protocol %u, model %s, %s)\n",
+  std::fprintf(stderr, "flywheel serve: prefill node listening on %s:%u (node protocol %u, model %s, %s, %s)\n",
                listen->host.c_str(), static_cast<unsigned>((*node)->port()), actors::node_protocol_version,
-               fingerprint.c_str(), authenticated ? "peers must prove the shared secret" : "unauthenticated");
+               fingerprint.c_str(), authenticated ? "peers must prove the shared secret" : "unauthenticated",
+               parts->node_tls.enabled() ? "TLS: peers must present a certificate tls_ca verifies" : "plain TCP");
   std::fflush(stderr);
   while (!wait_signal(stop_signals, 3600)) {
   }

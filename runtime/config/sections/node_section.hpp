@@ -36,6 +36,11 @@ struct node_section {
   /// the handshake and every message between them is sealed with a key derived from it. Empty:
   /// the FLYWHEEL_NODE_SECRET environment variable, else no authentication.
   std::string secret_file;
+  /// TLS on the node link (runtime/net/link_tls): this node's PEM certificate chain, its key, and
+  /// the CAs a peer's certificate must be signed by. All three or none; none: plain TCP.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
   bool operator==(const node_section&) const = default;
 };
 
