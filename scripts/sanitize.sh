@@ -3,7 +3,10 @@
 # CMakeLists.txt lists the folders: kernels and the thread pool, KV, the scheduler and policies,
 # config, text, GGUF, sampling, metrics, the node link's proofs) in instrumented clang builds:
 #   scripts/sanitize.sh                 ASan + UBSan in build-fuzz/ (the build of scripts/fuzz.sh:
-#                                       every library instrumented; a UBSan report aborts, leaks fail)
+#                                       every library instrumented; a UBSan report aborts, leaks fail),
+#                                       then the engine tests (real CAF actors: the engine, the node
+#                                       link plain/sealed/TLS, PD separation, prefix cache, rollout);
+#                                       tests/sanitize/ubsan.supp names CAF's one header report
 #   scripts/sanitize.sh --thread        ThreadSanitizer in build-tsan/, the plugin host's tests too
 #                                       (plugins loaded, reloaded and unloaded while threads use them)
 #   scripts/sanitize.sh --gtest_filter=kv*   any gtest flags pass through
@@ -29,19 +32,24 @@ if [[ ! -f "$out/CMakeCache.txt" ]]; then
   CC=clang CXX=clang++ cmake -S "$root" -B "$out" -DCMAKE_BUILD_TYPE=Release "${flags[@]}" -DFW_BUILD_TESTS=OFF \
     -DFW_ENABLE_CUDA=OFF >/dev/null
 fi
-if ! cmake --build "$out" -j "${FW_JOBS:-2}" --target fw_sanitized_tests >"$out/sanitize-build.log" 2>&1; then
+targets=(fw_sanitized_tests)
+[[ $thread == 1 ]] || targets+=(fw_sanitized_engine_tests)
+if ! cmake --build "$out" -j "${FW_JOBS:-2}" --target "${targets[@]}" >"$out/sanitize-build.log" 2>&1; then
   grep -E "error" "$out/sanitize-build.log" | head -20 >&2
   echo "sanitize.sh: the build failed (log: $out/sanitize-build.log)" >&2
   exit 1
 fi
-echo "sanitize: $what unit tests"
-log="$out/sanitize.log"
-if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-   "$out/tests/sanitize/fw_sanitized_tests" "$@" >"$log" 2>&1; then
-  grep -E "^\[  PASSED  \]" "$log" | sed "s/^/  /"
-else
-  echo "sanitize: FAILED (log: $log)" >&2
-  grep -E "FAILED|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error|SUMMARY" "$log" | head -20 >&2 || true
-  exit 1
-fi
+for t in "${targets[@]}"; do
+  if [[ $t == fw_sanitized_tests ]]; then echo "sanitize: $what unit tests"; else echo "sanitize: $what engine tests"; fi
+  log="$out/${t#fw_}.log"
+  if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitize/ubsan.supp" \
+     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+     "$out/tests/sanitize/$t" "$@" >"$log" 2>&1; then
+    grep -E "^\[  PASSED  \]" "$log" | sed "s/^/  /"
+  else
+    echo "sanitize: FAILED (log: $log)" >&2
+    grep -E "FAILED|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error|SUMMARY" "$log" | head -20 >&2 || true
+    exit 1
+  fi
+done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything (scripts/setup.sh), builds, and runs the whole test suite with ctest.
 # GPU tests compile everywhere and skip at run time with a reason when no device exists. Then the
-# actor-free unit tests run again under ASan + UBSan and under ThreadSanitizer (scripts/sanitize.sh,
-# scripts/sanitize.sh --thread), and every libFuzzer target runs 30 s (scripts/fuzz.sh);
+# actor-free unit tests and the engine tests run again under ASan + UBSan, the actor-free ones under
+# ThreadSanitizer (scripts/sanitize.sh, scripts/sanitize.sh --thread), and every libFuzzer target
+# runs 30 s (scripts/fuzz.sh);
 # FW_SKIP_FUZZ=1 skips all three, FW_FUZZ_SECONDS sets the time.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

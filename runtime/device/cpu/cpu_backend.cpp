@@ -150,7 +150,9 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
                     : cpu::host_features().has_avx2()      ? cpu::simd_level::avx2
                                                            : cpu::simd_level::scalar;
   std::vector<kernel_report> out;
-  for (const auto& [type, k] : kernels_) {
+  for (const auto& entry : kernels_) {
+    const ggml_type type = entry.first;  // a plain variable: clang 14 lambdas cannot capture bindings
+    const auto& k = entry.second;
     kernel_report r;
     r.weight_type = std::string(type_traits(type).name);
     const bool packed = std::any_of(layers_.begin(), layers_.end(), [&](const llama_layer_weights& l) {
