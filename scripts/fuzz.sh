@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh --seconds 3600 gguf      one target for an hour
 #   scripts/fuzz.sh --make-seeds             rewrite the library-made seeds (KV streams, a GGUF)
 # Targets: gguf, config, openai_request, kv_stream, tokenizer, telemetry_trace, calibration,
-# node_message, plugin_table. Exit status 1 when
+# node_message, plugin_table; FW_JOBS of them at a time (default 2). Exit status 1 when
 # a target finds a crash, a leak, a sanitizer report or a timeout; the input is kept in
 # build-fuzz/findings/<target>/.
 # Once fixed, add it to tests/fuzz/corpus/<target>/: every corpus file runs first on each run, so
@@ -40,21 +40,42 @@ if [[ $make_seeds == 1 ]]; then
   exit 0
 fi
 
-failed=()
-for t in "${targets[@]}"; do
-  bin="$out/tests/fuzz/fuzz_$t"
-  [[ -x "$bin" ]] || { echo "fuzz.sh: no target $t" >&2; exit 2; }
-  mkdir -p "$out/corpus/$t" "$out/findings/$t"
-  log="$out/findings/$t.log"
+# One target: its summary on stdout, and its status in findings/<target>.status.
+run_target() {
+  local t="$1" bin="$out/tests/fuzz/fuzz_$1" log="$out/findings/$1.log"
   echo "fuzz $t: ${seconds}s"
   # New inputs go to the first corpus directory (build-fuzz/corpus), the seeds are only read.
-  if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  # fw_actors' null checks report and continue (tests/sanitize/CMakeLists.txt): halt on them here.
+  if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitize/ubsan.supp" \
      "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="$out/findings/$t/" "$out/corpus/$t" "$root/tests/fuzz/corpus/$t" >"$log" 2>&1; then
     grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|cov: " "$log" | tail -3 | sed "s/^/  /"
+    echo 0 >"$out/findings/$t.status"
   else
-    echo "fuzz $t: FINDING (log: $log)" >&2
-    grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5 >&2 || true
+    echo "fuzz $t: FINDING (log: $log)"
+    grep -E "ERROR|SUMMARY|Test unit written" "$log" | head -5 || true
+    echo 1 >"$out/findings/$t.status"
+  fi
+}
+
+# FW_JOBS targets at a time (default: 2, this project's machines' cores).
+for t in "${targets[@]}"; do
+  [[ -x "$out/tests/fuzz/fuzz_$t" ]] || { echo "fuzz.sh: no target $t" >&2; exit 2; }
+  mkdir -p "$out/corpus/$t" "$out/findings/$t"
+  rm -f "$out/findings/$t.status"
+done
+for t in "${targets[@]}"; do
+  while [[ $(jobs -rp | wc -l) -ge ${FW_JOBS:-2} ]]; do wait -n || true; done
+  run_target "$t" >"$out/findings/$t.summary" 2>&1 &
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+  if [[ "$(cat "$out/findings/$t.status" 2>/dev/null)" == 0 ]]; then
+    cat "$out/findings/$t.summary"
+  else
+    cat "$out/findings/$t.summary" >&2
     failed+=("$t")
   fi
 done
