@@ -4,15 +4,22 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/format/kv_q8.hpp"
 #include "kernels/format/quant_ref.hpp"
 
 namespace fw::cpu {
 
 namespace ref {
 
-// Element i of a tile, as float.
-float at(const kv_tiles& kv, const void* tile, int64_t i) {
-  return kv.f16 ? fp16_to_fp32(static_cast<const uint16_t*>(tile)[i]) : static_cast<const float*>(tile)[i];
+// Element i of a tile, of token t, as float.
+float at(const kv_tiles& kv, const void* tile, int64_t i, int t) {
+  switch (kv.elem) {
+    case kv_elem::f16: return fp16_to_fp32(static_cast<const uint16_t*>(tile)[i]);
+    case kv_elem::q8:
+      return q8_tile_scales(tile, kv.block_tokens, kv.head_dim)[t] * static_cast<const int8_t*>(tile)[i];
+    case kv_elem::f32: break;
+  }
+  return static_cast<const float*>(tile)[i];
 }
 
 void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
@@ -26,7 +33,7 @@ void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
     for (int t = 0; t < n; ++t) {
       const void* kt = kv.k[t / bt];
       float d = 0.f;
-      for (int e = 0; e < hd; ++e) d += q[e] * at(kv, kt, static_cast<int64_t>(e) * bt + t % bt);
+      for (int e = 0; e < hd; ++e) d += q[e] * at(kv, kt, static_cast<int64_t>(e) * bt + t % bt, t % bt);
       s[t] = d * scale;
       mx = std::max(mx, s[t]);
     }
@@ -46,7 +53,7 @@ void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
     std::fill(out, out + hd, 0.f);
     for (int t = 0; t < n; ++t) {
       const void* vt = kv.v[t / bt];
-      for (int e = 0; e < hd; ++e) out[e] += s[t] * at(kv, vt, static_cast<int64_t>(t % bt) * hd + e);
+      for (int e = 0; e < hd; ++e) out[e] += s[t] * at(kv, vt, static_cast<int64_t>(t % bt) * hd + e, t % bt);
     }
   }
 }

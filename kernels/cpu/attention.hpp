@@ -22,15 +22,20 @@
 
 namespace fw::cpu {
 
-/// One KV head's cache of one sequence, in tiles (see the layout above) of float32 or IEEE half
-/// elements (converted to float as they are loaded).
+/// Element type of the tiles: float32, IEEE half, or q8 (int8, each tile followed by its
+/// block_tokens float scales, kernels/format/kv_q8.hpp; element e of token t is scale[t] * q).
+enum class kv_elem : uint8_t { f32, f16, q8 };
+
+/// One KV head's cache of one sequence, in tiles (see the layout above), converted to float as
+/// they are loaded. q8: a score is q . k8[:, t] times K's scale[t]; a value row's scale[t] is
+/// folded into the query's probability of key t.
 struct kv_tiles {
   const void* const* k = nullptr;  ///< n_tiles K tiles [head_dim][block_tokens]
   const void* const* v = nullptr;  ///< n_tiles V tiles [block_tokens][head_dim]
   int n_tiles = 0;
   int block_tokens = 0;
   int head_dim = 0;
-  bool f16 = false;  ///< elements are IEEE half, else float32
+  kv_elem elem = kv_elem::f32;
 };
 
 /// Queries answered together: query i (head_dim floats at q[i]) attends to keys [0, n_keys[i])

@@ -11,6 +11,7 @@
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/exp_avx2.hpp"
 #include "kernels/cpu/simd_avx2.hpp"
+#include "kernels/format/kv_q8.hpp"
 
 namespace fw::cpu::avx2 {
 namespace {
@@ -23,6 +24,19 @@ struct f16_elems {
   using elem = uint16_t;
   static __m256 load(const elem* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
 };
+// int8 with a scale per token after the tile's elements (kernels/format/kv_q8.hpp).
+struct q8_elems {
+  using elem = int8_t;
+  static constexpr bool scaled = true;
+  static __m256 load(const elem* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+};
+template <class E>
+constexpr bool is_scaled() {
+  if constexpr (requires { E::scaled; }) return E::scaled;
+  return false;
+}
 
 // Up to 4 queries of one KV head at a time, in three passes over their keys:
 //   scores:  S[i][t] = scale * q_i . K[t] for 8 keys per vector; each loaded key vector serves
@@ -72,8 +86,11 @@ void query_block(const kv_tiles& kv, const attention_queries& qs, int i0, float 
         s1[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[i] + d + 1), k1, s1[i]);
       }
     }
+    __m256 sc = vscale;  // q8: times each key's scale
+    if constexpr (is_scaled<E>())
+      sc = _mm256_mul_ps(vscale, _mm256_loadu_ps(q8_tile_scales(kv.k[base / bt], bt, HD) + base % bt));
 #pragma GCC unroll 4
-    for (int i = 0; i < NQ; ++i) _mm256_storeu_ps(S + i * ld + base, _mm256_mul_ps(_mm256_add_ps(s0[i], s1[i]), vscale));
+    for (int i = 0; i < NQ; ++i) _mm256_storeu_ps(S + i * ld + base, _mm256_mul_ps(_mm256_add_ps(s0[i], s1[i]), sc));
   }
 
   // Softmax per query over its own keys; P is 0 from n_keys on (masked: the scores there may be
@@ -104,6 +121,11 @@ void query_block(const kv_tiles& kv, const attention_queries& qs, int i0, float 
     const float l = hsum(lsum);
     inv_l[i] = 1.f / l;
     if (want_entropy) qs.entropy[i0 + i] = std::max(0.f, m + std::log(l) - hsum(esum) / l);
+    if constexpr (is_scaled<E>()) {  // q8: each value row's scale folded into its probability
+      for (int t = 0; t < max_n; t += 8)
+        _mm256_storeu_ps(row + t, _mm256_mul_ps(_mm256_loadu_ps(row + t),
+                                                _mm256_loadu_ps(q8_tile_scales(kv.v[t / bt], bt, HD) + t % bt)));
+    }
   }
 
   // Values, 16 dimensions at a time, token by token through the tiles.
@@ -153,12 +175,21 @@ bool supports(int head_dim, int block_tokens) {
   return (head_dim == 32 || head_dim == 64 || head_dim == 96 || head_dim == 128) && block_tokens > 0 && block_tokens % 8 == 0;
 }
 
+template <int HD>
+void attention_of(const kv_tiles& kv, const attention_queries& qs, float scale) {
+  switch (kv.elem) {
+    case kv_elem::f32: attention_hd<f32_elems, HD>(kv, qs, scale); break;
+    case kv_elem::f16: attention_hd<f16_elems, HD>(kv, qs, scale); break;
+    case kv_elem::q8: attention_hd<q8_elems, HD>(kv, qs, scale); break;
+  }
+}
+
 void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
   switch (kv.head_dim) {
-    case 32: kv.f16 ? attention_hd<f16_elems, 32>(kv, qs, scale) : attention_hd<f32_elems, 32>(kv, qs, scale); break;
-    case 64: kv.f16 ? attention_hd<f16_elems, 64>(kv, qs, scale) : attention_hd<f32_elems, 64>(kv, qs, scale); break;
-    case 96: kv.f16 ? attention_hd<f16_elems, 96>(kv, qs, scale) : attention_hd<f32_elems, 96>(kv, qs, scale); break;  // Phi-3
-    case 128: kv.f16 ? attention_hd<f16_elems, 128>(kv, qs, scale) : attention_hd<f32_elems, 128>(kv, qs, scale); break;
+    case 32: attention_of<32>(kv, qs, scale); break;
+    case 64: attention_of<64>(kv, qs, scale); break;
+    case 96: attention_of<96>(kv, qs, scale); break;  // Phi-3
+    case 128: attention_of<128>(kv, qs, scale); break;
     default: ref::attention(kv, qs, scale); break;
   }
 }

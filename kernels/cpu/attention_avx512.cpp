@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/exp_avx512.hpp"
+#include "kernels/format/kv_q8.hpp"
 
 namespace fw::cpu::avx512 {
 namespace {
@@ -26,6 +27,19 @@ struct f16_elems {
   using elem = uint16_t;
   static __m512 load(const elem* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 };
+// int8 with a scale per token after the tile's elements (kernels/format/kv_q8.hpp).
+struct q8_elems {
+  using elem = int8_t;
+  static constexpr bool scaled = true;
+  static __m512 load(const elem* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+};
+template <class E>
+constexpr bool is_scaled() {
+  if constexpr (requires { E::scaled; }) return E::scaled;
+  return false;
+}
 
 template <class E, int C, int NQ>
 void query_tile(const kv_tiles& kv, const attention_queries& qs, int i0, float scale) {
@@ -81,6 +95,13 @@ void query_tile(const kv_tiles& kv, const attention_queries& qs, int i0, float s
     }
 #pragma GCC unroll 16
     for (int i = 0; i < NQ; ++i) s[i] = _mm512_add_ps(s[i], s2[i]);
+    __m512 vsc = _mm512_setzero_ps();  // q8: the chunk's value scales, folded into p below
+    if constexpr (is_scaled<E>()) {
+      const __m512 ksc = _mm512_loadu_ps(q8_tile_scales(kv.k[base / bt], bt, hd) + base % bt);
+      vsc = _mm512_loadu_ps(q8_tile_scales(kv.v[base / bt], bt, hd) + base % bt);
+#pragma GCC unroll 16
+      for (int i = 0; i < NQ; ++i) s[i] = _mm512_mul_ps(s[i], ksc);
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < NQ; ++i) {
       const int visible = nk[i] - base;
@@ -106,7 +127,8 @@ void query_tile(const kv_tiles& kv, const attention_queries& qs, int i0, float s
         m[i] = m_new;
       }
       l[i] += p_sum, e[i] += ps_sum;
-      p[i] = pi;
+      if constexpr (is_scaled<E>()) p[i] = _mm512_mul_ps(pi, vsc);
+      else p[i] = pi;
     }
     const int n_valid = std::min(16, max_n - base);
     // Lane t of p broadcast by a permute: storing p and reloading single floats stalls store
@@ -161,12 +183,21 @@ bool supports(int head_dim, int block_tokens) {
   return (head_dim == 32 || head_dim == 64 || head_dim == 96 || head_dim == 128) && block_tokens > 0 && block_tokens % 16 == 0;
 }
 
+template <int C>
+void attention_of(const kv_tiles& kv, const attention_queries& qs, float scale) {
+  switch (kv.elem) {
+    case kv_elem::f32: attention_hd<f32_elems, C>(kv, qs, scale); break;
+    case kv_elem::f16: attention_hd<f16_elems, C>(kv, qs, scale); break;
+    case kv_elem::q8: attention_hd<q8_elems, C>(kv, qs, scale); break;
+  }
+}
+
 void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
   switch (kv.head_dim) {
-    case 32: kv.f16 ? attention_hd<f16_elems, 2>(kv, qs, scale) : attention_hd<f32_elems, 2>(kv, qs, scale); break;
-    case 64: kv.f16 ? attention_hd<f16_elems, 4>(kv, qs, scale) : attention_hd<f32_elems, 4>(kv, qs, scale); break;
-    case 96: kv.f16 ? attention_hd<f16_elems, 6>(kv, qs, scale) : attention_hd<f32_elems, 6>(kv, qs, scale); break;  // Phi-3
-    case 128: kv.f16 ? attention_hd<f16_elems, 8>(kv, qs, scale) : attention_hd<f32_elems, 8>(kv, qs, scale); break;
+    case 32: attention_of<2>(kv, qs, scale); break;
+    case 64: attention_of<4>(kv, qs, scale); break;
+    case 96: attention_of<6>(kv, qs, scale); break;  // Phi-3
+    case 128: attention_of<8>(kv, qs, scale); break;
     default: ref::attention(kv, qs, scale); break;
   }
 }

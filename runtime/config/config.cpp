@@ -209,6 +209,9 @@ std::vector<std::pair<std::string, std::string>> check_rules(const config& c) {
                            std::to_string(d.id) + " is listed twice (kind and id must be unique)");
       prefill |= d.role == device_role::prefill || d.role == device_role::both;
       decode |= d.role == device_role::decode || d.role == device_role::both;
+      if (d.kind == device_kind::cuda && c.kv_cache.type == kv_cache_type::q8_0)
+        add("kv_cache", "kv_cache.type = \"q8_0\" is a CPU cache for now; devices[" + std::to_string(i) +
+                            "] is a CUDA device, whose attention reads f16 or f32 KV (set type = \"f16\")");
     }
     if (!prefill) add("devices", "devices: no device can prefill (role \"prefill\" or \"both\")");
     if (!decode) add("devices", "devices: no device can decode (role \"decode\" or \"both\")");

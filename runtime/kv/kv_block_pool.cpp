@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/format/kv_q8.hpp"
 #include "kernels/format/quant_ref.hpp"
 
 #include <algorithm>
@@ -44,11 +45,12 @@ kv_block_pool::kv_block_pool(uint32_t pool_id, kv_layout layout, std::unique_ptr
     : pool_id_(pool_id),
       layout_(layout),
       n_blocks_(storage->n_blocks()),
-      tile_bytes_(layout.tile_elems() * layout.elem_bytes()),
-      v_offset_(size_t{layout.n_layer} * layout.n_head_kv * layout.tile_elems() * layout.elem_bytes()),
+      tile_bytes_(layout.tile_bytes()),
+      v_offset_(size_t{layout.n_layer} * layout.n_head_kv * layout.tile_bytes()),
       storage_(std::move(storage)),
       book_(pool_id, layout.block_tokens, n_blocks_) {
   assert(layout.n_layer > 0 && layout.n_head_kv > 0 && layout.head_dim > 0 && layout.block_tokens > 0);
+  assert(layout.dtype != kv_dtype::q8 || (size_t{layout.block_tokens} * layout.head_dim) % 4 == 0);
   assert(storage_->block_bytes() == layout.block_bytes());
 }
 
@@ -65,6 +67,11 @@ expected<std::unique_ptr<kv_block_pool>> kv_block_pool::create(uint32_t pool_id,
                           std::to_string(layout.head_dim) + ", " +
                           std::to_string(layout.block_tokens));
   }
+  if (layout.dtype == kv_dtype::q8 && (size_t{layout.block_tokens} * layout.head_dim) % 4 != 0)
+    return make_error(errc::invalid_argument, "a q8 kv cache needs block_tokens * head_dim to be a multiple of 4 (its "
+                                              "float scales follow the int8 elements), got " +
+                                                  std::to_string(layout.block_tokens) + " * " +
+                                                  std::to_string(layout.head_dim));
   const size_t max_blocks = std::numeric_limits<size_t>::max() / layout.block_bytes();
   if (n_blocks > max_blocks) {
     return make_error(errc::out_of_memory, "kv pool of " + std::to_string(n_blocks) +
@@ -201,9 +208,9 @@ expected<void> kv_block_pool::copy_tokens(const kv_block_pool& src, const kv_han
           auto* dk = static_cast<std::byte*>(k_data(to.blocks[i], l, hh));
           auto* dv = static_cast<std::byte*>(v_data(to.blocks[i], l, hh));
           if (auto ok = via.copy(dk, static_cast<const std::byte*>(src.k_data(from.blocks[i], l, hh)), tile_bytes_); !ok) return ok;
-          if (auto ok = via.copy(dv, static_cast<const std::byte*>(src.v_data(from.blocks[i], l, hh)),
-                                 std::min(dst_bt, n - t) * hd * eb);
-              !ok)
+          // V rows of the tokens in use (a q8 tile's scales follow its rows: all of it).
+          const size_t v_bytes = layout_.dtype == kv_dtype::q8 ? tile_bytes_ : std::min(dst_bt, n - t) * hd * eb;
+          if (auto ok = via.copy(dv, static_cast<const std::byte*>(src.v_data(from.blocks[i], l, hh)), v_bytes); !ok)
             return ok;
         }
       } else {  // token by token, converting the element type if it differs
@@ -262,6 +269,16 @@ void kv_block_pool::write_token(const kv_handle& h, uint32_t pos, uint32_t layer
   const uint32_t bt = layout_.block_tokens, hd = layout_.head_dim;
   assert(pos / bt < h.blocks.size());
   const uint32_t b = h.blocks[pos / bt], t = pos % bt;
+  if (layout_.dtype == kv_dtype::q8) {
+    auto* kt = static_cast<int8_t*>(k_data(b, layer, head));
+    auto* vt = static_cast<int8_t*>(v_data(b, layer, head));
+    int8_t kq[1024];
+    assert(hd <= 1024);
+    q8_tile_scales(kt, bt, hd)[t] = quantize_kv_row(kv_k, hd, kq);
+    for (uint32_t e = 0; e < hd; ++e) kt[size_t{e} * bt + t] = kq[e];
+    q8_tile_scales(vt, bt, hd)[t] = quantize_kv_row(kv_v, hd, vt + size_t{t} * hd);
+    return;
+  }
   if (layout_.dtype == kv_dtype::f16) {
     auto* kt = static_cast<uint16_t*>(k_data(b, layer, head)) + t;
     auto* vt = static_cast<uint16_t*>(v_data(b, layer, head)) + size_t{t} * hd;
@@ -284,6 +301,14 @@ void kv_block_pool::read_token(const kv_handle& h, uint32_t pos, uint32_t layer,
   const uint32_t bt = layout_.block_tokens, hd = layout_.head_dim;
   assert(pos / bt < h.blocks.size());
   const uint32_t b = h.blocks[pos / bt], t = pos % bt;
+  if (layout_.dtype == kv_dtype::q8) {
+    const auto* kt = static_cast<const int8_t*>(k_data(b, layer, head));
+    const auto* vt = static_cast<const int8_t*>(v_data(b, layer, head));
+    const float ks = q8_tile_scales(kt, bt, hd)[t], vs = q8_tile_scales(vt, bt, hd)[t];
+    for (uint32_t e = 0; e < hd; ++e) kv_k[e] = ks * kt[size_t{e} * bt + t];
+    for (uint32_t e = 0; e < hd; ++e) kv_v[e] = vs * vt[size_t{t} * hd + e];
+    return;
+  }
   if (layout_.dtype == kv_dtype::f16) {
     const auto* kt = static_cast<const uint16_t*>(k_data(b, layer, head)) + t;
     const auto* vt = static_cast<const uint16_t*>(v_data(b, layer, head)) + size_t{t} * hd;

@@ -2,10 +2,11 @@
 // through kv_handle values. Three parts: the book (kv_block_table), the memory (kv_storage:
 // host_kv_storage here, device memory later) and the layout math below.
 //
-// Memory layout (elements of layout.dtype, float32 or half): block after block; inside block b the
-// K tiles of every (layer, kv head) then the V tiles:
-//   k(b, l, h) = data + b * block_elems + (l * n_head_kv + h) * tile_elems
-//   v(b, l, h) = k(b, l, h) + n_layer * n_head_kv * tile_elems
+// Memory layout (elements of layout.dtype: float32, half, or q8 with each tile's scales after its
+// elements, kernels/format/kv_q8.hpp): block after block; inside block b the K tiles of every
+// (layer, kv head) then the V tiles, in bytes:
+//   k(b, l, h) = data + b * block_bytes + (l * n_head_kv + h) * tile_bytes
+//   v(b, l, h) = k(b, l, h) + n_layer * n_head_kv * tile_bytes
 // A K tile is [head_dim][block_tokens] (transposed: dimension e of token t at e * block_tokens + t,
 // so attention scores 16 keys per SIMD vector), a V tile [block_tokens][head_dim] (a token's values
 // contiguous, for the weighted sum). Attention streams whole tiles, and a block is one contiguous

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/ops.hpp"
+#include "kernels/format/kv_q8.hpp"
 #include "kernels/format/quant_ref.hpp"
 
 namespace fw {
@@ -84,7 +85,11 @@ void transpose_k(std::byte* tile, std::byte* rows, uint32_t bt, uint32_t hd, uin
 /// Token t's K (transposed in its tile: element e at e * block_tokens + t) or V row as floats.
 void row_to_float(const void* tile, kv_dtype d, bool transposed, uint32_t bt, uint32_t hd, uint32_t t, float* x) {
   const size_t stride = transposed ? bt : 1, start = transposed ? t : size_t{t} * hd;
-  if (d == kv_dtype::f32) {
+  if (d == kv_dtype::q8) {
+    const auto* q = static_cast<const int8_t*>(tile) + start;
+    const float s = q8_tile_scales(tile, bt, hd)[t];
+    for (uint32_t e = 0; e < hd; ++e) x[e] = s * q[e * stride];
+  } else if (d == kv_dtype::f32) {
     const auto* f = static_cast<const float*>(tile) + start;
     for (uint32_t e = 0; e < hd; ++e) x[e] = f[e * stride];
   } else {
@@ -148,7 +153,16 @@ void store_rows(kv_block_pool& pool, uint32_t b, uint32_t layer, uint32_t head, 
   uint16_t h[1024];
   for (uint32_t t = 0; t < cnt; ++t) {
     decode_row(w, in + t * rb, hd, x);
-    if (l.dtype == kv_dtype::f32) {
+    if (l.dtype == kv_dtype::q8) {
+      if (v) {
+        q8_tile_scales(tile, bt, hd)[t] = quantize_kv_row(x, hd, reinterpret_cast<int8_t*>(tile) + size_t{t} * hd);
+      } else {
+        int8_t q[1024];
+        q8_tile_scales(tile, bt, hd)[t] = quantize_kv_row(x, hd, q);
+        auto* kq = reinterpret_cast<int8_t*>(tile);
+        for (uint32_t e = 0; e < hd; ++e) kq[size_t{e} * bt + t] = q[e];
+      }
+    } else if (l.dtype == kv_dtype::f32) {
       if (v) {
         std::memcpy(tile + size_t{t} * hd * 4, x, size_t{hd} * 4);
       } else {

@@ -13,12 +13,17 @@
 
 namespace fw {
 
-/// Element type of the cached K and V values: float32, or IEEE half (half the memory and the
-/// bandwidth attention needs; values rounded to 11 significant bits, as llama.cpp's default cache).
-enum class kv_dtype : uint8_t { f32, f16 };
+/// Element type of the cached K and V values: float32, IEEE half (half the memory and the
+/// bandwidth attention needs; values rounded to 11 significant bits, as llama.cpp's default cache),
+/// or q8: int8 with one float scale per token, head and tile (max |x| / 127, round to nearest;
+/// llama.cpp users know it as -ctk q8_0 -ctv q8_0): head_dim + 4 bytes per token and head for K
+/// and for V, 0.53 of f16 at head_dim 64.
+enum class kv_dtype : uint8_t { f32, f16, q8 };
 
 /// Shape of the KV cache kept in one pool. A block holds block_tokens tokens of every layer and
-/// KV head, for K and for V, as dtype.
+/// KV head, for K and for V, as dtype. A q8 tile is its block_tokens x head_dim int8 elements
+/// (the same arrangement as the other types) followed by block_tokens float scales (token t's at
+/// index t), so a tile stays one contiguous range.
 struct kv_layout {
   uint32_t n_layer = 0;
   uint32_t n_head_kv = 0;
@@ -26,14 +31,18 @@ struct kv_layout {
   uint32_t block_tokens = 16;
   kv_dtype dtype = kv_dtype::f32;
 
-  [[nodiscard]] size_t elem_bytes() const { return dtype == kv_dtype::f16 ? 2 : 4; }
+  [[nodiscard]] size_t elem_bytes() const { return dtype == kv_dtype::f32 ? 4 : dtype == kv_dtype::f16 ? 2 : 1; }
   /// Elements of one block_tokens x head_dim tile (one layer, one head, K or V).
   [[nodiscard]] size_t tile_elems() const { return size_t{block_tokens} * head_dim; }
+  /// Bytes of one tile: its elements, and for q8 its block_tokens float scales after them.
+  [[nodiscard]] size_t tile_bytes() const {
+    return tile_elems() * elem_bytes() + (dtype == kv_dtype::q8 ? size_t{block_tokens} * sizeof(float) : 0);
+  }
   /// Elements of one block: K and V tiles of every layer and head.
   [[nodiscard]] size_t block_elems() const {
     return 2 * size_t{n_layer} * n_head_kv * tile_elems();
   }
-  [[nodiscard]] size_t block_bytes() const { return block_elems() * elem_bytes(); }
+  [[nodiscard]] size_t block_bytes() const { return 2 * size_t{n_layer} * n_head_kv * tile_bytes(); }
   /// Blocks needed to hold n tokens.
   [[nodiscard]] uint32_t blocks_for_tokens(uint32_t n) const {
     return static_cast<uint32_t>((uint64_t{n} + block_tokens - 1) / block_tokens);

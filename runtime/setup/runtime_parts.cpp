@@ -32,7 +32,14 @@ log_level to_log_level(logging_level l) {
   return log_level::info;
 }
 
-kv_dtype to_kv_dtype(kv_cache_type t) { return t == kv_cache_type::f32 ? kv_dtype::f32 : kv_dtype::f16; }
+kv_dtype to_kv_dtype(kv_cache_type t) {
+  switch (t) {
+    case kv_cache_type::f32: return kv_dtype::f32;
+    case kv_cache_type::q8_0: return kv_dtype::q8;
+    case kv_cache_type::f16: break;
+  }
+  return kv_dtype::f16;
+}
 
 /// The device that decodes (role decode or both; check_devices allows exactly one).
 const device_section& the_device(const config& cfg) {
@@ -169,7 +176,10 @@ engine_limits runtime_parts::limits() const {
                                                                 : std::numeric_limits<double>::infinity();
   switch (cfg.kv_cache.transfer) {
     case kv_transfer_type::automatic:
-      lim.kv_transfer = cfg.kv_cache.type == kv_cache_type::f32 ? kv_wire::f32 : kv_wire::f16;
+      // A q8_0 cache moves as int8 rows (its own values: a row re-quantizes to the same bytes).
+      lim.kv_transfer = cfg.kv_cache.type == kv_cache_type::f32    ? kv_wire::f32
+                        : cfg.kv_cache.type == kv_cache_type::q8_0 ? kv_wire::int8
+                                                                   : kv_wire::f16;
       break;
     case kv_transfer_type::f32: lim.kv_transfer = kv_wire::f32; break;
     case kv_transfer_type::f16: lim.kv_transfer = kv_wire::f16; break;

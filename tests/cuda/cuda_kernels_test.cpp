@@ -191,7 +191,8 @@ TEST(cuda_kernels_test, split_k_attention_matches_the_cpu_reference) {
             std::vector<const void*> kt, vt;
             for (uint32_t b = 0; b < kv.h.blocks.size(); ++b)
               kt.push_back(kv.host->k_data(kv.h.blocks[b], layer, h / 2)), vt.push_back(kv.host->v_data(kv.h.blocks[b], layer, h / 2));
-            const fw::cpu::kv_tiles tiles{kt.data(), vt.data(), static_cast<int>(kt.size()), 16, hd, dt == fw::kv_dtype::f16};
+            const fw::cpu::kv_tiles tiles{kt.data(), vt.data(), static_cast<int>(kt.size()), 16, hd,
+                                          dt == fw::kv_dtype::f16 ? fw::cpu::kv_elem::f16 : fw::cpu::kv_elem::f32};
             std::vector<float> want(hd);
             float want_ent = 0;
             const float* q = qkv.data() + r * ld + h * hd;

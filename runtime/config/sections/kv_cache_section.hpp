@@ -9,10 +9,10 @@
 
 namespace fw {
 
-/// Element type of the cached K and V.
-enum class kv_cache_type { f16, f32 };
-inline constexpr enum_table<kv_cache_type, 2> kv_cache_type_names = {{
-    {kv_cache_type::f16, "f16"}, {kv_cache_type::f32, "f32"}}};
+/// Element type of the cached K and V (q8_0: int8 with a scale per token and head, CPU devices).
+enum class kv_cache_type { f16, f32, q8_0 };
+inline constexpr enum_table<kv_cache_type, 3> kv_cache_type_names = {{
+    {kv_cache_type::f16, "f16"}, {kv_cache_type::f32, "f32"}, {kv_cache_type::q8_0, "q8_0"}}};
 
 /// How KV moves between two devices' pools (runtime/kv/kv_codec): auto = the cache's own type
 /// (lossless), or f32 / f16 / int8 (per-token scale; a quarter of f32, adds a small error).

@@ -180,7 +180,8 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
   a.weight_type = "attention";
   const char* path = attend_ == &cpu::avx512::attention ? "avx512" : attend_ == &cpu::avx2::attention ? "avx2" : "scalar";
   const bool simd = attend_ != &cpu::ref::attention;
-  a.path = std::string(path) + (pool_.layout().dtype == kv_dtype::f16 ? " (f16 KV)" : " (f32 KV)");
+  const kv_dtype dt = pool_.layout().dtype;
+  a.path = std::string(path) + (dt == kv_dtype::q8 ? " (q8_0 KV)" : dt == kv_dtype::f16 ? " (f16 KV)" : " (f32 KV)");
   a.fallback = !simd && host > cpu::simd_level::scalar;
   if (a.fallback)
     a.note = std::string("attention has no ") + cpu::to_string(host) + " path for head size " + std::to_string(cfg_.head_dim) +
@@ -284,7 +285,9 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
   // the first tiles of the next are fetched. A task's own later tiles are fetched by the kernel
   // (two 16-key chunks ahead), but its first ones would otherwise start cold: in a decode step
   // every task is one (sequence, KV head) of a few tiles, each in its own KV block.
-  const size_t tile_bytes = static_cast<size_t>(bt) * cfg_.head_dim * (pool_.layout().dtype == kv_dtype::f16 ? 2 : 4);
+  const size_t tile_bytes = pool_.layout().tile_bytes();
+  const kv_dtype dt = pool_.layout().dtype;
+  const cpu::kv_elem elem = dt == kv_dtype::q8 ? cpu::kv_elem::q8 : dt == kv_dtype::f16 ? cpu::kv_elem::f16 : cpu::kv_elem::f32;
   auto prefetch_first_tiles = [&](const attention_task& t) {
     const kv_handle& kv = *b.kv[t.seq];
     const size_t n = std::min<size_t>({next_task_prefetch_tiles, static_cast<size_t>(t.n_tiles), kv.blocks.size()});
@@ -307,8 +310,7 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
       kt[i] = pool_.k_data(kv.blocks[i], layer, t.kv_head);
       vt[i] = pool_.v_data(kv.blocks[i], layer, t.kv_head);
     }
-    const cpu::kv_tiles tiles{kt.data(), vt.data(), n_tiles, static_cast<int>(bt), static_cast<int>(cfg_.head_dim),
-                              pool_.layout().dtype == kv_dtype::f16};
+    const cpu::kv_tiles tiles{kt.data(), vt.data(), n_tiles, static_cast<int>(bt), static_cast<int>(cfg_.head_dim), elem};
     const cpu::attention_queries qs{static_cast<int>(t.end - t.begin), attn_.q.data() + t.begin,
                                     attn_.out.data() + t.begin, attn_.n_keys.data() + t.begin,
                                     last_layer ? attn_.entropy.data() + t.begin : nullptr};

@@ -374,6 +374,9 @@ expected<std::unique_ptr<cuda_backend>> cuda_backend::create(const model_config&
     return make_error(errc::unsupported, "the CUDA backend's attention handles head sizes that are multiples of 32 up to "
                                          "256; this model's is " + std::to_string(config.head_dim));
   if (config.n_rot % 2 != 0) return make_error(errc::unsupported, "the CUDA backend needs an even rotary dimension");
+  if (opts.kv_type == kv_dtype::q8)
+    return make_error(errc::unsupported, "kv_cache.type = \"q8_0\" is a CPU cache for now: the CUDA backend's attention "
+                                         "reads f16 or f32 KV (set type = \"f16\" for a CUDA device)");
   if (config.n_embd % 32 != 0 || config.n_ff % 32 != 0 || config.q_dim() % 32 != 0)
     return make_error(errc::unsupported, "the CUDA backend's products need widths that are multiples of 32 (n_embd " +
                                              std::to_string(config.n_embd) + ", n_ff " + std::to_string(config.n_ff) +

@@ -1,3 +1,4 @@
+#include "kernels/format/kv_q8.hpp"
 #include "kernels/format/quant_ref.hpp"
 #include "runtime/kv/kv_block_pool.hpp"
 
@@ -481,6 +482,67 @@ TEST(kv_block_table_test, the_book_alone_lends_checks_and_takes_back_blocks) {
   t.reset();
   EXPECT_FALSE(t.check(grown)) << "reset makes every handle stale";
   EXPECT_EQ(t.free_blocks(), 4u);
+}
+
+}  // namespace
+}  // namespace fw
+
+namespace fw {
+namespace {
+
+// A q8 pool (kv_cache.type = "q8_0"): a tile is its int8 elements then one float scale per token;
+// a token reads back within half a step (max |x| / 127 / 2) of what was written, an all-zero row
+// exactly, a non-finite row as NaN; copies between q8 pools are tile copies (the same bytes), into
+// a float pool the dequantized values; a layout whose scales would be misaligned is refused.
+TEST(kv_block_pool_test, q8_pool_quantizes_per_token_and_copies) {
+  kv_layout q8 = small_layout;  // head_dim 4, block_tokens 4
+  q8.dtype = kv_dtype::q8;
+  EXPECT_EQ(q8.tile_bytes(), 4u * 4 + 4 * sizeof(float));
+  EXPECT_EQ(q8.block_bytes(), 2u * 2 * 2 * q8.tile_bytes());
+  kv_block_pool p8(1, q8, 4), f32(2, small_layout, 4), p8b(3, q8, 4);
+  auto h = p8.allocate(6);
+  ASSERT_TRUE(h);
+  const float k[4] = {0.5f, -1.27f, 1.f / 3.f, 0.01f}, v[4] = {2.f, 0.1f, -0.f, -2.f};
+  const float zero[4] = {0, 0, 0, 0}, bad[4] = {1.f, NAN, 0.f, 2.f};
+  for (uint32_t t = 0; t < 6; ++t) p8.write_token(*h, t, 1, 1, t == 2 ? zero : k, t == 3 ? bad : v);
+  ASSERT_TRUE(p8.set_length(*h, 6));
+  float rk[4], rv[4];
+  p8.read_token(*h, 5, 1, 1, rk, rv);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_NEAR(rk[e], k[e], 1.27f / 127 / 2 * 1.0001f) << e;
+    EXPECT_NEAR(rv[e], v[e], 2.f / 127 / 2 * 1.0001f) << e;
+  }
+  EXPECT_EQ(rk[1], -1.27f);  // the largest element is exact (it is +-127 steps)
+  EXPECT_EQ(rv[0], 2.f);
+  // K is transposed in its tile: element e of token 5 (tile 1, slot 1) at e * 4 + 1, its scale after.
+  const auto* kt = static_cast<const int8_t*>(p8.k_data(h->blocks[1], 1, 1));
+  EXPECT_EQ(kt[1 * 4 + 1], -127);
+  EXPECT_FLOAT_EQ(q8_tile_scales(kt, 4, 4)[1], 1.27f / 127);
+  p8.read_token(*h, 2, 1, 1, rk, rv);
+  for (int e = 0; e < 4; ++e) EXPECT_EQ(rk[e], 0.f);
+  p8.read_token(*h, 3, 1, 1, rk, rv);
+  EXPECT_TRUE(std::isnan(rv[0]));
+  // Into another q8 pool (tile copies: the same bytes) and a float pool (dequantized).
+  kv_handle a, b;
+  ASSERT_TRUE(f32.copy_tokens(p8, *h, a));
+  ASSERT_TRUE(p8b.copy_tokens(p8, *h, b));
+  for (uint32_t t = 0; t < 6; ++t) {
+    float pk[4], pv[4], ak[4], av[4], bk[4], bv[4];
+    p8.read_token(*h, t, 1, 1, pk, pv);
+    f32.read_token(a, t, 1, 1, ak, av);
+    p8b.read_token(b, t, 1, 1, bk, bv);
+    for (int e = 0; e < 4; ++e) {
+      if (t == 3) continue;  // NaN != NaN
+      EXPECT_EQ(ak[e], pk[e]) << t << "," << e;
+      EXPECT_EQ(bk[e], pk[e]) << t << "," << e;
+      EXPECT_EQ(av[e], pv[e]) << t << "," << e;
+      EXPECT_EQ(bv[e], pv[e]) << t << "," << e;
+    }
+  }
+  auto odd = kv_block_pool::create(0, kv_layout{.n_layer = 1, .n_head_kv = 1, .head_dim = 3, .block_tokens = 3,
+                                                .dtype = kv_dtype::q8}, 4);
+  ASSERT_FALSE(odd);
+  EXPECT_NE(odd.err().message.find("multiple of 4"), std::string::npos) << odd.err().message;
 }
 
 }  // namespace

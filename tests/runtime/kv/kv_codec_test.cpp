@@ -87,6 +87,36 @@ TEST(kv_codec_test, f16_and_int8_stay_within_their_tolerances_and_shrink_the_str
   EXPECT_NEAR((s8->size() - kv_stream_header_bytes) / f32, (4.0 + 64) / (64 * 4), 1e-9);
 }
 
+// A q8 pool (kv_cache.type = "q8_0") moves as int8 rows without loss: the rows are its own
+// values, and re-quantizing them into another q8 pool (another block size) gives back every
+// value; into an f16 pool over the f16 wire, the dequantized values within half precision; and a
+// float pool's KV into a q8 pool is quantized as the pool quantizes it.
+TEST(kv_codec_test, a_q8_pool_moves_as_int8_rows_without_loss_and_converts_to_the_other_types) {
+  auto src = make_pool(shape(16, kv_dtype::q8));
+  auto h = fill(*src, 41);
+  auto s8 = kv_encode(*src, h, kv_wire::int8);
+  ASSERT_TRUE(s8.has_value()) << s8.err().message;
+  auto dst8 = make_pool(shape(32, kv_dtype::q8));
+  kv_handle a;
+  ASSERT_TRUE(kv_decode(*s8, *dst8, a).has_value());
+  EXPECT_EQ(worst(*src, h, *dst8, a, 41, 0, 1e-30), 0.0);
+  auto dst16 = make_pool(shape(16, kv_dtype::f16));
+  auto s16 = kv_encode(*src, h, kv_wire::f16);
+  ASSERT_TRUE(s16.has_value());
+  kv_handle b;
+  ASSERT_TRUE(kv_decode(*s16, *dst16, b).has_value());
+  EXPECT_LE(worst(*src, h, *dst16, b, 41, f16_rel_tolerance, 1e-7), 1.0);
+
+  auto f32 = make_pool(shape(16));
+  auto hf = fill(*f32, 41);
+  auto sf = kv_encode(*f32, hf, kv_wire::f32);
+  ASSERT_TRUE(sf.has_value());
+  kv_handle c;
+  ASSERT_TRUE(kv_decode(*sf, *dst8, c).has_value());
+  EXPECT_LE(worst(*f32, hf, *dst8, c, 41, 0, 0.5 * 10.0 / 127), 1.0);
+  EXPECT_GT(worst(*f32, hf, *dst8, c, 41, 0, 1e-6), 1.0);  // it is lossy
+}
+
 TEST(kv_codec_test, f16_pool_to_f32_pool_keeps_the_half_values_and_count_takes_a_prefix) {
   auto src = make_pool(shape(16, kv_dtype::f16));
   auto dst = make_pool(shape(16, kv_dtype::f32));
