@@ -35,8 +35,13 @@ inline float quantize_kv_row(const float* x, uint32_t n, int8_t* q) {
     return NAN;
   }
   const float scale = amax / 127.f;
-  const float inv = scale > 0.f ? 1.f / scale : 0.f;
-  for (uint32_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inv), -127.f, 127.f));
+  if (!(scale > 0.f)) {  // all zeros, or so small that the scale underflows
+    std::fill(q, q + n, int8_t{0});
+    return 0.f;
+  }
+  // x / scale, not x * (1 / scale): a subnormal scale's reciprocal is infinite, and 0 * inf is NaN
+  // (found by tests/fuzz/fuzz_kv_stream).
+  for (uint32_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::clamp(std::nearbyint(x[i] / scale), -127.f, 127.f));
   return scale;
 }
 

@@ -539,6 +539,14 @@ TEST(kv_block_pool_test, q8_pool_quantizes_per_token_and_copies) {
       EXPECT_EQ(bv[e], pv[e]) << t << "," << e;
     }
   }
+  // Rows of subnormal values: no infinite reciprocal, no NaN (found by the kv_stream fuzzer).
+  const float tiny_k[4] = {1e-40f, 0.f, -3e-41f, 0.f}, tiny_v[4] = {0.f, 0.f, 1e-44f, 0.f};
+  p8.write_token(*h, 0, 0, 0, tiny_k, tiny_v);
+  p8.read_token(*h, 0, 0, 0, rk, rv);
+  for (int e = 0; e < 4; ++e) {
+    EXPECT_TRUE(std::isfinite(rk[e]) && std::isfinite(rv[e])) << e;
+    EXPECT_NEAR(rk[e], tiny_k[e], 1e-40f) << e;
+  }
   auto odd = kv_block_pool::create(0, kv_layout{.n_layer = 1, .n_head_kv = 1, .head_dim = 3, .block_tokens = 3,
                                                 .dtype = kv_dtype::q8}, 4);
   ASSERT_FALSE(odd);
