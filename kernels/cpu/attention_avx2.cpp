@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/attention.hpp"
@@ -27,16 +28,12 @@ struct f16_elems {
 // int8 with a scale per token after the tile's elements (kernels/format/kv_q8.hpp).
 struct q8_elems {
   using elem = int8_t;
-  static constexpr bool scaled = true;
   static __m256 load(const elem* p) {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
 };
 template <class E>
-constexpr bool is_scaled() {
-  if constexpr (requires { E::scaled; }) return E::scaled;
-  return false;
-}
+constexpr bool is_scaled = std::is_same_v<E, q8_elems>;
 
 // Up to 4 queries of one KV head at a time, in three passes over their keys:
 //   scores:  S[i][t] = scale * q_i . K[t] for 8 keys per vector; each loaded key vector serves
@@ -87,7 +84,7 @@ void query_block(const kv_tiles& kv, const attention_queries& qs, int i0, float 
       }
     }
     __m256 sc = vscale;  // q8: times each key's scale
-    if constexpr (is_scaled<E>())
+    if constexpr (is_scaled<E>)
       sc = _mm256_mul_ps(vscale, _mm256_loadu_ps(q8_tile_scales(kv.k[base / bt], bt, HD) + base % bt));
 #pragma GCC unroll 4
     for (int i = 0; i < NQ; ++i) _mm256_storeu_ps(S + i * ld + base, _mm256_mul_ps(_mm256_add_ps(s0[i], s1[i]), sc));
@@ -121,7 +118,7 @@ void query_block(const kv_tiles& kv, const attention_queries& qs, int i0, float 
     const float l = hsum(lsum);
     inv_l[i] = 1.f / l;
     if (want_entropy) qs.entropy[i0 + i] = std::max(0.f, m + std::log(l) - hsum(esum) / l);
-    if constexpr (is_scaled<E>()) {  // q8: each value row's scale folded into its probability
+    if constexpr (is_scaled<E>) {  // q8: each value row's scale folded into its probability
       for (int t = 0; t < max_n; t += 8)
         _mm256_storeu_ps(row + t, _mm256_mul_ps(_mm256_loadu_ps(row + t),
                                                 _mm256_loadu_ps(q8_tile_scales(kv.v[t / bt], bt, HD) + t % bt)));

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/cpu/attention.hpp"
 #include "kernels/cpu/exp_avx512.hpp"
@@ -30,16 +31,12 @@ struct f16_elems {
 // int8 with a scale per token after the tile's elements (kernels/format/kv_q8.hpp).
 struct q8_elems {
   using elem = int8_t;
-  static constexpr bool scaled = true;
   static __m512 load(const elem* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
 };
 template <class E>
-constexpr bool is_scaled() {
-  if constexpr (requires { E::scaled; }) return E::scaled;
-  return false;
-}
+constexpr bool is_scaled = std::is_same_v<E, q8_elems>;
 
 template <class E, int C, int NQ>
 void query_tile(const kv_tiles& kv, const attention_queries& qs, int i0, float scale) {
@@ -96,7 +93,7 @@ void query_tile(const kv_tiles& kv, const attention_queries& qs, int i0, float s
 #pragma GCC unroll 16
     for (int i = 0; i < NQ; ++i) s[i] = _mm512_add_ps(s[i], s2[i]);
     __m512 vsc = _mm512_setzero_ps();  // q8: the chunk's value scales, folded into p below
-    if constexpr (is_scaled<E>()) {
+    if constexpr (is_scaled<E>) {
       const __m512 ksc = _mm512_loadu_ps(q8_tile_scales(kv.k[base / bt], bt, hd) + base % bt);
       vsc = _mm512_loadu_ps(q8_tile_scales(kv.v[base / bt], bt, hd) + base % bt);
 #pragma GCC unroll 16
@@ -127,7 +124,7 @@ void query_tile(const kv_tiles& kv, const attention_queries& qs, int i0, float s
         m[i] = m_new;
       }
       l[i] += p_sum, e[i] += ps_sum;
-      if constexpr (is_scaled<E>()) p[i] = _mm512_mul_ps(pi, vsc);
+      if constexpr (is_scaled<E>) p[i] = _mm512_mul_ps(pi, vsc);
       else p[i] = pi;
     }
     const int n_valid = std::min(16, max_n - base);
