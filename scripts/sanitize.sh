@@ -5,7 +5,7 @@
 #   scripts/sanitize.sh                 ASan + UBSan in build-fuzz/ (the build of scripts/fuzz.sh:
 #                                       every library instrumented; a UBSan report aborts, leaks fail),
 #                                       then the engine tests (real CAF actors: the engine, the node
-#                                       link plain/sealed/TLS, PD separation, prefix cache, rollout);
+#                                       link plain/sealed/TLS, PD separation);
 #                                       tests/sanitize/ubsan.supp names CAF's one header report
 #   scripts/sanitize.sh --thread        ThreadSanitizer in build-tsan/, the plugin host's tests too
 #                                       (plugins loaded, reloaded and unloaded while threads use them)
