@@ -15,8 +15,8 @@
 # Builds llama.cpp's llama-bench and llama-quantize from the PyPI sdist of llama-cpp-python (the
 # version pinned in scripts/versions.sh; it vendors llama.cpp) into
 # ${FW_LLAMA_CPP_CACHE:-~/.cache/flywheel/llama.cpp-<version>-native}, once, with
-# -DGGML_NATIVE=ON: the peer at its best on this CPU (the SIGILL of earlier sessions was Intel's
-# AMX path; this machine kind has none). FW_LLAMA_CPP_NATIVE=0 builds the portable
+# -DGGML_NATIVE=ON: the peer at its best on this CPU (on an Intel Xeon with AMX, its AMX kernel
+# dies with SIGILL at the first prompt: use FW_LLAMA_CPP_NATIVE=0 there). FW_LLAMA_CPP_NATIVE=0 builds the portable
 # AVX2/AVX-512/VNNI/BF16 set without -march=native instead (AMX off). Q8_0 and F16 copies of the bundled Q4_1 model are made with
 # llama-quantize --allow-requantize. flywheel must already be built (FW_BUILD_DIR, default build/).
 #
