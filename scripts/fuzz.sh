@@ -5,7 +5,6 @@
 #   scripts/fuzz.sh                          every target, 30 s each (CI, scripts/test.sh: 20 s)
 #   scripts/fuzz.sh --seconds 3600 gguf      one target for an hour
 #   scripts/fuzz.sh --make-seeds             rewrite the library-made seeds (KV streams, a GGUF)
-#   scripts/fuzz.sh --build-only             build the targets and stop
 # Targets: gguf, config, openai_request, kv_stream, tokenizer, telemetry_trace, calibration,
 # node_message, plugin_table; FW_JOBS of them at a time (default 2). Exit status 1 when
 # a target finds a crash, a leak, a sanitizer report or a timeout; the input is kept in
@@ -16,14 +15,12 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds=30
 make_seeds=0
-build_only=0
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --make-seeds) make_seeds=1; shift ;;
-    --build-only) build_only=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown flag $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -38,7 +35,6 @@ if [[ ! -f "$out/CMakeCache.txt" ]]; then
 fi
 cmake --build "$out" -j "${FW_JOBS:-2}" --target fuzz_targets 2>&1 | grep -E "error|warning: .*fuzz" || true
 [[ -x "$out/tests/fuzz/fuzz_gguf" ]] || { echo "fuzz.sh: the build failed (cmake --build $out --target fuzz_targets)" >&2; exit 1; }
-[[ $build_only == 1 ]] && exit 0
 if [[ $make_seeds == 1 ]]; then
   "$out/tests/fuzz/fuzz_make_seeds" "$root/tests/fuzz/corpus"
   exit 0

@@ -9,20 +9,16 @@
 #                                       tests/sanitize/ubsan.supp names CAF's one header report
 #   scripts/sanitize.sh --thread        ThreadSanitizer in build-tsan/, the plugin host's tests too
 #                                       (plugins loaded, reloaded and unloaded while threads use them)
-#   scripts/sanitize.sh --build-only   (with or without --thread) builds and stops: scripts/test.sh
-#                                       builds ahead at nice 19 while ctest runs
 #   scripts/sanitize.sh --gtest_filter=kv*   any gtest flags pass through
 # CI runs both (scripts/test.sh). Exit status non-zero on any failing test or sanitizer report.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 command -v clang++ >/dev/null || { echo "sanitize.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 2; }
 thread=0
-build_only=0
-while [[ "${1:-}" == "--thread" || "${1:-}" == "--build-only" ]]; do
-  [[ "$1" == "--thread" ]] && thread=1
-  [[ "$1" == "--build-only" ]] && build_only=1
+if [[ "${1:-}" == "--thread" ]]; then
+  thread=1
   shift
-done
+fi
 if [[ $thread == 1 ]]; then
   out="$root/build-tsan"
   what="ThreadSanitizer"
@@ -43,7 +39,6 @@ if ! cmake --build "$out" -j "${FW_JOBS:-2}" --target "${targets[@]}" >"$out/san
   echo "sanitize.sh: the build failed (log: $out/sanitize-build.log)" >&2
   exit 1
 fi
-[[ $build_only == 1 ]] && exit 0
 for t in "${targets[@]}"; do
   if [[ $t == fw_sanitized_tests ]]; then echo "sanitize: $what unit tests"; else echo "sanitize: $what engine tests"; fi
   log="$out/${t#fw_}.log"
