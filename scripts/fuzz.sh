@@ -2,7 +2,7 @@
 # Coverage-guided fuzzing of flywheel's parsers (tests/fuzz: libFuzzer, clang, ASan + UBSan).
 # Builds the targets in build-fuzz/ (a build of its own: every library they link is instrumented)
 # and runs each against its committed seed corpus (tests/fuzz/corpus/<target>) for a bounded time.
-#   scripts/fuzz.sh                          every target, 30 s each (CI, scripts/test.sh: 20 s)
+#   scripts/fuzz.sh                          every target, 30 s each (CI, scripts/test.sh: 15 s)
 #   scripts/fuzz.sh --seconds 3600 gguf      one target for an hour
 #   scripts/fuzz.sh --make-seeds             rewrite the library-made seeds (KV streams, a GGUF)
 # Targets: gguf, config, openai_request, kv_stream, tokenizer, telemetry_trace, calibration,

@@ -3,7 +3,7 @@
 # GPU tests compile everywhere and skip at run time with a reason when no device exists. Then the
 # actor-free unit tests and the engine tests run again under ASan + UBSan, the actor-free ones under
 # ThreadSanitizer (scripts/sanitize.sh, scripts/sanitize.sh --thread), and every libFuzzer target
-# runs 20 s (scripts/fuzz.sh);
+# runs 15 s (scripts/fuzz.sh);
 # FW_SKIP_FUZZ=1 skips all three, FW_FUZZ_SECONDS sets the time.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,4 +15,4 @@ ctest --output-on-failure --timeout 600 -j2 "$@"
 # The same instrumented clang build (build-fuzz/) runs the unit tests of the actor-free code first.
 [ "${FW_SKIP_FUZZ:-0}" = 1 ] || "$root/scripts/sanitize.sh"
 [ "${FW_SKIP_FUZZ:-0}" = 1 ] || "$root/scripts/sanitize.sh" --thread
-[ "${FW_SKIP_FUZZ:-0}" = 1 ] || "$root/scripts/fuzz.sh" --seconds "${FW_FUZZ_SECONDS:-20}"
+[ "${FW_SKIP_FUZZ:-0}" = 1 ] || "$root/scripts/fuzz.sh" --seconds "${FW_FUZZ_SECONDS:-15}"
