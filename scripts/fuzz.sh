@@ -45,7 +45,7 @@ run_target() {
   local t="$1" bin="$out/tests/fuzz/fuzz_$1" log="$out/findings/$1.log"
   echo "fuzz $t: ${seconds}s"
   # New inputs go to the first corpus directory (build-fuzz/corpus), the seeds are only read.
-  # fw_actors' null checks report and continue (tests/sanitize/CMakeLists.txt): halt on them here.
+  # UBSan's checks are recoverable in this build (CMakeLists.txt): halt_on_error makes a report a finding.
   if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
      UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitize/ubsan.supp" \
      "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 -print_final_stats=1 \
