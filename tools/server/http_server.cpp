@@ -62,9 +62,29 @@ struct http_server::impl : std::enable_shared_from_this<http_server::impl> {
   std::vector<std::weak_ptr<session>> sessions;
   std::once_flag stopped;
   uint16_t bound_port = 0;
+  std::mutex post_mutex;
+  bool posts_closed = false;  ///< under post_mutex: set by stop(), later posts are dropped
 
   void accept();
   void close_all();
+  /// Queues `f` on the I/O thread, or drops it once the server has stopped. A handler left in the
+  /// stopped io_context would keep alive what it captures (a session, a reply channel), and those
+  /// keep this object and so the io_context itself: a cycle nothing frees.
+  template <class F>
+  void post(F f) {
+    {
+      std::lock_guard<std::mutex> lock(post_mutex);
+      if (!posts_closed) return net::post(ioc, std::move(f));
+    }
+    // Dropped: `f` is destroyed here, outside the lock (its captures may post again).
+  }
+  /// After stop: runs what is still queued (closed sessions return at once) until nothing is.
+  void drain() {
+    for (int i = 0; i < 1000; ++i) {
+      ioc.restart();
+      if (ioc.poll() == 0) return;
+    }
+  }
 };
 
 // One connection: read a request, hand it over, write the reply, repeat.
@@ -393,7 +413,7 @@ class session_channel final : public reply_channel {
  private:
   template <class F>
   void run(F f) {
-    net::post(server_->ioc, [w = session_, g = generation_, f = std::move(f)]() mutable {
+    server_->post([w = session_, g = generation_, f = std::move(f)]() mutable {
       if (auto s = w.lock()) f(*s, g);
     });
   }
@@ -493,13 +513,13 @@ http_server::~http_server() { stop(); }
 uint16_t http_server::port() const { return impl_->bound_port; }
 
 void http_server::stop_accepting() {
-  net::post(impl_->ioc, [p = impl_] {
+  impl_->post([p = impl_] {
     error_code ignored;
     p->acceptor.close(ignored);
   });
 }
 
-void http_server::post(std::function<void()> f) { net::post(impl_->ioc, std::move(f)); }
+void http_server::post(std::function<void()> f) { impl_->post(std::move(f)); }
 
 size_t http_server::open_connections() const { return impl_->connections.load(); }
 
@@ -508,15 +528,20 @@ bool http_server::tls() const { return impl_->tls != nullptr; }
 void http_server::stop() {
   if (!impl_) return;
   std::call_once(impl_->stopped, [this] {
-    net::post(impl_->ioc, [p = impl_] {
+    impl_->post([p = impl_] {
       error_code ignored;
       p->acceptor.close(ignored);
       p->close_all();
     });
     // The closed connections' handlers drain and run() returns; a straggler is cut off after 2 s.
     for (int i = 0; i < 200 && !impl_->ioc.stopped(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    {
+      std::lock_guard<std::mutex> lock(impl_->post_mutex);
+      impl_->posts_closed = true;
+    }
     impl_->ioc.stop();
     if (impl_->thread.joinable()) impl_->thread.join();
+    impl_->drain();
   });
 }
 

@@ -164,7 +164,9 @@ batch_outcome decode_batch(const std::shared_ptr<const model>& m, cpu_backend& b
     forward_result r;
     EXPECT_TRUE(prefill_tokens(be, seq->kv(), prompts[i].data(), prompts[i].size(), 0, 512, r));
     out.tokens[i + 1].push_back(seq->advance(r.logits, m->vocab()).token);
-    if (pipe) EXPECT_TRUE(pipe->begin(i + 1, seq->history(), greedy(40)));
+    if (pipe) {
+      EXPECT_TRUE(pipe->begin(i + 1, seq->history(), greedy(40)));
+    }
     dec.add(std::move(seq));
   }
   while (dec.active() > 0) {
