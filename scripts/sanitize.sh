@@ -13,7 +13,7 @@
 #                                       the server tests (tests/server/test_NAME.py; default: openai_client
 #                                       hostile_input fuzz load prometheus nodes tls) against it; every
 #                                       report of any flywheel process they start is written to
-#                                       build-fuzz/server-reports/ and fails the run. By hand (~15 min):
+#                                       build-fuzz/server-reports/ and fails the run. By hand (~12 min):
 #                                       CI's 30 minutes hold the first two, not this one
 #   scripts/sanitize.sh --gtest_filter=kv*   any gtest flags pass through
 # CI runs the first two (scripts/test.sh). Exit status non-zero on any failing test or sanitizer report.
@@ -50,6 +50,7 @@ if ! cmake --build "$out" -j "${FW_JOBS:-2}" --target "${targets[@]}" >"$out/san
   echo "sanitize.sh: the build failed (log: $out/sanitize-build.log)" >&2
   exit 1
 fi
+ubsan_options="print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitize/ubsan.supp"
 if [[ $server == 1 ]]; then
   # The tests start `flywheel serve` (and node pairs) themselves: the sanitizers' options reach every
   # such process through the environment, and each report lands in a file named by its pid.
@@ -67,7 +68,7 @@ if [[ $server == 1 ]]; then
     if ! FW_FLYWHEEL="$out/tools/flywheel" FW_TINY_MODEL="$out/tools/flywheel-tiny-model" FW_SOURCE_DIR="$root" \
          PYTHONDONTWRITEBYTECODE=1 \
          ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan" \
-         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$reports/ubsan:suppressions=$root/tests/sanitize/ubsan.supp" \
+         UBSAN_OPTIONS="$ubsan_options:log_path=$reports/ubsan" \
          "$python" "$root/tests/server/test_$n.py" >"$log" 2>&1; then
       echo "sanitize: server test $n FAILED (log: $log)" >&2
       tail -20 "$log" >&2
@@ -87,7 +88,7 @@ for t in "${targets[@]}"; do
   if [[ $t == fw_sanitized_tests ]]; then echo "sanitize: $what unit tests"; else echo "sanitize: $what engine tests"; fi
   log="$out/${t#fw_}.log"
   if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
-     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$root/tests/sanitize/ubsan.supp" \
+     UBSAN_OPTIONS="$ubsan_options" \
      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
      "$out/tests/sanitize/$t" "$@" >"$log" 2>&1; then
     grep -E "^\[  PASSED  \]" "$log" | sed "s/^/  /"
