@@ -11,7 +11,7 @@ namespace fw::cpu {
 namespace {
 // Busy-wait budget before yielding the core, and yields before sleeping. When the machine is
 // oversubscribed a waiting thread must give its core to the thread it waits for.
-constexpr int spin_iterations = 2000;
+constexpr int spin_iterations = 100;
 constexpr int yield_iterations = 2000;
 
 template <class Done>
@@ -54,7 +54,7 @@ thread_pool::~thread_pool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_.store(true);
-    generation_.fetch_add(1);
+    state_.store(uint64_t{generation_of(state_.load()) + 1} << 32);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
@@ -80,40 +80,49 @@ void thread_pool::run(int64_t n_tasks, task_fn fn, void* ctx) {
   fn_ = fn;
   ctx_ = ctx;
   next_task_.store(0, std::memory_order_relaxed);
-  active_.store(n_threads_ - 1, std::memory_order_relaxed);
+  left_.store(0, std::memory_order_relaxed);
   {
-    // The release of the new generation publishes the job fields above.
+    // The release of the new generation (open, nobody joined) publishes the job fields above.
     std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
+    state_.store(uint64_t{generation_of(state_.load(std::memory_order_relaxed)) + 1} << 32,
+                 std::memory_order_release);
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
   work(0);
-  spin_then_yield([&] { return active_.load(std::memory_order_acquire) == 0; });
+  // Close the job: a worker that joins from now on finds it closed and touches nothing, so the
+  // caller waits only for those that joined in time (a worker the OS has not run yet, e.g. on an
+  // oversubscribed machine, no longer holds up every job until it is scheduled).
+  const uint64_t s = state_.fetch_or(closed_bit, std::memory_order_acq_rel);
+  const uint64_t joined = s & joined_mask;
+  spin_then_yield([&] { return left_.load(std::memory_order_acquire) == joined; });
 }
 
 void thread_pool::worker_loop(int thread) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
+  const auto fresh = [&] { return generation_of(state_.load(std::memory_order_acquire)) != seen; };
   for (;;) {
-    uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int i = 0; g == seen && i < spin_iterations; ++i) {
+    bool ready = fresh();
+    for (int i = 0; !ready && i < spin_iterations; ++i) {
       _mm_pause();
-      g = generation_.load(std::memory_order_acquire);
+      ready = fresh();
     }
-    for (int i = 0; g == seen && i < yield_iterations; ++i) {
+    for (int i = 0; !ready && i < yield_iterations; ++i) {
       std::this_thread::yield();
-      g = generation_.load(std::memory_order_acquire);
+      ready = fresh();
     }
-    if (g == seen) {
+    if (!ready) {
       std::unique_lock<std::mutex> lock(mutex_);
       sleepers_.fetch_add(1);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      wake_.wait(lock, fresh);
       sleepers_.fetch_sub(1);
-      g = generation_.load(std::memory_order_acquire);
     }
-    seen = g;
     if (stop_.load()) return;
+    // Join the newest job; its fields are read only when it was still open.
+    const uint64_t s = state_.fetch_add(1, std::memory_order_acq_rel);
+    seen = generation_of(s);
+    if (s & closed_bit) continue;
     work(thread);
-    active_.fetch_sub(1, std::memory_order_acq_rel);
+    left_.fetch_add(1, std::memory_order_release);
   }
 }
 

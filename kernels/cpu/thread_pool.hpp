@@ -1,7 +1,8 @@
 // thread_pool: a persistent set of worker threads for kernels (no thread creation per op).
 // The calling thread takes part in every job, so a pool of n threads starts n - 1 workers.
 // Workers spin briefly between jobs (decode issues hundreds of small jobs per token) and then
-// sleep on a condition variable. Threads may be pinned to given CPUs (a device's cores). Thread-safety: run() may be called from several threads (backends
+// sleep on a condition variable. A job waits only for the workers that joined it while it was
+// open: a worker that wakes after the caller finished the tasks stays out of it. Threads may be pinned to given CPUs (a device's cores). Thread-safety: run() may be called from several threads (backends
 // sharing one pool); jobs are serialized. It must not be called re-entrantly from a job.
 #pragma once
 
@@ -63,9 +64,14 @@ class thread_pool {
   int n_threads_;
   std::vector<int> cores_;
   std::vector<std::thread> workers_;
-  std::atomic<uint64_t> generation_{0};
+  // The current job: [generation: 32 bits | closed: 1 bit | workers joined: 31 bits]. One word, so a
+  // worker joins (fetch_add) and learns whether the job is still open in one step.
+  static constexpr uint64_t closed_bit = uint64_t{1} << 31;
+  static constexpr uint64_t joined_mask = closed_bit - 1;
+  static uint32_t generation_of(uint64_t state) { return static_cast<uint32_t>(state >> 32); }
+  std::atomic<uint64_t> state_{0};
   std::atomic<int64_t> next_task_{0};
-  std::atomic<int> active_{0};
+  std::atomic<uint64_t> left_{0};  ///< workers that joined the current job and are done with it
   std::atomic<bool> stop_{false};
   int64_t n_tasks_ = 0;
   task_fn fn_ = nullptr;

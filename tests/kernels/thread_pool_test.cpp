@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <thread>
 #include <vector>
 
 #include "kernels/cpu/thread_pool.hpp"
@@ -22,6 +25,29 @@ TEST(thread_pool, runs_every_task_exactly_once_across_many_jobs) {
     for (int i = 0; i < 1000; ++i) total += hits[i].exchange(0);
     ASSERT_EQ(total, n) << "job " << job;
   }
+}
+
+// More workers than cores and jobs of a few microseconds: workers often wake after the caller has
+// done every task and closed the job. Such a late worker must not run anything of that job (its
+// fields belong to the next job by then), and every job's tasks run once, with its own context.
+TEST(thread_pool, late_workers_never_touch_a_closed_job) {
+  const int threads = static_cast<int>(std::max(4u, 2 * std::thread::hardware_concurrency()));
+  thread_pool pool(threads);
+  uint64_t ran = 0, expected = 0;
+  for (int job = 0; job < 20000; ++job) {
+    const int n = 2 + job % 3;
+    std::array<std::atomic<int>, 5> hits{};  // this job's context, gone when run() returns
+    pool.for_each(n, [&](int64_t t, int thread) {
+      ASSERT_LT(thread, threads);
+      hits[static_cast<size_t>(t)].fetch_add(1, std::memory_order_relaxed);
+    });
+    for (int t = 0; t < 5; ++t) {
+      ASSERT_EQ(hits[static_cast<size_t>(t)].load(), t < n ? 1 : 0) << "job " << job << " task " << t;
+      ran += static_cast<uint64_t>(hits[static_cast<size_t>(t)].load());
+    }
+    expected += static_cast<uint64_t>(n);
+  }
+  EXPECT_EQ(ran, expected);
 }
 
 TEST(thread_pool, parallel_for_covers_the_range_without_overlap) {

@@ -94,7 +94,9 @@ TEST_P(vocab_reference, loads_as_the_expected_kind) {
   const bool spm = GetParam() == "llama-spm" || GetParam() == "phi-3";
   EXPECT_EQ(tok->kind(), spm ? tokenizer_kind::spm : tokenizer_kind::bpe);
   EXPECT_EQ(tok->kind_name(), spm ? "spm (sentencepiece)" : "bpe (gpt2 byte-level)");
-  if (!spm) EXPECT_EQ(tok->pre_name(), GetParam());
+  if (!spm) {
+    EXPECT_EQ(tok->pre_name(), GetParam());
+  }
 }
 
 TEST_P(vocab_reference, matches_llama_cpp_test_vectors) {

@@ -97,8 +97,9 @@ TEST(docs_test, the_front_page_links_every_page_and_every_link_resolves) {
   for (const auto& p : pages())
     if (p.filename() != "README.md" || p.parent_path().filename() == "docs") {
       const std::string rel = "docs/" + p.filename().string();
-      if (p.parent_path().filename() == "docs" && p.filename() != "README.md")
+      if (p.parent_path().filename() == "docs" && p.filename() != "README.md") {
         EXPECT_NE(readme.find("(" + rel + ")"), std::string::npos) << "README does not link " << rel;
+      }
     }
   const std::regex link(R"(\]\(([^)\s]+)\))");
   for (const auto& p : pages()) {
@@ -114,9 +115,10 @@ TEST(docs_test, the_front_page_links_every_page_and_every_link_resolves) {
         const std::string file = target.substr(0, hash);
         const fs::path dest = file.empty() ? p : fs::weakly_canonical(p.parent_path() / file);
         EXPECT_TRUE(fs::exists(dest)) << p.filename() << ": link to " << target << " does not resolve";
-        if (hash != std::string::npos && dest.extension() == ".md")
+        if (hash != std::string::npos && dest.extension() == ".md") {
           EXPECT_TRUE(anchors[fs::weakly_canonical(dest)].count(target.substr(hash + 1)))
               << p.filename() << ": no heading for " << target;
+        }
       }
     }
   }

@@ -74,7 +74,9 @@ TEST(workload_file, the_poisson_trace_takes_lines_in_order_and_says_when_it_wrap
   EXPECT_LT(busy.size(), 160u);
   for (size_t i = 0; i < busy.size(); ++i) {
     EXPECT_EQ(busy[i].cls, i % 3 == 1 ? "long" : "short");
-    if (i) EXPECT_GE(busy[i].at_s, busy[i - 1].at_s);
+    if (i) {
+      EXPECT_GE(busy[i].at_s, busy[i - 1].at_s);
+    }
     EXPECT_LT(busy[i].at_s, 5.0);
   }
   EXPECT_EQ(next, busy.size() % 3) << "where the next trace starts";

@@ -116,7 +116,7 @@ TEST(openai_request, refusals_name_the_field) {
 }
 
 TEST(openai_request, malformed_json_is_a_400_not_an_exception) {
-  for (const std::string body : {std::string(), std::string("{"), std::string("nul"), std::string("{\"a\":NaN}"),
+  for (const std::string& body : {std::string(), std::string("{"), std::string("nul"), std::string("{\"a\":NaN}"),
                                  std::string("{\"prompt\":\"\xC3\x28\"}"), std::string(200000, '['),
                                  std::string("\"just a string\""),
                                  std::string("{\"prompt\":1e999}"), std::string("{\"seed\":-1e400}")}) {
