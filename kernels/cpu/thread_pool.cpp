@@ -54,7 +54,7 @@ thread_pool::~thread_pool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_.store(true);
-    state_.store(uint64_t{generation_of(state_.load()) + 1} << 32);
+    state_.store(uint64_t{generation_of(state_.load()) + 1} << 32 | closed_bit);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
@@ -99,7 +99,10 @@ void thread_pool::run(int64_t n_tasks, task_fn fn, void* ctx) {
 
 void thread_pool::worker_loop(int thread) {
   uint32_t seen = 0;
-  const auto fresh = [&] { return generation_of(state_.load(std::memory_order_acquire)) != seen; };
+  // A new job, or the pool is stopping (a worker may have joined the stop's generation already).
+  const auto fresh = [&] {
+    return generation_of(state_.load(std::memory_order_acquire)) != seen || stop_.load(std::memory_order_acquire);
+  };
   for (;;) {
     bool ready = fresh();
     for (int i = 0; !ready && i < spin_iterations; ++i) {

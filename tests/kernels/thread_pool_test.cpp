@@ -50,6 +50,18 @@ TEST(thread_pool, late_workers_never_touch_a_closed_job) {
   EXPECT_EQ(ran, expected);
 }
 
+// A pool destroyed right after a job: a worker that was about to join it may join the stop's
+// generation instead, and must still see the stop (this hung before the stop was part of the wait).
+TEST(thread_pool, a_pool_destroyed_after_its_job_stops_every_worker) {
+  const int threads = static_cast<int>(std::max(4u, 2 * std::thread::hardware_concurrency()));
+  for (int i = 0; i < 2000; ++i) {
+    thread_pool pool(threads);
+    std::atomic<int> ran{0};
+    pool.for_each(2, [&](int64_t, int) { ran.fetch_add(1); });
+    ASSERT_EQ(ran.load(), 2);
+  }
+}
+
 TEST(thread_pool, parallel_for_covers_the_range_without_overlap) {
   thread_pool pool(2);
   for (int64_t n : {1, 2, 7, 64, 1001}) {
