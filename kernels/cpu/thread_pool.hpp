@@ -2,8 +2,9 @@
 // The calling thread takes part in every job, so a pool of n threads starts n - 1 workers.
 // Workers spin briefly between jobs (decode issues hundreds of small jobs per token) and then
 // sleep on a condition variable. A job waits only for the workers that joined it while it was
-// open: a worker that wakes after the caller finished the tasks stays out of it. Threads may be pinned to given CPUs (a device's cores). Thread-safety: run() may be called from several threads (backends
-// sharing one pool); jobs are serialized. It must not be called re-entrantly from a job.
+// open: a worker that wakes after the caller finished the tasks stays out of it. Threads may be
+// pinned to given CPUs (a device's cores). Thread-safety: run() may be called from several threads
+// (backends sharing one pool); jobs are serialized. It must not be called re-entrantly from a job.
 #pragma once
 
 #include <atomic>
