@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 namespace fw::cpu {
 namespace {
 
@@ -37,6 +40,12 @@ cpu_features detect() {
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   f.avx512bf16 = ((a1 >> 5) & 1) && zmm_ok;
+  // XCR0 bits 17-18: the OS manages tile config and data; Linux still hands tile data out only
+  // on request (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA), for the whole process.
+  if ((f.amx_int8 || f.amx_bf16) && ((xcr0 >> 17) & 3) == 3) {
+    constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+    f.amx_os = syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+  }
   return f;
 }
 
@@ -59,6 +68,7 @@ std::string cpu_features::describe() const {
   add(avx512bf16, "avx512bf16");
   add(amx_int8, "amx-int8");
   add(amx_bf16, "amx-bf16");
+  if ((amx_int8 || amx_bf16) && !amx_os) add(true, "(amx tiles not granted by the OS)");
   return s.empty() ? "none" : s;
 }
 
@@ -72,13 +82,15 @@ const char* to_string(simd_level level) {
     case simd_level::scalar: return "scalar";
     case simd_level::avx2: return "avx2";
     case simd_level::avx512: return "avx512";
+    case simd_level::amx: return "amx";
   }
   return "?";
 }
 
 simd_level best_simd_level() {
   const auto& f = host_features();
-  simd_level best = f.has_avx512_vnni() ? simd_level::avx512
+  simd_level best = f.has_amx()         ? simd_level::amx
+                    : f.has_avx512_vnni() ? simd_level::avx512
                     : f.has_avx2()      ? simd_level::avx2
                                         : simd_level::scalar;
   if (const char* env = std::getenv("FW_SIMD")) {
@@ -86,6 +98,7 @@ simd_level best_simd_level() {
     if (std::strcmp(env, "scalar") == 0) want = simd_level::scalar;
     else if (std::strcmp(env, "avx2") == 0) want = simd_level::avx2;
     else if (std::strcmp(env, "avx512") == 0) want = simd_level::avx512;
+    else if (std::strcmp(env, "amx") == 0) want = simd_level::amx;
     if (want < best) best = want;
   }
   return best;

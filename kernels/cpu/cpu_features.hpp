@@ -17,24 +17,29 @@ struct cpu_features {
   bool avx512bf16 = false;
   bool amx_int8 = false;
   bool amx_bf16 = false;
+  bool amx_os = false;  ///< the OS saves tile state and granted it to this process (asked once)
 
   bool has_avx2() const { return avx2 && fma && f16c; }
   bool has_avx512() const { return has_avx2() && avx512f && avx512bw && avx512vl; }
   bool has_avx512_vnni() const { return has_avx512() && avx512vnni; }
+  /// AMX int8 tiles usable by this process (beside AVX-512 VNNI, which finishes their blocks).
+  bool has_amx() const { return has_avx512_vnni() && amx_int8 && amx_os; }
 
   /// e.g. "avx2 fma f16c avx512f avx512bw avx512vl avx512vnni amx-int8"
   std::string describe() const;
 };
 
-/// The host's features (cached after the first call).
+/// The host's features (cached after the first call). On a CPU with AMX the first call also asks
+/// Linux for the tile state (arch_prctl ARCH_REQ_XCOMP_PERM), once for the whole process.
 const cpu_features& host_features();
 
 /// SIMD level a kernel family may use. Ordered: a higher level implies the lower ones.
-enum class simd_level { scalar = 0, avx2 = 1, avx512 = 2 };
+/// amx: AVX-512 VNNI plus AMX int8 tiles for the packed products (vec_dot_packed_amx.cpp).
+enum class simd_level { scalar = 0, avx2 = 1, avx512 = 2, amx = 3 };
 
 const char* to_string(simd_level level);
 
-/// The best level this host supports, lowered by FW_SIMD=scalar|avx2|avx512 when set (for tests
+/// The best level this host supports, lowered by FW_SIMD=scalar|avx2|avx512|amx when set (for tests
 /// and for users who need to rule a path out).
 simd_level best_simd_level();
 

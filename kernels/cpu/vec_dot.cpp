@@ -179,8 +179,13 @@ dot_kernel select_dot_kernel(ggml_type type, simd_level max_level) {
   // Never hand out a path the host cannot run, whatever the cap says.
   for (const auto& p : providers()) {
     if (p.level > max_level || !p.available()) continue;
-    for (const auto& k : p.kernels)
-      if (k.type == type) return k;
+    for (auto k : p.kernels)
+      if (k.type == type) {
+        if (max_level >= simd_level::amx && k.level == simd_level::avx512 && host_features().has_amx())
+          if (const auto tiles = amx::packed_layout_for(type); tiles.gemm && k.pack == tiles.pack)
+            k.packed_gemm = tiles.gemm, k.amx_int8 = true;
+        return k;
+      }
   }
   dot_kernel k = ref_kernels().front();  // unknown type: callers check types before asking
   k.type = type;

@@ -76,6 +76,9 @@ struct dot_kernel {
   pack_rows_fn pack = nullptr;  ///< set when this path has a packed layout for the type
   packed_gemm_fn packed_gemm = nullptr;  ///< the product on packed weights (with `pack`)
   quantize_row_fn quantize_row = nullptr;  ///< non-null when act is i8_row or i16_row
+  /// packed_gemm runs on AMX int8 tiles (simd_level::amx on a host with AMX) from
+  /// amx::amx_min_rows activation rows, bit for bit the AVX-512 VNNI packed product's results.
+  bool amx_int8 = false;
 };
 
 /// Bytes of one activation row of k values in format `act` (f32: 4 k).
@@ -133,5 +136,14 @@ void gemm_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, s
 /// The packed layout of `type` on this path (vec_dot_packed_avx512.cpp): both null when none.
 packed_layout packed_layout_for(ggml_type type);
 }  // namespace avx512
+namespace amx {  // AVX-512 VNNI + AMX-INT8 tiles
+/// Activation rows from which a product takes the tiles (fewer: the AVX-512 path, same results).
+inline constexpr int64_t amx_min_rows = 4;
+/// The packed fw_w8a8 product on AMX int8 tiles (fw_dot_packed_amx.cpp): tiles of up to 16
+/// activation rows x 16 weight rows per activation group; results bit for bit those of
+/// avx512::packed_layout_for(type).gemm. Both null for other types (the GGUF block formats keep
+/// the AVX-512 product: a float step per 32 channels leaves the tiles nothing to win).
+packed_layout packed_layout_for(ggml_type type);
+}  // namespace amx
 
 }  // namespace fw::cpu

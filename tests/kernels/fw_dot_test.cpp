@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/vec_dot.hpp"
@@ -277,6 +278,66 @@ TEST_P(fw_dot_simd_test, equals_the_reference_bit_for_bit) {
 
 INSTANTIATE_TEST_SUITE_P(paths, fw_dot_simd_test, ::testing::Values(simd_level::avx2, simd_level::avx512),
                          [](const auto& info) { return std::string(to_string(info.param)); });
+
+const char* no_amx() {
+  const auto& f = host_features();
+  if (!f.amx_int8) return "host has no AMX-INT8";
+  if (!f.amx_os) return "the OS did not grant this process the AMX tile state";
+  if (!f.has_amx()) return "host has AMX but not AVX-512 VNNI";
+  return nullptr;
+}
+
+// The W8A8 product on AMX tiles equals the scalar reference bit for bit (so it equals the VNNI
+// product too, and a row's result never depends on how many rows share the call): 16-row tiles,
+// every shorter tile height, the rows below amx_min_rows, activation rows that are not dense,
+// 32- and 64-channel activation groups with odd and even group counts, extreme codes, static
+// scales, a product starting at either packed group and running into the unpacked tail, and
+// nothing written outside y's rows and columns.
+TEST(fw_dot_amx, w8a8_tiles_equal_the_reference_bit_for_bit) {
+  if (const char* why = no_amx()) GTEST_SKIP() << why;
+  const ggml_type t = ggml_type::fw_w8a8;
+  const auto tiles = select_dot_kernel(t, simd_level::amx);
+  const auto ref = select_dot_kernel(t, simd_level::scalar);
+  ASSERT_TRUE(tiles.amx_int8);
+  std::mt19937 rng(7);
+  for (int64_t k : {32, 96, 128, 576, 1536})
+    for (fill f : {fill::normal, fill::extreme})
+      for (float fixed_scale : {0.f, 0.01f}) {
+        SCOPED_TRACE("k=" + std::to_string(k) + (f == fill::extreme ? " extreme" : "") + (fixed_scale > 0 ? " static" : ""));
+        const int64_t nw = 37, nx = 40, ldy = nw + 3;
+        const size_t rb = row_bytes(type_traits(t), k), xb = act_row_bytes(tiles.act, k) + 64;
+        const auto w = weight_rows(rng, t, k, nw, f);
+        const auto xf32 = act_rows(rng, k, nx);
+        std::vector<uint8_t> x(xb * nx), packed(rb * nw);
+        for (int64_t j = 0; j < nx; ++j) ref.quantize_row(xf32.data() + j * k, x.data() + j * xb, k, fixed_scale);
+        tiles.pack(w.data(), rb, nw, k, packed.data());
+        std::vector<float> r(nw * nx);
+        for (int64_t j = 0; j < nx; ++j)
+          for (int64_t i = 0; i < nw; ++i) r[j * nw + i] = ref.dot(k, w.data() + i * rb, x.data() + j * xb);
+        for (int64_t n_x : {1, 3, 4, 5, 9, 15, 16, 17, 20, 31, 32, 33, 40})
+          for (int64_t first : {0, 16}) {
+            std::vector<float> y((n_x + 1) * ldy, -3.f);
+            tiles.packed_gemm(k, packed.data() + first * rb, nw - first, x.data(), xb, n_x, y.data(), ldy);
+            for (int64_t j = 0; j <= n_x; ++j)
+              for (int64_t i = 0; i < ldy; ++i) {
+                const bool inside = j < n_x && i < nw - first;
+                const float want = inside ? r[j * nw + first + i] : -3.f;
+                ASSERT_EQ(std::memcmp(&y[j * ldy + i], &want, sizeof(float)), 0)
+                    << "n_x=" << n_x << " first=" << first << " y[" << j << "][" << i << "] " << y[j * ldy + i]
+                    << " vs " << want << (inside ? "" : " (outside the product)");
+              }
+          }
+      }
+}
+
+TEST(fw_dot_amx, only_w8a8_at_the_amx_level_takes_the_tiles) {
+  if (const char* why = no_amx()) GTEST_SKIP() << why;
+  EXPECT_TRUE(select_dot_kernel(ggml_type::fw_w8a8, simd_level::amx).amx_int8);
+  EXPECT_EQ(select_dot_kernel(ggml_type::fw_w8a8, simd_level::amx).level, simd_level::avx512);
+  EXPECT_FALSE(select_dot_kernel(ggml_type::fw_w8a8, simd_level::avx512).amx_int8);  // FW_SIMD=avx512
+  for (ggml_type t : {ggml_type::q4_0, ggml_type::q4_1, ggml_type::q8_0, ggml_type::f16, ggml_type::fw_w4a16_g128})
+    EXPECT_FALSE(select_dot_kernel(t, simd_level::amx).amx_int8) << type_traits(t).name;
+}
 
 TEST(fw_dot_avx512, is_selected_on_a_vnni_host_and_capping_keeps_avx2) {
   if (const char* why = no_avx512_vnni()) GTEST_SKIP() << why;

@@ -165,6 +165,7 @@ std::vector<kernel_report> cpu_backend::kernel_paths() const {
               : k.act == cpu::act_format::i8_row  ? " (int8 activations per token)"
               : k.act == cpu::act_format::i16_row ? " (int16 activations per token)"
                                                   : " (f32 activations)");
+    if (packed && k.amx_int8) r.path += "; amx int8 tiles from " + std::to_string(cpu::amx::amx_min_rows) + " rows (same results)";
     if (quant_kernel* p = plugin_for(type))
       r.path = "plugin " + p->name() + " " + p->version() + (p->row_split() ? " (v2, on the backend's threads)" : "");
     r.fallback = k.level < host;
