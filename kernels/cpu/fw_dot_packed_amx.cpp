@@ -40,6 +40,10 @@ namespace fw::cpu::amx {
 namespace {
 
 constexpr int group = static_cast<int>(packed_group_rows);
+// Weights are prefetched this far ahead of the tile loads: a decode step streams them from
+// memory, and a tile load alone keeps too few lines in flight (2 threads, W8A8 SmolLM2, 16
+// sequences: 867-893 t/s without, 1009-1065 at 4 KiB, 1055-1177 at 8 KiB ahead).
+constexpr size_t prefetch_ahead = 8192;
 
 struct alignas(64) tile_config {
   uint8_t palette = 1, start_row = 0;
@@ -87,6 +91,8 @@ void tile_rows(int64_t k, const uint8_t* gp, const uint8_t* x, size_t xs, const 
   _tile_dpbsud(C, A, B);                            \
   _tile_stored(C, c[C], 64)
   const auto issue = [&](int64_t b) {
+    const uint8_t* ahead = gp + b * (16 * G8) + prefetch_ahead;
+    for (int off = 0; off < 16 * G8; off += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + off), _MM_HINT_T0);
     if (b & 1) {
       FW_AMX_ISSUE(1, 3, 5);
     } else {
