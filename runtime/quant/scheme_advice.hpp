@@ -14,6 +14,7 @@ namespace fw {
 struct hardware_facts {
   bool avx2 = false;
   bool avx512_vnni = false;
+  bool amx_int8 = false;  ///< AMX int8 tiles granted to this process (W8A8 products of 4+ rows)
   bool cuda_hopper = false;  ///< an sm_90 GPU serves the model
   uint64_t memory_bytes = 0; ///< memory the weights may use when no budget is given
 };

@@ -113,6 +113,8 @@ TEST(scheme_advice, w8a8_first_then_mixed_then_w4a16) {
   EXPECT_FALSE(advise_scheme(hw, m, roomy.w4a16_bytes / 2).fits);
   hw.avx512_vnni = true;
   EXPECT_NE(advise_scheme(hw, m, 0).reason.find("VNNI"), std::string::npos);
+  hw.amx_int8 = true;
+  EXPECT_NE(advise_scheme(hw, m, 0).reason.find("AMX"), std::string::npos);
 }
 
 // -- the quantizer on a tiny model --
