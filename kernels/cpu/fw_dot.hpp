@@ -46,4 +46,8 @@ void packed_gemm_w8a8(int64_t k, const void* w, int64_t n_rows, const void* x, s
 template <int G>
 void packed_gemm_w4a16(int64_t k, const void* w, int64_t n_rows, const void* x, size_t xs, int64_t nx, float* y,
                        int64_t ldy);
+/// -128 * sum(x) per int8 activation row and group of act_i8_group(k) channels (the start value
+/// of a group's sum over the packed w + 128 bytes), nx * (k / group) values, row by row; the VNNI
+/// and AMX products both use it.
+void w8_group_xneg(int64_t k, const void* x, size_t xs, int64_t nx, int32_t* out);
 }  // namespace fw::cpu::avx512

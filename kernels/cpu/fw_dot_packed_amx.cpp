@@ -133,18 +133,10 @@ template <int G8>
 void packed_gemm_g(int64_t k, const uint8_t* wp, int64_t n_packed, const uint8_t* xp, size_t xs, int64_t nx,
                    float* y, int64_t ldy) {
   const int64_t ng = k / G8;
-  // -128 sum(x) per activation row and group: the same exact integers as the VNNI product's (a
-  // scalar loop here cost a 2-thread 16-row decode step more than its tiles: every task's call
-  // computes them for all its rows).
+  // -128 sum(x) per activation row and group: the VNNI product's own integers.
   thread_local std::vector<int32_t> xneg;
   xneg.resize(static_cast<size_t>(nx * ng));
-  constexpr __mmask64 lanes = G8 == 64 ? ~__mmask64{0} : __mmask64{0xffffffffu};
-  const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t j = 0; j < nx; ++j)
-    for (int64_t b = 0; b < ng; ++b) {
-      const __m512i v = _mm512_maskz_loadu_epi8(lanes, xp + j * xs + act_row_header + b * G8);
-      xneg[j * ng + b] = -128 * _mm512_reduce_add_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, v));
-    }
+  avx512::w8_group_xneg(k, xp, xs, nx, xneg.data());
   const int64_t full = nx / group * group, rest = nx - full;
   if (full > 0) {
     configure(group, G8);

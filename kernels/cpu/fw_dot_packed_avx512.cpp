@@ -106,13 +106,7 @@ void packed_gemm_w8_g(int64_t k, const uint8_t* wp, int64_t n_packed, const uint
   const size_t rb = sizeof(w8_row_header) + static_cast<size_t>(k);
   thread_local std::vector<int32_t> xneg;
   xneg.resize(static_cast<size_t>(nx * ng));
-  constexpr __mmask64 lanes = G8 == 64 ? ~__mmask64{0} : __mmask64{0xffffffffu};
-  const __m512i ones = _mm512_set1_epi8(1);
-  for (int64_t j = 0; j < nx; ++j)
-    for (int64_t b = 0; b < ng; ++b) {
-      const __m512i v = _mm512_maskz_loadu_epi8(lanes, xp + j * xs + act_row_header + b * G8);
-      xneg[j * ng + b] = -128 * _mm512_reduce_add_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, v));
-    }
+  w8_group_xneg(k, xp, xs, nx, xneg.data());
   for (int64_t g = 0; g < n_packed; g += group)
     tiles::for_row_tiles(nx, [&]<int RX>(int64_t j) {
       tile_w8<G8, RX>(k, wp + g * rb, xp + j * xs, xs, xneg.data() + j * ng, y + j * ldy + g, ldy);
@@ -173,6 +167,18 @@ void tile_w4(int64_t k, const uint8_t* gp, const uint8_t* x, size_t xs, const fl
 }
 
 }  // namespace
+
+void w8_group_xneg(int64_t k, const void* x, size_t xs, int64_t nx, int32_t* out) {
+  const int64_t g8 = act_i8_group(k), ng = k / g8;
+  const __mmask64 lanes = g8 == 64 ? ~__mmask64{0} : __mmask64{0xffffffffu};
+  const __m512i ones = _mm512_set1_epi8(1);
+  const auto* xp = static_cast<const uint8_t*>(x);
+  for (int64_t j = 0; j < nx; ++j)
+    for (int64_t b = 0; b < ng; ++b) {
+      const __m512i v = _mm512_maskz_loadu_epi8(lanes, xp + j * xs + act_row_header + b * g8);
+      out[j * ng + b] = -128 * _mm512_reduce_add_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, v));
+    }
+}
 
 void packed_gemm_w8a8(int64_t k, const void* w, int64_t n_rows, const void* x, size_t xs, int64_t nx, float* y,
                       int64_t ldy) {
