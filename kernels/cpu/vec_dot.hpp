@@ -142,7 +142,8 @@ inline constexpr int64_t amx_min_rows = 4;
 /// The packed fw_w8a8 product on AMX int8 tiles (fw_dot_packed_amx.cpp): tiles of up to 16
 /// activation rows x 16 weight rows per activation group; results bit for bit those of
 /// avx512::packed_layout_for(type).gemm. Both null for other types (the GGUF block formats keep
-/// the AVX-512 product: a float step per 32 channels leaves the tiles nothing to win).
+/// the AVX-512 product: a tile product per 32-channel block does half a tile's work for the same
+/// loads and store, which are what the tiles cost).
 packed_layout packed_layout_for(ggml_type type);
 }  // namespace amx
 

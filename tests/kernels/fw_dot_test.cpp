@@ -1,6 +1,7 @@
 // flywheel's own formats (W8A8, W4A16): round-trip error bounds of the quantizers, the AVX2 and
-// AVX-512 kernels (unpacked and packed) against the scalar reference (bit for bit: integer sums are exact and the float steps
-// run in the reference's order), and the reference against float math within the rounding bound.
+// AVX-512 kernels (unpacked and packed) and the AMX W8A8 product against the scalar reference (bit
+// for bit: integer sums are exact and the float steps run in the reference's order), and the
+// reference against float math within the rounding bound.
 #include <gtest/gtest.h>
 
 #include <cmath>
