@@ -27,8 +27,6 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-#include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/fw_dot.hpp"
