@@ -117,8 +117,8 @@ void all_groups(int64_t k, const uint8_t* wp, int64_t n_packed, const uint8_t* x
   for (int64_t g = 0; g < n_packed; g += group) tile_rows<G8, M>(k, wp + g * rb, x, xs, xneg, y + g, ldy);
 }
 
-// The rows of one shorter tile (m < 16): one instantiation per height.
-template <int G8, int M = 1>
+// The rows of one shorter tile (amx_min_rows <= m < 16): one instantiation per height.
+template <int G8, int M = static_cast<int>(amx_min_rows)>
 void short_tile(int m, int64_t k, const uint8_t* wp, int64_t n_packed, const uint8_t* x, size_t xs,
                 const int32_t* xneg, float* y, int64_t ldy) {
   if constexpr (M < group) {
