@@ -147,6 +147,16 @@ std::vector<dot_kernel> avx512_kernels() {
   return v;
 }
 
+/// The AVX-512 kernels with the products that have an AMX tile version swapped in (their level
+/// stays avx512: the same layouts, quantizers and results).
+std::vector<dot_kernel> amx_kernels() {
+  std::vector<dot_kernel> v = avx512_kernels();
+  for (auto& k : v)
+    if (const auto tiles = amx::packed_layout_for(k.type); tiles.gemm && k.pack == tiles.pack)
+      k.packed_gemm = tiles.gemm, k.amx_int8 = true;
+  return v;
+}
+
 struct provider {
   simd_level level;
   bool (*available)();
@@ -156,6 +166,7 @@ struct provider {
 /// Best path first.
 const std::vector<provider>& providers() {
   static const std::vector<provider> all = {
+      {simd_level::amx, [] { return host_features().has_amx(); }, amx_kernels()},
       {simd_level::avx512, [] { return host_features().has_avx512_vnni(); }, avx512_kernels()},
       {simd_level::avx2, [] { return host_features().has_avx2(); }, avx2_kernels()},
       {simd_level::scalar, [] { return true; }, ref_kernels()},
@@ -179,13 +190,8 @@ dot_kernel select_dot_kernel(ggml_type type, simd_level max_level) {
   // Never hand out a path the host cannot run, whatever the cap says.
   for (const auto& p : providers()) {
     if (p.level > max_level || !p.available()) continue;
-    for (auto k : p.kernels)
-      if (k.type == type) {
-        if (max_level >= simd_level::amx && k.level == simd_level::avx512 && host_features().has_amx())
-          if (const auto tiles = amx::packed_layout_for(type); tiles.gemm && k.pack == tiles.pack)
-            k.packed_gemm = tiles.gemm, k.amx_int8 = true;
-        return k;
-      }
+    for (const auto& k : p.kernels)
+      if (k.type == type) return k;
   }
   dot_kernel k = ref_kernels().front();  // unknown type: callers check types before asking
   k.type = type;
