@@ -12,7 +12,7 @@ namespace fw::actors {
 
 struct peer_report {
   std::string address;       ///< "host:port"
-  std::string state;         ///< "connecting", "connected", "down" or "refused"
+  std::string state;         ///< "connecting" (first attempt), "connected", "down" or "refused" (kept while retried)
   std::string reason;        ///< why it is down or refused (the last error)
   std::string name;          ///< its identity's name once it said hello
   uint64_t prefills = 0;     ///< prompts it prefilled for this node

@@ -266,7 +266,10 @@ class link_logic {
 
   void connect(size_t i) {
     auto& p = st().peers[i];
-    p.state = "connecting";
+    // The first attempt shows "connecting"; a retry keeps "down" or "refused" and its reason until it
+    // connects, so a peer that stays unreachable reads as down however often it is retried.
+    if (p.report.reason.empty()) p.state = "connecting";
+    p.trying = true;
     const uint64_t epoch = ++p.epoch;
     auto* self = self_;
     const auto* ctx = ctx_;
@@ -277,6 +280,7 @@ class link_logic {
       if (q.state != "refused" || !refused || q.report.reason != why)
         (refused ? log_warn : log_info)("node link: prefill node " + q.address.text() + (refused ? " refused: " : " not reachable: ") + why);
       q.state = refused ? "refused" : "down";
+      q.trying = false;
       q.report.reason = why;
       q.service = node_service_actor{};
       q.key.clear();
@@ -342,6 +346,7 @@ class link_logic {
     q.service = svc;
     q.key = std::move(key);
     q.state = "connected";
+    q.trying = false;
     q.failures = 0;
     q.report.reason.clear();
     q.report.name = theirs.identity.name;
@@ -372,7 +377,7 @@ class link_logic {
                   if (l.st().peers[i].epoch == epoch)
                     l.lost(i, "heartbeat unanswered (" + from_caf_error(err).message + ")");
                 });
-      } else if ((p.state == "down" || p.state == "refused") && now >= p.next_try_s) {
+      } else if ((p.state == "down" || p.state == "refused") && !p.trying && now >= p.next_try_s) {
         connect(i);
       }
     }

@@ -78,6 +78,7 @@ struct node_link_state {
     uint32_t failures = 0;  ///< since the last passed handshake
     double next_try_s = 0;
     bool ping_pending = false;
+    bool trying = false;  ///< a connection attempt is in flight
     uint64_t queued_tokens = 0;  ///< prompt tokens of its prefills in flight
     double tokens_per_s = 0;     ///< its prefill rate (moving average of the forward passes)
     std::string key;             ///< the session's key once it proved the shared secret: seals every message
