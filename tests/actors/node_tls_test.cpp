@@ -9,8 +9,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/support/node_link_fixture.hpp"
 #include "tests/support/test_certs.hpp"
@@ -51,7 +53,13 @@ class node_tls_test : public test_support::node_link_fixture {
     EXPECT_FALSE(wait_peer(e, "connected", 1.5));
     EXPECT_EQ(run_all(e, prompts(4)), std::vector<std::vector<int32_t>>(reference().begin(), reference().begin() + 4));
     EXPECT_EQ(e.local_prefills(), 4u);
-    const auto p = e.peers();
+    // Each retry rewrites the reason; one that timed out on a busy machine says so instead of
+    // the TLS failure, so wait (bounded) for a retry that reached the handshake.
+    auto p = e.peers();
+    for (const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+         p.size() == 1 && p[0].reason.find(why) == std::string::npos && std::chrono::steady_clock::now() < end;
+         p = e.peers())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ASSERT_EQ(p.size(), 1u);
     EXPECT_NE(p[0].state, "connected");
     EXPECT_FALSE(p[0].reason.empty());

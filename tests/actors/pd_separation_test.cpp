@@ -57,6 +57,9 @@ class pd_separation_test : public ::testing::Test {
 
   static std::unique_ptr<engine> start(const setup& s) {
     engine_limits lim;
+    // The drills are the only telemetry: a host with CPU sensors must not add its own readings
+    // every second (they would re-judge the devices between the drill's samples).
+    lim.telemetry_poll_s = 0;
     lim.n_ctx = 256;
     lim.prefill_chunk = s.m == mode::co_located ? 4096 : 16;
     lim.prefix_cache_blocks = s.cache_blocks;

@@ -66,6 +66,9 @@ class rollout_engine_test : public ::testing::Test {
   std::unique_ptr<engine> start(std::optional<rollout_limits> r, drafter* draft,
                                 const std::function<void(engine_limits&)>& tweak = {}) {
     engine_limits lim;
+    // The drills are the only telemetry: a host with CPU sensors must not add its own readings
+    // every second (they would re-judge the devices between the drill's samples).
+    lim.telemetry_poll_s = 0;
     lim.n_ctx = 256;
     lim.max_batch = 8;
     lim.prefill_chunk = 16;
