@@ -54,6 +54,14 @@ const std::vector<std::string> extraction_set = {
     "error message and explain it.",
 };
 
+/// Generated tokens per decode forward pass, plain steps included (what the speedup follows):
+/// every prompt's first token comes from its prefill, every other pass gives one token plus the
+/// drafted tokens it accepted. "tokens/step" counts the speculative steps only.
+double tokens_per_pass(double tokens, double accepted, size_t prompts) {
+  const double passes = tokens - static_cast<double>(prompts) - accepted;
+  return passes > 0 ? (tokens - static_cast<double>(prompts)) / passes : 1;
+}
+
 struct set_result {
   double plain_ms = 0, spec_ms = 0;  ///< decode time, summed over the set's prompts (fastest rep each)
   uint64_t tokens = 0, drafted = 0, accepted = 0, steps = 0, gated = 0;
@@ -121,11 +129,12 @@ int cmd_bench_spec(int argc, char** argv) {
     if (engine)
       std::printf("\n\nthrough the actor runtime (draft actor + decode worker); thr: the draft's own threads, taken "
                   "from the target's (equal total cores; plain decoding has them all); draft ms: waited for / drafted "
-                  "ahead / hidden behind verification\n%-11s %-10s %-5s %-4s %9s %12s %9s %10s %26s %s\n",
-                  "set", "draft", "k", "thr", "accept%", "tokens/step", "speedup", "plain t/s", "draft ms", "identical");
+                  "ahead / hidden behind verification\n%-11s %-10s %-5s %-4s %9s %12s %11s %9s %10s %26s %s\n",
+                  "set", "draft", "k", "thr", "accept%", "tokens/step", "tokens/pass", "speedup", "plain t/s", "draft ms",
+                  "identical");
     else
-      std::printf("\n\n%-11s %-10s %-5s %10s %12s %9s %10s %9s %s\n", "set", "draft", "k", "accept%", "tokens/step",
-                  "speedup", "plain t/s", "gated", "identical");
+      std::printf("\n\n%-11s %-10s %-5s %10s %12s %11s %9s %10s %9s %s\n", "set", "draft", "k", "accept%", "tokens/step",
+                  "tokens/pass", "speedup", "plain t/s", "gated", "identical");
   }
   for (const auto& kind : args.list("drafts")) {
     config c = session->cfg;
@@ -159,21 +168,22 @@ int cmd_bench_spec(int argc, char** argv) {
             }
             const double accept = r->drafted > 0 ? r->accepted / r->drafted : 0;
             const double per_step = r->steps > 0 ? (r->accepted + r->steps) / r->steps : 1;
+            const double per_pass = tokens_per_pass(static_cast<double>(r->tokens), r->accepted, prompts.size());
             const double speedup = r->plain_ms / r->spec_ms;
             const double plain_tok_s = r->tokens * 1000.0 / r->plain_ms;
             results.push_back({{"set", set_name}, {"draft", kind}, {"k", k}, {"engine", true},
                                {"draft_threads", std::stoi(threads)}, {"target_threads", r->target_threads},
                                {"acceptance_rate", accept},
-                               {"mean_accepted_length", per_step}, {"speedup", speedup}, {"plain_tok_s", plain_tok_s},
-                               {"spec_tok_s", r->tokens * 1000.0 / r->spec_ms}, {"tokens", r->tokens},
-                               {"identical_to_plain", r->identical}, {"draft_waited_ms", r->draft_s * 1000},
+                               {"mean_accepted_length", per_step}, {"tokens_per_pass", per_pass}, {"speedup", speedup},
+                               {"plain_tok_s", plain_tok_s}, {"spec_tok_s", r->tokens * 1000.0 / r->spec_ms},
+                               {"tokens", r->tokens}, {"identical_to_plain", r->identical}, {"draft_waited_ms", r->draft_s * 1000},
                                {"draft_ahead_ms", r->ahead_s * 1000}, {"draft_hidden_ms", r->hidden_s * 1000},
                                {"ahead_hits", r->ahead_hits}});
             if (!json) {
               char ms[64];
               std::snprintf(ms, sizeof ms, "%.0f / %.0f / %.0f", r->draft_s * 1000, r->ahead_s * 1000, r->hidden_s * 1000);
-              std::printf("%-11s %-10s %-5s %-4s %8.1f%% %12.2f %8.2fx %10.1f %26s %s\n", set_name.c_str(), kind.c_str(),
-                          k.c_str(), threads.c_str(), 100 * accept, per_step, speedup, plain_tok_s, ms,
+              std::printf("%-11s %-10s %-5s %-4s %8.1f%% %12.2f %11.2f %8.2fx %10.1f %26s %s\n", set_name.c_str(),
+                          kind.c_str(), k.c_str(), threads.c_str(), 100 * accept, per_step, per_pass, speedup, plain_tok_s, ms,
                           r->identical ? "yes" : "NO");
             }
           }
@@ -214,15 +224,19 @@ int cmd_bench_spec(int argc, char** argv) {
         }
         const double accept = sr.drafted ? double(sr.accepted) / sr.drafted : 0;
         const double per_step = sr.steps ? double(sr.accepted + sr.steps) / sr.steps : 1;
+        const double per_pass = tokens_per_pass(static_cast<double>(sr.tokens), static_cast<double>(sr.accepted),
+                                                sets[si].second->size());
         const double speedup = sr.plain_ms / sr.spec_ms;
         const double plain_tok_s = sr.tokens * 1000.0 / sr.plain_ms;
         results.push_back({{"set", sets[si].first}, {"draft", kind}, {"k", k}, {"acceptance_rate", accept},
-                           {"mean_accepted_length", per_step}, {"speedup", speedup}, {"plain_tok_s", plain_tok_s},
-                           {"spec_tok_s", sr.tokens * 1000.0 / sr.spec_ms}, {"tokens", sr.tokens}, {"identical_to_plain", sr.identical},
+                           {"mean_accepted_length", per_step}, {"tokens_per_pass", per_pass}, {"speedup", speedup},
+                           {"plain_tok_s", plain_tok_s}, {"spec_tok_s", sr.tokens * 1000.0 / sr.spec_ms},
+                           {"tokens", sr.tokens}, {"identical_to_plain", sr.identical},
                            {"gated_steps", sr.gated}});
         if (!json)
-          std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %8.2fx %10.1f %9llu %s\n", sets[si].first.c_str(), kind.c_str(),
-                      k.c_str(), 100 * accept, per_step, speedup, plain_tok_s, static_cast<unsigned long long>(sr.gated),
+          std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %11.2f %8.2fx %10.1f %9llu %s\n", sets[si].first.c_str(),
+                      kind.c_str(), k.c_str(), 100 * accept, per_step, per_pass, speedup, plain_tok_s,
+                      static_cast<unsigned long long>(sr.gated),
                       sr.identical ? "yes" : "NO");
       }
     }
