@@ -91,10 +91,12 @@ filter=()
 if [[ $thread == 1 && "$*" != *--gtest_filter* ]]; then
   filter=("--gtest_filter=-attention_test.*:kv_codec_test.throughput*:sampler_test.chain_matches_full_sort*:*vec_dot*:*fw_dot*:metric_series_test.*:gguf_file.survives*:quant_ref.*")
 fi
-# Each binary runs as FW_JOBS (default 2) gtest shards side by side, a log each.
-shards="${FW_JOBS:-2}"
+# The actor-free unit tests run as FW_JOBS (default 2) gtest shards side by side, a log each (none
+# of them times anything it asserts). The engine tests keep one process: their heartbeats and
+# deadlines are timed, and two instrumented engines at once would starve each other's.
 for t in "${targets[@]}"; do
-  if [[ $t == fw_sanitized_tests ]]; then echo "sanitize: $what unit tests"; else echo "sanitize: $what engine tests"; fi
+  shards="${FW_JOBS:-2}"
+  if [[ $t == fw_sanitized_tests ]]; then echo "sanitize: $what unit tests"; else echo "sanitize: $what engine tests"; shards=1; fi
   pids=()
   for ((i = 0; i < shards; ++i)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i \
