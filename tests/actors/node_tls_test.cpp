@@ -9,10 +9,8 @@
 
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "tests/support/node_link_fixture.hpp"
 #include "tests/support/test_certs.hpp"
@@ -55,11 +53,8 @@ class node_tls_test : public test_support::node_link_fixture {
     EXPECT_EQ(e.local_prefills(), 4u);
     // Each retry rewrites the reason; one that timed out on a busy machine says so instead of
     // the TLS failure, so wait (bounded) for a retry that reached the handshake.
-    auto p = e.peers();
-    for (const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-         p.size() == 1 && p[0].reason.find(why) == std::string::npos && std::chrono::steady_clock::now() < end;
-         p = e.peers())
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    wait_first_peer(e, [&](const peer_report& p) { return p.reason.find(why) != std::string::npos; });
+    const auto p = e.peers();
     ASSERT_EQ(p.size(), 1u);
     EXPECT_NE(p[0].state, "connected");
     EXPECT_FALSE(p[0].reason.empty());

@@ -123,15 +123,19 @@ class node_link_fixture : public ::testing::Test {
     return ref;
   }
 
-  /// Waits until the decode node's first peer is in `state`.
-  static bool wait_peer(engine& e, const std::string& state, double timeout_s = 10) {
+  /// Waits until the decode node's first peer's report satisfies `ok`.
+  static bool wait_first_peer(engine& e, const std::function<bool(const peer_report&)>& ok, double timeout_s = 10) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
     while (std::chrono::steady_clock::now() < end) {
       auto p = e.peers();
-      if (!p.empty() && p[0].state == state) return true;
+      if (!p.empty() && ok(p[0])) return true;
       std::this_thread::sleep_for(10ms);
     }
     return false;
+  }
+  /// Waits until the decode node's first peer is in `state`.
+  static bool wait_peer(engine& e, const std::string& state, double timeout_s = 10) {
+    return wait_first_peer(e, [&](const peer_report& p) { return p.state == state; }, timeout_s);
   }
 
   static void expect_pools_empty(engine& e) {
