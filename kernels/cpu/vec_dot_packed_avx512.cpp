@@ -48,13 +48,15 @@ struct q8_0_packed : packed::q8_0_layout {
 
 using tiles::for_row_tiles;
 
-// Software prefetch for tiles of 4 or more activation rows: such a tile spends long enough on
-// each block that the hardware prefetcher falls behind and DRAM latency adds to the compute time
-// instead of hiding under it. Measured on a 1 MB matrix set streamed from DRAM (one core):
-// 8 rows 8.3 -> 6.1 ms, 4 rows 4.3 -> 3.9 ms; 1-3 row tiles are bandwidth-bound and ran slower
-// with it. L1 hint (T0) beat T1/T2 by 10-20%; 2-6 KB ahead all within noise of 3 KB.
+// Software prefetch 3 KB ahead at every tile size. Tiles of 4 or more activation rows spend long
+// enough on each block that the hardware prefetcher falls behind (a 1 MB matrix set streamed from
+// DRAM, one core: 8 rows 8.3 -> 6.1 ms, 4 rows 4.3 -> 3.9 ms). Tiles of 1-3 rows went without it
+// at first (on the host of that measurement they were bandwidth-bound and ran slower with it);
+// on the Intel Xeon host (2026-12-06, weights from its L3, `flywheel bench` alternating the two
+// binaries, 3 rounds) decode went from 96-98 to 195-202 tokens/s at 1 thread and 248-306 ->
+// 344-375 at 2 threads with it, as the W8A8 product had found before (fw_dot_packed_avx512.cpp).
+// L1 hint (T0) beat T1/T2 by 10-20%; 2-6 KB ahead all within noise of 3 KB.
 constexpr size_t prefetch_ahead = 3072;
-constexpr int prefetch_min_rows = 4;
 
 // Broadcast of the 4 activation bytes qs[4 p .. 4 p + 3] (folded into vpdpbusd as {1to16}).
 inline __m512i piece(const block_q8x& xb, int p) {
@@ -83,11 +85,9 @@ void group_tile(int64_t nb, const uint8_t* gp, const uint8_t* x, size_t x_stride
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = 0; b < nb; ++b, gp += F::group_block) {
-    if constexpr (RX >= prefetch_min_rows) {
 #pragma GCC unroll 16
-      for (size_t off = 0; off < F::group_block; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
-    }
+    for (size_t off = 0; off < F::group_block; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
     __m512i a0[RX], a1[RX];
 #pragma GCC unroll 16
     for (int j = 0; j < RX; ++j) {
