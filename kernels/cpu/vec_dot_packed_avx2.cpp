@@ -212,6 +212,8 @@ void float_tile(int64_t k, const uint8_t* gp, const uint8_t* x, size_t x_stride,
     xr[j] = reinterpret_cast<const float*>(x + j * x_stride);
   }
   for (int64_t i = 0; i < k; ++i, gp += step) {
+    // One prefetch per step (f16 / bf16: the same line every other step, a cheap repeat).
+    _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead), _MM_HINT_T0);
     const __m256 w0 = F::load(gp), w1 = F::load(gp + half);
 #pragma GCC unroll 4
     for (int j = 0; j < RX; ++j) {

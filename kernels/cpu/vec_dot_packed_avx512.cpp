@@ -187,7 +187,9 @@ struct bf16_packed {
 };
 
 // y[j * ldy + r] for the 16 rows of one group and RX float activation rows; two accumulator sets
-// (even and odd elements) keep 2 RX independent FMA chains in flight.
+// (even and odd elements) keep 2 RX independent FMA chains in flight. Weights prefetched 3 KB
+// ahead like the block formats' (Intel Xeon host, f16 SmolLM2, binaries alternating: decode
+// 34-35 -> 48-50 t/s at 1 thread, 58-61 -> 78-85 at 2).
 template <class F, int RX>
 void float_tile(int64_t k, const uint8_t* gp, const uint8_t* x, size_t x_stride, float* y, int64_t ldy) {
   constexpr size_t step = group * sizeof(typename F::elem);
@@ -200,6 +202,9 @@ void float_tile(int64_t k, const uint8_t* gp, const uint8_t* x, size_t x_stride,
   }
   int64_t i = 0;
   for (; i + 2 <= k; i += 2, gp += 2 * step) {
+#pragma GCC unroll 2
+    for (size_t off = 0; off < 2 * step; off += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
     const __m512 w0 = F::load(gp), w1 = F::load(gp + step);
 #pragma GCC unroll 16
     for (int j = 0; j < RX; ++j) {
