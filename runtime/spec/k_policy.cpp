@@ -105,6 +105,44 @@ int k_policy::best_prefix(std::span<const float> confidence, int batch_rows) con
   return best;
 }
 
+std::vector<int> k_policy::best_prefixes(std::span<const std::span<const float>> confidences, int batch_rows) const {
+  const size_t n = confidences.size();
+  std::vector<int> prefix(n, 0);
+  if (c_.verify_cost.size() < 2) {
+    for (size_t i = 0; i < n; ++i) prefix[i] = best_prefix(confidences[i], batch_rows);
+    return prefix;
+  }
+  // Every candidate row: (reach, proposal, position); a proposal's reaches never grow.
+  struct row {
+    double reach;
+    size_t proposal;
+    int position;
+  };
+  const int max_m = static_cast<int>(c_.verify_cost.size()) - 1;
+  std::vector<row> cand;
+  for (size_t i = 0; i < n; ++i) {
+    double reach = 1.0;
+    const int m = std::min<int>(max_m, static_cast<int>(confidences[i].size()));
+    for (int j = 0; j < m; ++j) {
+      reach *= std::clamp(static_cast<double>(confidences[i][static_cast<size_t>(j)]), 0.0, 1.0);
+      cand.push_back({reach, i, j});
+    }
+  }
+  // Likeliest first; equal reaches keep proposal and position order, so a proposal's rows stay a
+  // prefix of it.
+  std::stable_sort(cand.begin(), cand.end(), [](const row& a, const row& b) { return a.reach > b.reach; });
+  const int b = std::max(batch_rows, 1);
+  double expected = b, best_rate = b / step_cost(b);
+  size_t best = 0;
+  for (size_t r = 0; r < cand.size(); ++r) {
+    expected += cand[r].reach;
+    const double rate = expected / step_cost(b + static_cast<int>(r + 1));
+    if (rate > best_rate) best = r + 1, best_rate = rate;
+  }
+  for (size_t r = 0; r < best; ++r) prefix[cand[r].proposal] = std::max(prefix[cand[r].proposal], cand[r].position + 1);
+  return prefix;
+}
+
 int k_policy::k_for_scored(uint32_t remaining) const {
   const int k = c_.adaptive ? bandwidth_cap() : std::min(c_.fixed_k, bandwidth_cap());
   return std::max(0, std::min<int>(k, static_cast<int>(remaining) - 1));

@@ -78,7 +78,6 @@ void batch_decoder::tell_draft(slot& sl, size_t before, bool verdict, std::span<
 }
 
 void batch_decoder::fill_proposals(step_plan& p, std::vector<draft_answer> answers) {
-  const int batch_rows = static_cast<int>(p.seqs.size());
   for (auto& a : answers) {
     auto ask = std::find_if(p.asks.begin(), p.asks.end(), [&](const draft_ask& x) { return x.id == a.id; });
     auto ps = std::find_if(p.seqs.begin(), p.seqs.end(), [&](const planned_sequence& x) { return x.id == a.id; });
@@ -91,12 +90,10 @@ void batch_decoder::fill_proposals(step_plan& p, std::vector<draft_answer> answe
     }
     draft_proposal prop = std::move(a.proposal);
     prop.truncate(static_cast<size_t>(std::max(0, ask->k)));
-    if (traits_.scored && policy_.config().adaptive && !prop.confidence.empty()) {
-      prop.truncate(static_cast<size_t>(policy_.best_prefix(prop.confidence, batch_rows)));
-      ps->consulted = prop.tokens.empty();
-    }
     ps->proposal = std::move(prop);
+    ps->prefix_chosen = !traits_.scored;  // not scored: verified as proposed
   }
+  choose_prefixes(p);
 }
 
 void batch_decoder::add(std::unique_ptr<sequence> s, std::optional<float> attention_entropy) {
@@ -195,17 +192,35 @@ step_plan batch_decoder::plan() {
         ++spec_.draft_failures;  // this sequence steps plainly
         p.draft_failed.push_back(s.id());
       } else {
-        if (scored && policy_.config().adaptive && !prop->confidence.empty()) {
-          prop->truncate(static_cast<size_t>(policy_.best_prefix(prop->confidence, batch_rows)));
-          ps.consulted = prop->tokens.empty();
-        }
         ps.proposal = std::move(*prop);
+        ps.prefix_chosen = !scored;
       }
     }
     p.seqs.push_back(std::move(ps));
   }
+  choose_prefixes(p);
   p.draft_ms = ms_since(t_draft);
   return p;
+}
+
+void batch_decoder::choose_prefixes(step_plan& p) {
+  // Scored proposals (k = auto) are cut to the prefixes that pay, all of the step's together:
+  // each drafted row makes the whole step dearer (k_policy::best_prefixes).
+  if (!policy_.config().adaptive) return;
+  std::vector<planned_sequence*> scored;
+  std::vector<std::span<const float>> conf;
+  for (auto& ps : p.seqs) {
+    if (ps.prefix_chosen || ps.proposal.confidence.empty()) continue;
+    scored.push_back(&ps);
+    conf.emplace_back(ps.proposal.confidence);
+  }
+  if (scored.empty()) return;
+  const auto prefix = policy_.best_prefixes(conf, static_cast<int>(p.seqs.size()));
+  for (size_t i = 0; i < scored.size(); ++i) {
+    scored[i]->proposal.truncate(static_cast<size_t>(prefix[i]));
+    scored[i]->consulted = scored[i]->proposal.tokens.empty();
+    scored[i]->prefix_chosen = true;
+  }
 }
 
 expected<void> batch_decoder::execute(step_plan& plan, forward_result& out, std::vector<sequence_failure>& failed) {

@@ -21,6 +21,9 @@ struct planned_sequence {
   /// A scoring draft whose whole proposal was trimmed away: it still hears the plain step's
   /// verdict, so its acceptance estimates keep learning.
   bool consulted = false;
+  /// The proposal's length is final: not scored (verified as proposed), or already cut to the
+  /// step's best prefixes (batch_decoder::choose_prefixes).
+  bool prefix_chosen = false;
 
   /// Forward rows of this sequence: the input plus the proposal.
   [[nodiscard]] size_t rows() const { return 1 + proposal.tokens.size(); }

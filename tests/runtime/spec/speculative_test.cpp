@@ -589,6 +589,43 @@ TEST(k_policy, a_batched_step_weighs_extra_rows_against_the_whole_step) {
   EXPECT_GE(k_policy(flat).best_prefix(sure, 16), 5);
 }
 
+TEST(k_policy, the_proposals_of_a_step_are_cut_together) {
+  // Rows 1-4 cost one step, then each row one more (a step that turns compute-bound at 4 rows).
+  k_policy_config c;
+  c.verify_cost = {1.0, 1.0, 1.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0};
+  const k_policy p(c);
+  const std::vector<float> a{0.9f, 0.9f}, b{0.9f, 0.9f};
+  // Alone each sequence of a 2-sequence step would verify both tokens (2 + 1.71 tokens for 4 rows
+  // at the price of 2); both doing so make 6 rows at 3x the price. Together: one token each.
+  EXPECT_EQ(p.best_prefix(a, 2), 2);
+  const std::vector<std::span<const float>> both{a, b};
+  EXPECT_EQ(p.best_prefixes(both, 2), (std::vector<int>{1, 1}));
+  // The likeliest tokens go first, whichever proposal they are in.
+  const std::vector<float> sure{0.95f, 0.95f}, weak{0.3f, 0.9f};
+  const std::vector<std::span<const float>> mixed{weak, sure};
+  EXPECT_EQ(p.best_prefixes(mixed, 2), (std::vector<int>{0, 2}));
+  // One proposal: best_prefix's answer, for every shape of cost curve.
+  c.verify_cost = {1.0, 1.07, 1.19, 1.34, 1.46, 1.63, 1.87, 2.13, 2.49};
+  const k_policy q(c);
+  const std::vector<float> long_sure{0.9f, 0.9f, 0.92f, 0.92f, 0.92f, 0.92f, 0.92f, 0.92f};
+  for (int rows : {1, 2, 4, 16}) {
+    const std::vector<std::span<const float>> one{long_sure};
+    EXPECT_EQ(q.best_prefixes(one, rows), std::vector<int>{q.best_prefix(long_sure, rows)}) << rows << " rows";
+  }
+  // A full, compute-bound batch verifies nothing; free rows verify everything.
+  const std::vector<std::span<const float>> four{long_sure, long_sure, long_sure, long_sure};
+  EXPECT_EQ(q.best_prefixes(four, 16), (std::vector<int>{0, 0, 0, 0}));
+  k_policy_config flat;
+  flat.verify_cost.assign(9, 1.0);
+  const auto all = k_policy(flat).best_prefixes(four, 4);
+  EXPECT_EQ(all, (std::vector<int>{8, 8, 8, 8})) << "rows past the measured 9 extend the flat curve";
+  // Without a cost measurement: each proposal's own threshold rule.
+  const std::vector<float> t{0.9f, 0.6f, 0.3f};
+  const std::vector<std::span<const float>> two{t, t};
+  EXPECT_EQ(k_policy(k_policy_config{}).best_prefixes(two, 2), (std::vector<int>{2, 2}));
+  EXPECT_TRUE(q.best_prefixes({}, 3).empty());
+}
+
 TEST(k_policy, fixed_by_prompt_by_entropy_and_bandwidth) {
   k_policy_config c;
   c.adaptive = false;
