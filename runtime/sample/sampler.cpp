@@ -187,10 +187,37 @@ void sampler::run_chain(const sampling_params& sp, std::span<const float> logits
     out.assign(1, candidate{static_cast<int32_t>(best), best_logit, 1.0f});
     return;
   }
-  out.resize(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float l = logits[i];
-    out[i] = candidate{static_cast<int32_t>(i), std::isnan(l) ? neg_inf : l, 0.0f};
+  bool sorted = false;
+  if (!penalties && sp.top_k > 0 && static_cast<size_t>(sp.top_k) < logits.size()) {
+    // top-k straight from the logits: one pass keeps the k best in a heap whose top is the worst
+    // kept, so almost every token costs one comparison with it (no list of the whole vocabulary
+    // to fill and partially sort: a batched step samples every row, a verified one every drafted
+    // row). The same k candidates in the same order as top_k() below: `before` is a total order.
+    const size_t k = static_cast<size_t>(sp.top_k);
+    out.clear();
+    out.reserve(k);
+    for (size_t i = 0; i < k; ++i)
+      out.push_back(candidate{static_cast<int32_t>(i), std::isnan(logits[i]) ? neg_inf : logits[i], 0.0f});
+    std::make_heap(out.begin(), out.end(), before);
+    // Every token kept so far has a lower id than token i, so i gets in only with a strictly
+    // higher logit than the worst kept (NaN, which counts as -inf, never does).
+    float worst = out.front().logit;
+    const float* l = logits.data();
+    for (size_t i = k; i < logits.size(); ++i) {
+      if (!(l[i] > worst)) continue;
+      std::pop_heap(out.begin(), out.end(), before);
+      out.back() = candidate{static_cast<int32_t>(i), l[i], 0.0f};
+      std::push_heap(out.begin(), out.end(), before);
+      worst = out.front().logit;
+    }
+    std::sort_heap(out.begin(), out.end(), before);
+    sorted = true;
+  } else {
+    out.resize(logits.size());
+    for (size_t i = 0; i < logits.size(); ++i) {
+      const float l = logits[i];
+      out[i] = candidate{static_cast<int32_t>(i), std::isnan(l) ? neg_inf : l, 0.0f};
+    }
   }
   if (out.empty()) return;
   apply_penalties(sp, history, out, window);
@@ -205,8 +232,7 @@ void sampler::run_chain(const sampling_params& sp, std::span<const float> logits
     return;
   }
 
-  bool sorted = false;
-  top_k(sp.top_k, out, sorted);
+  if (!sorted) top_k(sp.top_k, out, sorted);
   top_p(sp.top_p, out, sorted);
   min_p(sp.min_p, out, sorted);
   for (candidate& c : out) c.logit /= sp.temperature;

@@ -354,6 +354,20 @@ TEST(sampler_test, nan_and_infinite_logits) {
   const auto probs = s.probabilities(all_neg_inf, {});
   EXPECT_NEAR(std::accumulate(probs.begin(), probs.end(), 0.0), 1.0, 1e-6);
   EXPECT_EQ(s.sample(std::vector<float>{0.0f, inf, 1.0f, 0.0f}, {}), 1);
+  // top-k picked straight from the logits (vocabulary larger than k): NaN counts as -inf there too,
+  // at the start of the logits (the first k fill the heap) and after them.
+  sampling_params k2 = plain(1.0f);
+  k2.top_k = 2;
+  k2.top_p = 1.0f;
+  k2.min_p = 0.0f;
+  sampler t(k2, 6);
+  const std::vector<float> nan_first = {nan, nan, 0.5f, nan, 2.0f, -inf};
+  const auto p = t.probabilities(nan_first, {});
+  EXPECT_GT(p[2], 0.0f);
+  EXPECT_GT(p[4], 0.0f);
+  EXPECT_NEAR(p[2] + p[4], 1.0, 1e-6);
+  const std::vector<float> few_finite = {-inf, nan, 3.0f, -inf, nan, -inf};
+  EXPECT_EQ(t.sample(few_finite, {}), 2);
 }
 
 TEST(sampler_test, draw_and_uniform_for_rejection_sampling) {
