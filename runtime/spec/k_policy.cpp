@@ -86,30 +86,17 @@ int k_policy::best_k(double a, int max_k, int batch_rows) const {
 }
 
 int k_policy::best_prefix(std::span<const float> confidence, int batch_rows) const {
-  const int n = static_cast<int>(confidence.size());
-  if (c_.verify_cost.size() < 2) {
-    int m = 0;
-    while (m < n && confidence[static_cast<size_t>(m)] >= c_.lower_at) ++m;
-    return m;
-  }
-  const int max_m = std::min<int>(n, static_cast<int>(c_.verify_cost.size()) - 1);
-  const int b = std::max(batch_rows, 1);
-  int best = 0;
-  double best_rate = b / step_cost(b), expected = 1.0, reach = 1.0;
-  for (int m = 1; m <= max_m; ++m) {
-    reach *= confidence[static_cast<size_t>(m - 1)];
-    expected += reach;
-    const double rate = (b - 1 + expected) / step_cost(b + m);
-    if (rate > best_rate) best = m, best_rate = rate;
-  }
-  return best;
+  return best_prefixes(std::span<const std::span<const float>>(&confidence, 1), batch_rows).front();
 }
 
 std::vector<int> k_policy::best_prefixes(std::span<const std::span<const float>> confidences, int batch_rows) const {
   const size_t n = confidences.size();
   std::vector<int> prefix(n, 0);
-  if (c_.verify_cost.size() < 2) {
-    for (size_t i = 0; i < n; ++i) prefix[i] = best_prefix(confidences[i], batch_rows);
+  if (c_.verify_cost.size() < 2) {  // no cost measurement: every token up to the first doubtful one
+    for (size_t i = 0; i < n; ++i)
+      while (static_cast<size_t>(prefix[i]) < confidences[i].size() &&
+             confidences[i][static_cast<size_t>(prefix[i])] >= c_.lower_at)
+        ++prefix[i];
     return prefix;
   }
   // Every candidate row: (reach, proposal, position); a proposal's reaches never grow.

@@ -84,14 +84,13 @@ class k_policy {
   /// large batch drafts little or nothing. Without a verify_cost: every token up to the first
   /// estimate below lower_at.
   int best_prefix(std::span<const float> confidence, int batch_rows = 1) const;
-  /// best_prefix for all the scored proposals of one step at once: prefixes[i] for proposal i,
-  /// judged together. Each sequence's m rows are not weighed alone against the plain rows (as if
+  /// best_prefix for all the scored proposals of one step at once (best_prefix is its
+  /// one-proposal case): prefixes[i] for proposal i, judged together. Each sequence's m rows are not weighed alone against the plain rows (as if
   /// no other sequence drafted): every drafted row makes the same step dearer, so the step's
   /// expected tokens, batch_rows + the sum of the chosen reaches (c1, c1 c2, ... of each
   /// proposal), over step_cost(batch_rows + rows drafted) is maximized over the total, taking the
   /// likeliest tokens of all proposals first (a reach never grows along a proposal, so that set is
-  /// a prefix of each). One proposal alone gets best_prefix's answer. Without a verify_cost each
-  /// proposal keeps best_prefix's threshold rule.
+  /// a prefix of each). Without a verify_cost each proposal keeps the threshold rule.
   std::vector<int> best_prefixes(std::span<const std::span<const float>> confidences, int batch_rows) const;
   /// A step of `rows` rows relative to one row: verify_cost where measured (rows <= its length),
   /// beyond it extended by the slope of its upper half. Needs verify_cost.

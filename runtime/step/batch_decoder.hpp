@@ -137,10 +137,10 @@ class batch_decoder {
   struct slot;
   /// The failed sequences of res leave the batch (their KV freed, or returned).
   void drop_failed(step_result& res);
-  /// The draft hears the step's verdict: accept() and the hidden state (local), or a feedback
-  /// record in res (remote). `before`: the history's length before the step.
   /// Cuts the plan's scored proposals to the prefixes that pay for the whole step (k = auto).
   void choose_prefixes(step_plan& p);
+  /// The draft hears the step's verdict: accept() and the hidden state (local), or a feedback
+  /// record in res (remote). `before`: the history's length before the step.
   void tell_draft(slot& sl, size_t before, bool consulted_or_spec, std::span<const float> hidden, step_result& res);
   /// The slot leaves: its local draft ends, or a remote one is told to.
   void end_draft(slot& sl);
