@@ -41,7 +41,15 @@ draft_actor::behavior_type draft_worker(draft_actor::stateful_pointer<draft_stat
         return rp;
       },
       [=](verdict_atom, draft_verdicts& v) {
-        for (const auto& x : v.verdicts) self->state.pipeline->feedback(x.id, x.appended, x.hidden);
+        auto& pipe = *self->state.pipeline;
+        std::vector<uint64_t> ids;
+        for (const auto& x : v.verdicts) {
+          pipe.feedback(x.id, x.appended, x.hidden);
+          ids.push_back(x.id);
+        }
+        // The next proposals now, while the decode worker reports the step (a draft that
+        // proposes from the history alone; draft_pipeline::draft_after_verdicts).
+        pipe.draft_after_verdicts(ids);
       },
       [=](stats_atom) { return self->state.pipeline->stats(); },
   };

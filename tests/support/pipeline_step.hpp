@@ -1,6 +1,7 @@
 // One decode step of a batch decoder whose drafts come from a draft pipeline driven in-process,
 // the way the draft actor drives it (the step's asks answered at once, the next step drafted
-// ahead when the pipeline runs ahead, the verdicts and the ends sent back); a plain step of a
+// ahead when the pipeline runs ahead, the verdicts and the ends sent back, the next proposals
+// drafted after the verdicts); a plain step of a
 // locally drafting decoder when `pipe` is null.
 #pragma once
 
@@ -21,7 +22,12 @@ inline step_result pipeline_step(batch_decoder& dec, draft_pipeline* pipe) {
   }
   step_result res = dec.run(std::move(p));
   if (pipe) {
-    for (const auto& f : res.feedback) pipe->feedback(f.id, f.appended, f.hidden);
+    std::vector<uint64_t> ids;
+    for (const auto& f : res.feedback) {
+      pipe->feedback(f.id, f.appended, f.hidden);
+      ids.push_back(f.id);
+    }
+    pipe->draft_after_verdicts(ids);
     for (uint64_t id : dec.take_draft_ends()) pipe->end(id);
   }
   return res;

@@ -49,7 +49,9 @@ std::vector<draft_answer> draft_pipeline::propose_batch(std::span<const draft_as
     }
     ++stats_.asks;
     seq_state& s = it->second;
-    if (s.ahead && s.ahead->confirmed && s.history.size() == s.ahead->base + s.ahead->assumed.size()) {
+    s.last_k = a.k;
+    if (s.ahead && s.ahead->confirmed && s.history.size() == s.ahead->base + s.ahead->assumed.size() &&
+        (s.ahead->k < 0 || s.ahead->k == a.k)) {
       ++stats_.hits;
       stats_.hidden_ms += s.ahead->ms;
       out[i].proposal = std::move(s.ahead->next);
@@ -114,6 +116,37 @@ void draft_pipeline::run_ahead(uint64_t id, const draft_proposal& answered, int 
     a.next.confidence.assign(prop->confidence.begin() + 1, prop->confidence.end());
   a.ms = ms;
   s.ahead = std::move(a);
+}
+
+void draft_pipeline::draft_after_verdicts(std::span<const uint64_t> ids) {
+  if (!after_verdicts_) return;
+  std::vector<draft_request> reqs;
+  std::vector<seq_state*> states;
+  for (uint64_t id : ids) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end() || it->second.last_k <= 0) continue;
+    seq_state& s = it->second;
+    if (s.ahead && s.ahead->confirmed) continue;  // a run-ahead pre-draft already stands
+    reqs.push_back({id, s.history, s.last_k});
+    states.push_back(&s);
+  }
+  if (reqs.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto props = draft_.propose_batch(reqs);
+  const double ms = ms_since(t0) / static_cast<double>(reqs.size());
+  for (size_t j = 0; j < reqs.size(); ++j) {
+    ++stats_.ahead;
+    stats_.ahead_ms += ms;
+    // A draft error leaves nothing standing: the ask drafts anew and reports it.
+    if (j >= props.size() || !props[j]) continue;
+    ahead_draft a;
+    a.base = states[j]->history.size();
+    a.next = std::move(*props[j]);
+    a.ms = ms;
+    a.confirmed = true;
+    a.k = reqs[j].k;
+    states[j]->ahead = std::move(a);
+  }
 }
 
 }  // namespace fw

@@ -5,7 +5,11 @@
 // it assumes the whole proposal is accepted and the target's next token is its own guess, and
 // drafts from there. When the verdict matches the guess, the next ask is answered from that
 // pre-draft at once (its drafting time hidden behind verification); otherwise the pre-draft is
-// dropped and the ask drafted anew from the accepted history.
+// dropped and the ask drafted anew from the accepted history. A draft whose proposals follow from
+// the confirmed history alone (drafter::proposes_from_history: n-gram, feature, hybrid) is drafted
+// right after each verdict instead (draft_after_verdicts), at the k of the sequence's last ask,
+// whether or not it has threads of its own: the decoder reports its step meanwhile, and the next
+// ask of that k is answered at once.
 // Thread-safety: one caller at a time (the draft actor). The drafter is used only through it
 // while it lives; its destructor ends every sequence it began.
 #pragma once
@@ -34,7 +38,8 @@ struct draft_pipeline_stats {
 
 class draft_pipeline {
  public:
-  draft_pipeline(drafter& d, bool run_ahead) : draft_(d), run_ahead_(run_ahead && d.drafts_ahead()) {}
+  draft_pipeline(drafter& d, bool run_ahead)
+      : draft_(d), run_ahead_(run_ahead && d.drafts_ahead()), after_verdicts_(d.proposes_from_history()) {}
   ~draft_pipeline();
   draft_pipeline(const draft_pipeline&) = delete;
   draft_pipeline& operator=(const draft_pipeline&) = delete;
@@ -64,6 +69,12 @@ class draft_pipeline {
   /// After an answer went out: drafts the following step from the answer plus a guessed next
   /// token (no-op unless runs_ahead()). `k`: the tokens to pre-draft.
   void run_ahead(uint64_t id, const draft_proposal& answered, int k);
+  /// After a step's verdicts (feedback): drafts the next proposal of each of these sequences now,
+  /// all in one batch, at the k of its last ask (no-op unless drafts_after_verdicts()). An ask of
+  /// exactly that k is then answered from it; any other is drafted anew.
+  void draft_after_verdicts(std::span<const uint64_t> ids);
+  /// Whether verdict-time drafting is on (the drafter proposes from the history alone).
+  bool drafts_after_verdicts() const { return after_verdicts_; }
 
   const draft_pipeline_stats& stats() const { return stats_; }
 
@@ -74,13 +85,18 @@ class draft_pipeline {
     draft_proposal next;            ///< the pre-drafted proposal after them
     double ms = 0;
     bool confirmed = false;         ///< the verdict matched `assumed`
+    /// -1: answers any ask (truncated); else only an ask of this k (a shorter one must not leave
+    /// the drafter a longer proposal on record than drafting at the ask would).
+    int k = -1;
   };
   struct seq_state {
     std::vector<int32_t> history;
+    int last_k = 0;  ///< the k of its last ask
     std::optional<ahead_draft> ahead;
   };
   drafter& draft_;
   bool run_ahead_;
+  bool after_verdicts_;
   std::map<uint64_t, seq_state> seqs_;
   draft_pipeline_stats stats_;
 };

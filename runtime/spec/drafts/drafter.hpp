@@ -86,6 +86,13 @@ class drafter {
   /// state rolls back to the common prefix) and keeps no per-proposal record for accept().
   virtual bool drafts_ahead() const { return false; }
 
+  /// True when a proposal follows from the confirmed history (and the hidden states observed)
+  /// alone, with nothing lent for the call (no target KV) and no randomness: the same proposal
+  /// whenever it is drafted. The draft pipeline then drafts a sequence's next proposal as soon as
+  /// the target's verdict arrives, while the decoder is still reporting the step, and answers the
+  /// next ask from it (n-gram, feature and hybrid drafts).
+  virtual bool proposes_from_history() const { return false; }
+
   /// True when the drafter reads the target's final hidden states (observe_hidden).
   virtual bool wants_hidden() const { return false; }
   /// After each step of a sequence (speculative or not): the target's final hidden state

@@ -24,6 +24,7 @@ class hybrid_drafter final : public drafter {
 
   std::string name() const override { return "hybrid"; }
   bool scores_proposals() const override { return true; }
+  bool proposes_from_history() const override { return true; }
   bool wants_hidden() const override { return true; }
   expected<void> begin(uint64_t seq, std::span<const int32_t> prompt, const sampling_params& params) override;
   expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) override;

@@ -35,6 +35,7 @@ class ngram_drafter final : public drafter {
 
   std::string name() const override { return "ngram"; }
   bool scores_proposals() const override { return true; }
+  bool proposes_from_history() const override { return true; }
   expected<void> begin(uint64_t, std::span<const int32_t>, const sampling_params&) override { return {}; }
   expected<draft_proposal> propose(uint64_t seq, std::span<const int32_t> history, int k) override;
   void accept(uint64_t seq, std::span<const int32_t> history) override;

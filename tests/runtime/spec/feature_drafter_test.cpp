@@ -139,6 +139,7 @@ TEST_F(feature_drafter_test, hybrid_draft_is_lossless) {
 struct batch_outcome {
   std::map<uint64_t, std::vector<int32_t>> tokens;
   spec_stats spec;
+  draft_pipeline_stats pipe;
 };
 
 batch_outcome decode_batch(const std::shared_ptr<const model>& m, cpu_backend& be, drafter& d,
@@ -176,6 +177,7 @@ batch_outcome decode_batch(const std::shared_ptr<const model>& m, cpu_backend& b
       if (e.token >= 0) out.tokens[e.id].push_back(e.token);
   }
   out.spec = dec.speculation_stats();
+  if (pipe) out.pipe = pipe->stats();
   return out;
 }
 
@@ -202,6 +204,12 @@ TEST_F(feature_drafter_test, a_batch_drafted_at_once_proposes_what_one_by_one_dr
     EXPECT_EQ(a.spec.draft_tokens, b.spec.draft_tokens);
     EXPECT_EQ(a.spec.accepted_tokens, b.spec.accepted_tokens);
     EXPECT_GT(b.spec.draft_tokens, 0u);
+    // The pipeline drafted each step's proposals right after the previous verdicts (as the draft
+    // actor does): most asks were answered from those, the rest (a shorter k near the end, the
+    // first ask) drafted anew, and the tokens above are the same either way.
+    EXPECT_GT(b.pipe.hits * 2, b.pipe.asks) << b.pipe.hits << " of " << b.pipe.asks;
+    EXPECT_LE(b.pipe.hits, b.pipe.ahead);
+    EXPECT_LT(b.pipe.hits, b.pipe.asks);
   }
   EXPECT_EQ(be->kv_pool().used_blocks(), 0u);
 }

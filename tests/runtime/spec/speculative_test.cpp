@@ -542,6 +542,59 @@ TEST(ngram_drafter, scores_tokens_by_agreement_and_learns_from_verdicts) {
   d.end(2);
 }
 
+TEST(draft_pipeline, drafts_the_next_proposal_after_the_verdicts_and_answers_an_ask_of_that_k_from_it) {
+  // A draft that proposes from the history alone (n-gram) is drafted right after a verdict, at
+  // the k of the sequence's last ask: the next ask of that k gets exactly what drafting at the ask
+  // gives (a second pipeline asked cold), counted as a hit; another k is drafted anew.
+  ngram_drafter warm_draft(1), cold_draft(1);
+  ASSERT_TRUE(warm_draft.proposes_from_history());
+  draft_pipeline warm(warm_draft, false), cold(cold_draft, false);
+  ASSERT_TRUE(warm.drafts_after_verdicts());
+  const std::vector<int32_t> h{10, 11, 12, 13, 14, 15, 16, 20, 10, 11};
+  ASSERT_TRUE(warm.begin(1, h, {}));
+  ASSERT_TRUE(cold.begin(1, h, {}));
+  const draft_ask ask3{1, 3, nullptr};
+  const std::vector<uint64_t> ids{1};
+  // Step 1: both asked cold; the target accepts one token and adds its own.
+  auto w = warm.propose_batch(std::span<const draft_ask>(&ask3, 1));
+  auto c = cold.propose_batch(std::span<const draft_ask>(&ask3, 1));
+  ASSERT_EQ(w[0].proposal.tokens, (std::vector<int32_t>{12, 13, 14}));
+  ASSERT_EQ(c[0].proposal.tokens, w[0].proposal.tokens);
+  const std::vector<int32_t> appended{12, 13};
+  warm.feedback(1, appended, {});
+  cold.feedback(1, appended, {});
+  warm.draft_after_verdicts(ids);
+  EXPECT_EQ(warm.stats().ahead, 1u);
+  EXPECT_EQ(warm.stats().hits, 0u);
+  // Step 2: the warm pipeline answers from its verdict-time draft, the same proposal.
+  w = warm.propose_batch(std::span<const draft_ask>(&ask3, 1));
+  c = cold.propose_batch(std::span<const draft_ask>(&ask3, 1));
+  EXPECT_EQ(warm.stats().hits, 1u);
+  EXPECT_EQ(w[0].proposal.tokens, (std::vector<int32_t>{14, 15, 16}));
+  EXPECT_EQ(w[0].proposal.tokens, c[0].proposal.tokens);
+  EXPECT_EQ(w[0].proposal.confidence, c[0].proposal.confidence);
+  EXPECT_LE(warm.stats().hidden_ms, warm.stats().ahead_ms + 1e-9);
+  // Step 3: an ask of another k is drafted anew, not cut from the standing draft.
+  const std::vector<int32_t> appended2{14};
+  warm.feedback(1, appended2, {});
+  cold.feedback(1, appended2, {});
+  warm.draft_after_verdicts(ids);
+  const draft_ask ask1{1, 1, nullptr};
+  w = warm.propose_batch(std::span<const draft_ask>(&ask1, 1));
+  c = cold.propose_batch(std::span<const draft_ask>(&ask1, 1));
+  EXPECT_EQ(warm.stats().hits, 1u);
+  EXPECT_EQ(warm.stats().asks, 3u);
+  EXPECT_EQ(w[0].proposal.tokens, (std::vector<int32_t>{15}));
+  EXPECT_EQ(w[0].proposal.tokens, c[0].proposal.tokens);
+  // A sequence that ended is not drafted; nor one never asked.
+  warm.end(1);
+  warm.draft_after_verdicts(ids);
+  ASSERT_TRUE(warm.begin(2, h, {}));
+  const std::vector<uint64_t> two{2};
+  warm.draft_after_verdicts(two);
+  EXPECT_EQ(warm.stats().ahead, 2u);
+}
+
 TEST(k_policy, best_prefix_verifies_what_pays) {
   k_policy_config c;
   c.verify_cost = {1.0, 1.07, 1.19, 1.34, 1.46, 1.63, 1.87, 2.13, 2.49};
