@@ -1,6 +1,7 @@
 // flywheel bench-spec: speculative decoding against plain decoding of the same target on the
 // same prompts in one run: per draft kind and k, acceptance rate, mean accepted length and
-// decode speedup, on a chat-style and an extraction-style prompt set; plus the cost of a
+// decode speedup, on a chat-style and an extraction-style prompt set, with what a drafting pass
+// cost in situ (its verification and its drafting, each over a plain token's time); plus the cost of a
 // verification forward over k + 1 rows relative to one row. A benchmark, not a test.
 #include <algorithm>
 #include <chrono>
@@ -65,6 +66,8 @@ double tokens_per_pass(double tokens, double accepted, size_t prompts) {
 struct set_result {
   double plain_ms = 0, spec_ms = 0;  ///< decode time, summed over the set's prompts (fastest rep each)
   uint64_t tokens = 0, drafted = 0, accepted = 0, steps = 0, gated = 0;
+  // The last rep's time split: drafting and verification of the drafting passes, plain decoding.
+  double draft_ms = 0, verify_ms = 0, last_plain_ms = 0;
   bool identical = true;
 };
 
@@ -133,8 +136,9 @@ int cmd_bench_spec(int argc, char** argv) {
                   "set", "draft", "k", "thr", "accept%", "tokens/step", "tokens/pass", "speedup", "plain t/s", "draft ms",
                   "identical");
     else
-      std::printf("\n\n%-11s %-10s %-5s %10s %12s %11s %9s %10s %9s %s\n", "set", "draft", "k", "accept%", "tokens/step",
-                  "tokens/pass", "speedup", "plain t/s", "gated", "identical");
+      std::printf("\n\npass: a drafting pass's verification in situ / a plain token's decode time; draft: its drafting, "
+                  "the same way\n%-11s %-10s %-5s %10s %12s %11s %9s %10s %8s %6s %9s %s\n", "set", "draft", "k", "accept%",
+                  "tokens/step", "tokens/pass", "speedup", "plain t/s", "pass", "draft", "gated", "identical");
   }
   for (const auto& kind : args.list("drafts")) {
     config c = session->cfg;
@@ -218,6 +222,9 @@ int cmd_bench_spec(int argc, char** argv) {
             sr.accepted += r->spec.accepted_tokens;
             sr.steps += r->spec.steps;
             sr.gated += r->spec.gated_steps;
+            sr.draft_ms += r->spec.draft_ms;
+            sr.verify_ms += r->spec.verify_ms;
+            sr.last_plain_ms += p->decode_ms;
           }
           sr.plain_ms += best_plain;
           sr.spec_ms += best_spec;
@@ -228,15 +235,21 @@ int cmd_bench_spec(int argc, char** argv) {
                                                 sets[si].second->size());
         const double speedup = sr.plain_ms / sr.spec_ms;
         const double plain_tok_s = sr.tokens * 1000.0 / sr.plain_ms;
+        // In situ: a drafting pass's verification (its forward over k + 1 rows and the acceptance)
+        // against a plain token's decode time, and its drafting, both per pass.
+        const double plain_token_ms = sr.tokens ? sr.last_plain_ms / static_cast<double>(sr.tokens) : 0;
+        const double pass_cost = sr.steps && plain_token_ms > 0 ? sr.verify_ms / sr.steps / plain_token_ms : 0;
+        const double draft_share = sr.steps && plain_token_ms > 0 ? sr.draft_ms / sr.steps / plain_token_ms : 0;
         results.push_back({{"set", sets[si].first}, {"draft", kind}, {"k", k}, {"acceptance_rate", accept},
                            {"mean_accepted_length", per_step}, {"tokens_per_pass", per_pass}, {"speedup", speedup},
                            {"plain_tok_s", plain_tok_s}, {"spec_tok_s", sr.tokens * 1000.0 / sr.spec_ms},
                            {"tokens", sr.tokens}, {"identical_to_plain", sr.identical},
-                           {"gated_steps", sr.gated}});
+                           {"gated_steps", sr.gated}, {"verify_pass_vs_plain_token", pass_cost},
+                           {"draft_per_pass_vs_plain_token", draft_share}});
         if (!json)
-          std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %11.2f %8.2fx %10.1f %9llu %s\n", sets[si].first.c_str(),
-                      kind.c_str(), k.c_str(), 100 * accept, per_step, per_pass, speedup, plain_tok_s,
-                      static_cast<unsigned long long>(sr.gated),
+          std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %11.2f %8.2fx %10.1f %7.2fx %5.2fx %9llu %s\n", sets[si].first.c_str(),
+                      kind.c_str(), k.c_str(), 100 * accept, per_step, per_pass, speedup, plain_tok_s, pass_cost,
+                      draft_share, static_cast<unsigned long long>(sr.gated),
                       sr.identical ? "yes" : "NO");
       }
     }
