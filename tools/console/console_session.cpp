@@ -323,7 +323,7 @@ console_session::outcome console_session::cmd_stats() {
     const double ahead = reg.counter(series::spec_decode_draft_ahead_seconds, labels).value();
     const double hidden = reg.counter(series::spec_decode_draft_hidden_seconds, labels).value();
     const double hits = reg.counter(series::spec_decode_draft_ahead_hits, labels).value();
-    out_ << format_line("draft actor: %.0f ms drafting waited for; %.0f ms drafted ahead during verification, %.0f ms "
+    out_ << format_line("draft actor: %.0f ms drafting waited for; %.0f ms drafted ahead, %.0f ms "
                         "of it used (%.0f proposals ready when asked)\n",
                         waited * 1000, ahead * 1000, hidden * 1000, hits);
   }

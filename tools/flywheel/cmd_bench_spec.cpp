@@ -84,7 +84,7 @@ int cmd_bench_spec(int argc, char** argv) {
       .option("draft-threads", "--engine: the draft actor's own threads to measure (comma list; 0 = it shares the "
               "target's)", "0")
       .flag("engine", "decode through the actor runtime as the console and server do: the draft actor proposes, "
-            "the decode worker verifies; shows the overlap (draft time hidden behind verification)")
+            "the decode worker verifies; shows the overlap (draft time the target did not wait for)")
       .flag("ignore-eos", "generate max-tokens per prompt, past end-of-sequence")
       .flag("json", "print one JSON object instead of a table");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
@@ -132,7 +132,7 @@ int cmd_bench_spec(int argc, char** argv) {
     if (engine)
       std::printf("\n\nthrough the actor runtime (draft actor + decode worker); thr: the draft's own threads, taken "
                   "from the target's (equal total cores; plain decoding has them all); draft ms: waited for / drafted "
-                  "ahead / hidden behind verification\n%-11s %-10s %-5s %-4s %9s %12s %11s %9s %10s %26s %s\n",
+                  "ahead (during verification or at the verdict) / of it used\n%-11s %-10s %-5s %-4s %9s %12s %11s %9s %10s %26s %s\n",
                   "set", "draft", "k", "thr", "accept%", "tokens/step", "tokens/pass", "speedup", "plain t/s", "draft ms",
                   "identical");
     else

@@ -50,6 +50,7 @@ std::vector<draft_answer> draft_pipeline::propose_batch(std::span<const draft_as
     ++stats_.asks;
     seq_state& s = it->second;
     s.last_k = a.k;
+    s.asked = true;
     if (s.ahead && s.ahead->confirmed && s.history.size() == s.ahead->base + s.ahead->assumed.size() &&
         (s.ahead->k < 0 || s.ahead->k == a.k)) {
       ++stats_.hits;
@@ -124,8 +125,9 @@ void draft_pipeline::draft_after_verdicts(std::span<const uint64_t> ids) {
   std::vector<seq_state*> states;
   for (uint64_t id : ids) {
     auto it = seqs_.find(id);
-    if (it == seqs_.end() || it->second.last_k <= 0) continue;
+    if (it == seqs_.end() || it->second.last_k <= 0 || !it->second.asked) continue;
     seq_state& s = it->second;
+    s.asked = false;
     if (s.ahead && s.ahead->confirmed) continue;  // a run-ahead pre-draft already stands
     reqs.push_back({id, s.history, s.last_k});
     states.push_back(&s);

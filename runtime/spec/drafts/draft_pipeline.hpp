@@ -71,7 +71,9 @@ class draft_pipeline {
   void run_ahead(uint64_t id, const draft_proposal& answered, int k);
   /// After a step's verdicts (feedback): drafts the next proposal of each of these sequences now,
   /// all in one batch, at the k of its last ask (no-op unless drafts_after_verdicts()). An ask of
-  /// exactly that k is then answered from it; any other is drafted anew.
+  /// exactly that k is then answered from it; any other is drafted anew. A sequence not asked
+  /// since its last such draft (the gate or the k policy let it step plainly) is left alone
+  /// until it is asked again.
   void draft_after_verdicts(std::span<const uint64_t> ids);
   /// Whether verdict-time drafting is on (the drafter proposes from the history alone).
   bool drafts_after_verdicts() const { return after_verdicts_; }
@@ -91,7 +93,8 @@ class draft_pipeline {
   };
   struct seq_state {
     std::vector<int32_t> history;
-    int last_k = 0;  ///< the k of its last ask
+    int last_k = 0;      ///< the k of its last ask
+    bool asked = false;  ///< asked since the last verdict-time draft (else it steps plainly now)
     std::optional<ahead_draft> ahead;
   };
   drafter& draft_;

@@ -586,13 +586,24 @@ TEST(draft_pipeline, drafts_the_next_proposal_after_the_verdicts_and_answers_an_
   EXPECT_EQ(warm.stats().asks, 3u);
   EXPECT_EQ(w[0].proposal.tokens, (std::vector<int32_t>{15}));
   EXPECT_EQ(w[0].proposal.tokens, c[0].proposal.tokens);
+  // A verdict of a step that did not ask (it stepped plainly): nothing is drafted until the
+  // sequence is asked again.
+  const std::vector<int32_t> appended3{15};
+  warm.feedback(1, appended3, {});
+  warm.draft_after_verdicts(ids);
+  const std::vector<int32_t> appended4{16};
+  warm.feedback(1, appended4, {});
+  const uint64_t drafted = warm.stats().ahead;
+  EXPECT_EQ(drafted, 3u) << "the verdict after the third ask was drafted";
+  warm.draft_after_verdicts(ids);
+  EXPECT_EQ(warm.stats().ahead, drafted);
   // A sequence that ended is not drafted; nor one never asked.
   warm.end(1);
   warm.draft_after_verdicts(ids);
   ASSERT_TRUE(warm.begin(2, h, {}));
   const std::vector<uint64_t> two{2};
   warm.draft_after_verdicts(two);
-  EXPECT_EQ(warm.stats().ahead, 2u);
+  EXPECT_EQ(warm.stats().ahead, drafted);
 }
 
 TEST(k_policy, best_prefix_verifies_what_pays) {
