@@ -77,7 +77,8 @@ inline constexpr metric_series spec_decode_num_accepted_tokens_per_pos{
 inline constexpr metric_series spec_decode_draft_seconds{"flywheel:spec_decode_draft_seconds_total", counter,
     "Drafting the target waited for (the draft actor's proposals not made ahead)."};
 inline constexpr metric_series spec_decode_draft_ahead_seconds{"flywheel:spec_decode_draft_ahead_seconds_total", counter,
-    "Drafting done ahead of the ask: while the target verified the previous step (draft_threads > 0), or as its verdict arrived (n-gram, feature, hybrid)."};
+    "Drafting done ahead of the ask: while the target verified the previous step (draft_threads > 0), "
+    "or as its verdict arrived (n-gram, feature, hybrid)."};
 inline constexpr metric_series spec_decode_draft_hidden_seconds{"flywheel:spec_decode_draft_hidden_seconds_total", counter,
     "Drafting done ahead whose proposals were used: draft time the target did not wait for."};
 inline constexpr metric_series spec_decode_draft_ahead_hits{"flywheel:spec_decode_draft_ahead_hits_total", counter,

@@ -85,8 +85,8 @@ class k_policy {
   /// estimate below lower_at.
   int best_prefix(std::span<const float> confidence, int batch_rows = 1) const;
   /// best_prefix for all the scored proposals of one step at once (best_prefix is its
-  /// one-proposal case): prefixes[i] for proposal i, judged together. Each sequence's m rows are not weighed alone against the plain rows (as if
-  /// no other sequence drafted): every drafted row makes the same step dearer, so the step's
+  /// one-proposal case): prefixes[i] for proposal i, judged together. Each sequence's m rows are
+  /// not weighed alone against the plain rows (as if no other sequence drafted): every drafted row makes the same step dearer, so the step's
   /// expected tokens, batch_rows + the sum of the chosen reaches (c1, c1 c2, ... of each
   /// proposal), over step_cost(batch_rows + rows drafted) is maximized over the total, taking the
   /// likeliest tokens of all proposals first (a reach never grows along a proposal, so that set is

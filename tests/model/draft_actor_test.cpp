@@ -170,7 +170,8 @@ TEST_P(draft_actor_test, greedy_output_through_the_engine_is_identical_to_plain_
 }
 
 INSTANTIATE_TEST_SUITE_P(drafts, draft_actor_test,
-                         ::testing::Values(draft_case{"ngram", "ngram", 0, true}, draft_case{"hybrid", "hybrid", 0, true},
+                         ::testing::Values(draft_case{"ngram", "ngram", 0, true},
+                                           draft_case{"hybrid", "hybrid", 0, true},
                                            draft_case{"layer_skip", "layer-skip", 0},
                                            draft_case{"self_quant", "self-quant", 0},
                                            draft_case{"self_quant_ahead", "self-quant", 1}),

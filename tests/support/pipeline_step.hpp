@@ -1,8 +1,7 @@
 // One decode step of a batch decoder whose drafts come from a draft pipeline driven in-process,
 // the way the draft actor drives it (the step's asks answered at once, the next step drafted
 // ahead when the pipeline runs ahead, the verdicts and the ends sent back, the next proposals
-// drafted after the verdicts); a plain step of a
-// locally drafting decoder when `pipe` is null.
+// drafted after the verdicts); a plain step of a locally drafting decoder when `pipe` is null.
 #pragma once
 
 #include <vector>

@@ -1,8 +1,8 @@
 // flywheel bench-spec: speculative decoding against plain decoding of the same target on the
 // same prompts in one run: per draft kind and k, acceptance rate, mean accepted length and
 // decode speedup, on a chat-style and an extraction-style prompt set, with what a drafting pass
-// cost in situ (its verification and its drafting, each over a plain token's time); plus the cost of a
-// verification forward over k + 1 rows relative to one row. A benchmark, not a test.
+// cost in situ (its verification and its drafting, each over a plain token's time); plus the
+// cost of a verification forward over k + 1 rows relative to one row. A benchmark, not a test.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -132,13 +132,15 @@ int cmd_bench_spec(int argc, char** argv) {
     if (engine)
       std::printf("\n\nthrough the actor runtime (draft actor + decode worker); thr: the draft's own threads, taken "
                   "from the target's (equal total cores; plain decoding has them all); draft ms: waited for / drafted "
-                  "ahead (during verification or at the verdict) / of it used\n%-11s %-10s %-5s %-4s %9s %12s %11s %9s %10s %26s %s\n",
+                  "ahead (during verification or at the verdict) / of it used\n"
+                  "%-11s %-10s %-5s %-4s %9s %12s %11s %9s %10s %26s %s\n",
                   "set", "draft", "k", "thr", "accept%", "tokens/step", "tokens/pass", "speedup", "plain t/s", "draft ms",
                   "identical");
     else
-      std::printf("\n\npass: a drafting pass's verification in situ / a plain token's decode time; draft: its drafting, "
-                  "the same way\n%-11s %-10s %-5s %10s %12s %11s %9s %10s %8s %6s %9s %s\n", "set", "draft", "k", "accept%",
-                  "tokens/step", "tokens/pass", "speedup", "plain t/s", "pass", "draft", "gated", "identical");
+      std::printf("\n\npass: a drafting pass's verification in situ / a plain token's decode time; draft: its "
+                  "drafting, the same way\n%-11s %-10s %-5s %10s %12s %11s %9s %10s %8s %6s %9s %s\n",
+                  "set", "draft", "k", "accept%", "tokens/step", "tokens/pass", "speedup", "plain t/s", "pass", "draft",
+                  "gated", "identical");
   }
   for (const auto& kind : args.list("drafts")) {
     config c = session->cfg;
@@ -247,8 +249,8 @@ int cmd_bench_spec(int argc, char** argv) {
                            {"gated_steps", sr.gated}, {"verify_pass_vs_plain_token", pass_cost},
                            {"draft_per_pass_vs_plain_token", draft_share}});
         if (!json)
-          std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %11.2f %8.2fx %10.1f %7.2fx %5.2fx %9llu %s\n", sets[si].first.c_str(),
-                      kind.c_str(), k.c_str(), 100 * accept, per_step, per_pass, speedup, plain_tok_s, pass_cost,
+          std::printf("%-11s %-10s %-5s %9.1f%% %12.2f %11.2f %8.2fx %10.1f %7.2fx %5.2fx %9llu %s\n",
+                      sets[si].first.c_str(), kind.c_str(), k.c_str(), 100 * accept, per_step, per_pass, speedup, plain_tok_s, pass_cost,
                       draft_share, static_cast<unsigned long long>(sr.gated),
                       sr.identical ? "yes" : "NO");
       }
