@@ -21,6 +21,11 @@ uint64_t xgetbv0() {
 cpu_features detect() {
   cpu_features f;
   unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d)) {
+    char vendor[13] = {};
+    std::memcpy(vendor, &b, 4), std::memcpy(vendor + 4, &d, 4), std::memcpy(vendor + 8, &c, 4);
+    f.intel = std::strcmp(vendor, "GenuineIntel") == 0;
+  }
   if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
   const bool osxsave = (c >> 27) & 1;
   const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
@@ -102,6 +107,17 @@ simd_level best_simd_level() {
     if (want < best) best = want;
   }
   return best;
+}
+
+bool prefetch_small_tiles() {
+  static const bool on = [] {
+    if (const char* env = std::getenv("FW_PREFETCH_SMALL_TILES")) {
+      if (std::strcmp(env, "1") == 0) return true;
+      if (std::strcmp(env, "0") == 0) return false;
+    }
+    return host_features().intel;
+  }();
+  return on;
 }
 
 }  // namespace fw::cpu

@@ -18,6 +18,7 @@ struct cpu_features {
   bool amx_int8 = false;
   bool amx_bf16 = false;
   bool amx_os = false;  ///< the OS saves tile state and granted it to this process (asked once)
+  bool intel = false;   ///< CPUID vendor "GenuineIntel" (a tuning choice follows it, see below)
 
   bool has_avx2() const { return avx2 && fma && f16c; }
   bool has_avx512() const { return has_avx2() && avx512f && avx512bw && avx512vl; }
@@ -38,6 +39,14 @@ const cpu_features& host_features();
 enum class simd_level { scalar = 0, avx2 = 1, avx512 = 2, amx = 3 };
 
 const char* to_string(simd_level level);
+
+/// Whether the packed block-format products (q4_0 / q4_1 / q8_0) prefetch weights in software in
+/// tiles of 1-3 activation rows (decode, small verification passes); tiles of 4+ rows always do.
+/// Measured with the binaries alternating, 2026-12-06: on the Intel Xeon host decode ran ~2x
+/// faster with it (its hardware prefetcher alone kept one core far below its bandwidth); on the
+/// AMD EPYC host (CPU family 25) 5-25% slower, the extra load-port work not paying there. So: on
+/// for Intel, off elsewhere; FW_PREFETCH_SMALL_TILES=1|0 overrides (read once).
+bool prefetch_small_tiles();
 
 /// The best level this host supports, lowered by FW_SIMD=scalar|avx2|avx512|amx when set (for tests
 /// and for users who need to rule a path out).

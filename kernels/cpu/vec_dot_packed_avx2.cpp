@@ -25,6 +25,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/packed_rows.hpp"
 #include "kernels/cpu/tile_drivers.hpp"
 #include "kernels/cpu/vec_dot.hpp"
@@ -50,9 +51,9 @@ struct q8_0_packed : packed::q8_0_layout {
   static constexpr auto unpacked_gemm = gemm_q8_0;
 };
 
-// Software prefetch at every tile size, issued by the first half's pass only (as on AVX-512, see
-// vec_dot_packed_avx512.cpp: tiles of 4 rows spend long enough per block that the hardware
-// prefetcher falls behind, and 1-3 row tiles measured faster with it too).
+// Software prefetch, issued by the first half's pass only (as on AVX-512, see
+// vec_dot_packed_avx512.cpp): tiles of 4 rows always (they spend long enough per block that the
+// hardware prefetcher falls behind), 1-3 row tiles where cpu::prefetch_small_tiles() says so.
 constexpr size_t prefetch_ahead = 3072;
 
 // The unpacked tail of a float matrix (rows after the last whole group): element by element.
@@ -75,7 +76,7 @@ inline __m256i piece(const block_q8x& xb, int p) {
 // y[j * ldy + r] for rows 8 H .. 8 (H + NH) - 1 of one group (NH halves of 8 rows in one pass)
 // and RX activation rows. xs (q4_1 only): d_x * sum(x) per activation row and block, nb floats
 // per row.
-template <class F, int RX, int H, int NH>
+template <class F, int RX, int H, int NH, bool Prefetch>
 void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float* y, int64_t ldy, const float* xs) {
   __m256 acc[NH][RX];
 #pragma GCC unroll 2
@@ -85,7 +86,7 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b, gp += F::group_block) {
-    if constexpr (H == 0) {
+    if constexpr (H == 0 && Prefetch) {
 #pragma GCC unroll 16
       for (size_t off = 0; off < F::group_block; off += 64)
         _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
@@ -160,6 +161,7 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
   const auto* xp = static_cast<const uint8_t*>(x);
   const int64_t n_packed = n_rows / group * group;
   const float* xs = F::has_min ? packed::q8x_min_terms(x, x_stride, n_x, nb) : nullptr;
+  const bool prefetch_small = prefetch_small_tiles();
   for (int64_t g = 0; g < n_packed; g += group) {
     const uint8_t* gp = wp + g * rb;
     tiles::for_row_tiles<max_tile_rows>(n_x, [&]<int RX>(int64_t j) {
@@ -167,12 +169,16 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
 #pragma GCC unroll 4
       for (int r = 0; r < RX; ++r) xr[r] = reinterpret_cast<const block_q8x*>(xp + (j + r) * x_stride);
       const float* xsj = xs ? xs + j * nb : nullptr;
-      if constexpr (RX == 1) {  // decode: both halves in one pass over the group's cache lines
-        rows_tile<F, 1, 0, 2>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
-      } else {
-        rows_tile<F, RX, 0, 1>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
-        rows_tile<F, RX, 1, 1>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
-      }
+      const auto run = [&]<bool Prefetch>() {
+        if constexpr (RX == 1) {  // decode: both halves in one pass over the group's cache lines
+          rows_tile<F, 1, 0, 2, Prefetch>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
+        } else {
+          rows_tile<F, RX, 0, 1, Prefetch>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
+          rows_tile<F, RX, 1, 1, Prefetch>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
+        }
+      };
+      if (RX >= max_tile_rows || prefetch_small) run.template operator()<true>();
+      else run.template operator()<false>();
     });
   }
   if (n_packed < n_rows)

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/packed_rows.hpp"
 #include "kernels/cpu/tile_drivers.hpp"
 #include "kernels/cpu/vec_dot.hpp"
@@ -48,14 +49,11 @@ struct q8_0_packed : packed::q8_0_layout {
 
 using tiles::for_row_tiles;
 
-// Software prefetch 3 KB ahead at every tile size. Tiles of 4 or more activation rows spend long
-// enough on each block that the hardware prefetcher falls behind (a 1 MB matrix set streamed from
-// DRAM, one core: 8 rows 8.3 -> 6.1 ms, 4 rows 4.3 -> 3.9 ms). Tiles of 1-3 rows went without it
-// at first (on the host of that measurement they were bandwidth-bound and ran slower with it);
-// on the Intel Xeon host (2026-12-06, weights from its L3, `flywheel bench` alternating the two
-// binaries, 3 rounds) decode went from 96-98 to 195-202 tokens/s at 1 thread and 248-306 ->
-// 344-375 at 2 threads with it, as the W8A8 product had found before (fw_dot_packed_avx512.cpp).
-// L1 hint (T0) beat T1/T2 by 10-20%; 2-6 KB ahead all within noise of 3 KB.
+// Software prefetch 3 KB ahead. Tiles of 4 or more activation rows spend long enough on each
+// block that the hardware prefetcher falls behind (a 1 MB matrix set streamed from DRAM, one
+// core: 8 rows 8.3 -> 6.1 ms, 4 rows 4.3 -> 3.9 ms): they always prefetch. Tiles of 1-3 rows do
+// where cpu::prefetch_small_tiles() says so (Intel: decode ~2x faster with it; AMD EPYC: 5-25%
+// slower, 2026-12-06). L1 hint (T0) beat T1/T2 by 10-20%; 2-6 KB ahead all within noise of 3 KB.
 constexpr size_t prefetch_ahead = 3072;
 
 // Broadcast of the 4 activation bytes qs[4 p .. 4 p + 3] (folded into vpdpbusd as {1to16}).
@@ -72,7 +70,7 @@ inline __m512i piece(const block_q8x& xb, int p) {
 // accumulators live in registers (the project builds with -O2, which does not unroll by itself).
 // xs (q4_1 only): d_x * sum(x) per activation row and block, nb floats per row, computed once
 // per product by packed_gemm (saves a convert and a multiply per row and block here).
-template <class F, int RX>
+template <class F, int RX, bool Prefetch>
 void group_tile(int64_t nb, const uint8_t* gp, const uint8_t* x, size_t x_stride, float* y, int64_t ldy,
                 const float* xs = nullptr) {
   constexpr bool two_chains = RX <= 4;
@@ -85,9 +83,11 @@ void group_tile(int64_t nb, const uint8_t* gp, const uint8_t* x, size_t x_stride
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = 0; b < nb; ++b, gp += F::group_block) {
+    if constexpr (Prefetch) {
 #pragma GCC unroll 16
-    for (size_t off = 0; off < F::group_block; off += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
+      for (size_t off = 0; off < F::group_block; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
+    }
     __m512i a0[RX], a1[RX];
 #pragma GCC unroll 16
     for (int j = 0; j < RX; ++j) {
@@ -152,10 +152,15 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
   const auto* xp = static_cast<const uint8_t*>(x);
   const int64_t n_packed = n_rows / group * group;
   const float* xs = F::has_min ? packed::q8x_min_terms(x, x_stride, n_x, nb) : nullptr;
+  const bool prefetch_small = prefetch_small_tiles();
   for (int64_t g = 0; g < n_packed; g += group) {
     const uint8_t* gp = wp + g * rb;
     for_row_tiles(n_x, [&]<int RX>(int64_t j) {
-      group_tile<F, RX>(nb, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy, xs ? xs + j * nb : nullptr);
+      const float* xsj = xs ? xs + j * nb : nullptr;
+      if (RX >= 4 || prefetch_small)
+        group_tile<F, RX, true>(nb, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy, xsj);
+      else
+        group_tile<F, RX, false>(nb, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy, xsj);
     });
   }
   if (n_packed < n_rows)

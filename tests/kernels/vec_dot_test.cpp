@@ -4,14 +4,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <cstring>
 #include <algorithm>
 #include <random>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "kernels/format/quant_ref.hpp"
+#include "kernels/cpu/cpu_features.hpp"
 #include "kernels/cpu/vec_dot.hpp"
 
 namespace fw::cpu {
@@ -386,6 +390,22 @@ TEST(select_dot_kernel, never_returns_a_path_the_host_lacks) {
     EXPECT_EQ(k.level, simd_level::scalar);
   }
   EXPECT_NE(k.gemv, nullptr);
+}
+
+// The vendor CPUID reports (what the small-tile prefetch choice follows) agrees with the kernel's
+// view in /proc/cpuinfo, and the choice is the vendor's unless FW_PREFETCH_SMALL_TILES overrides it.
+TEST(cpu_features, small_tile_prefetch_follows_the_vendor) {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(info, line)) {
+    if (line.rfind("vendor_id", 0) != 0) continue;
+    EXPECT_EQ(host_features().intel, line.find("GenuineIntel") != std::string::npos) << line;
+    break;
+  }
+  const char* env = std::getenv("FW_PREFETCH_SMALL_TILES");
+  if (env == nullptr) EXPECT_EQ(prefetch_small_tiles(), host_features().intel);
+  else if (std::string(env) == "1") EXPECT_TRUE(prefetch_small_tiles());
+  else if (std::string(env) == "0") EXPECT_FALSE(prefetch_small_tiles());
 }
 
 }  // namespace
