@@ -207,7 +207,7 @@ struct bf16_packed {
   static constexpr auto unpacked_gemm = gemm_by_dot<dot_bf16>;
 };
 
-template <class F, int RX>
+template <class F, int RX, bool Prefetch>
 void float_tile(int64_t k, const uint8_t* gp, const uint8_t* x, size_t x_stride, float* y, int64_t ldy) {
   constexpr size_t step = group * sizeof(typename F::elem), half = step / 2;
   __m256 a0[RX], a1[RX];
@@ -219,7 +219,7 @@ void float_tile(int64_t k, const uint8_t* gp, const uint8_t* x, size_t x_stride,
   }
   for (int64_t i = 0; i < k; ++i, gp += step) {
     // One prefetch per step (f16 / bf16: the same line every other step, a cheap repeat).
-    _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead), _MM_HINT_T0);
+    if constexpr (Prefetch) _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead), _MM_HINT_T0);
     const __m256 w0 = F::load(gp), w1 = F::load(gp + half);
 #pragma GCC unroll 4
     for (int j = 0; j < RX; ++j) {
@@ -242,10 +242,14 @@ void packed_gemm_float(int64_t k, const void* w, int64_t n_rows, const void* x, 
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* xp = static_cast<const uint8_t*>(x);
   const int64_t n_packed = n_rows / group * group;
+  const bool prefetch_small = prefetch_small_tiles();
   for (int64_t g = 0; g < n_packed; g += group) {
     const uint8_t* gp = wp + g * rb;
     tiles::for_row_tiles<max_tile_rows>(n_x, [&]<int RX>(int64_t j) {
-      float_tile<F, RX>(k, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
+      if (RX >= max_tile_rows || prefetch_small)
+        float_tile<F, RX, true>(k, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
+      else
+        float_tile<F, RX, false>(k, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
     });
   }
   if (n_packed < n_rows)

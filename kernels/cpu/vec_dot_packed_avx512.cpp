@@ -195,7 +195,7 @@ struct bf16_packed {
 // (even and odd elements) keep 2 RX independent FMA chains in flight. Weights prefetched 3 KB
 // ahead like the block formats' (Intel Xeon host, f16 SmolLM2, binaries alternating: decode
 // 34-35 -> 48-50 t/s at 1 thread, 58-61 -> 78-85 at 2).
-template <class F, int RX>
+template <class F, int RX, bool Prefetch>
 void float_tile(int64_t k, const uint8_t* gp, const uint8_t* x, size_t x_stride, float* y, int64_t ldy) {
   constexpr size_t step = group * sizeof(typename F::elem);
   __m512 a0[RX], a1[RX];
@@ -207,9 +207,11 @@ void float_tile(int64_t k, const uint8_t* gp, const uint8_t* x, size_t x_stride,
   }
   int64_t i = 0;
   for (; i + 2 <= k; i += 2, gp += 2 * step) {
+    if constexpr (Prefetch) {
 #pragma GCC unroll 2
-    for (size_t off = 0; off < 2 * step; off += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
+      for (size_t off = 0; off < 2 * step; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
+    }
     const __m512 w0 = F::load(gp), w1 = F::load(gp + step);
 #pragma GCC unroll 16
     for (int j = 0; j < RX; ++j) {
@@ -233,10 +235,14 @@ void packed_gemm_float(int64_t k, const void* w, int64_t n_rows, const void* x, 
   const auto* wp = static_cast<const uint8_t*>(w);
   const auto* xp = static_cast<const uint8_t*>(x);
   const int64_t n_packed = n_rows / group * group;
+  const bool prefetch_small = prefetch_small_tiles();
   for (int64_t g = 0; g < n_packed; g += group) {
     const uint8_t* gp = wp + g * rb;
     for_row_tiles(n_x, [&]<int RX>(int64_t j) {
-      float_tile<F, RX>(k, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
+      if (RX >= 4 || prefetch_small)
+        float_tile<F, RX, true>(k, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
+      else
+        float_tile<F, RX, false>(k, gp, xp + j * x_stride, x_stride, y + j * ldy + g, ldy);
     });
   }
   if (n_packed < n_rows)
