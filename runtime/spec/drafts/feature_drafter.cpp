@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 
 #include "kernels/format/quant_ref.hpp"
 #include "runtime/gguf/gguf_file.hpp"
@@ -19,8 +20,13 @@ constexpr const char* tensor_name = "feature.map";
 // later ones (chained from a predicted state: less reliable). Priors measured on SmolLM2-135M
 // (map fit on 120 prompts, tested on 30 others): 6% below p = 0.1 up to 63% above 0.9.
 constexpr float p_edges[] = {0.1f, 0.2f, 0.3f, 0.5f, 0.7f, 0.9f};
+// Sampled sequences (a draw from the draft's q, accepted with min(1, p / q)) keep rates of their
+// own in buckets 14-27, starting from the same priors.
 const std::vector<float> prior = {0.06f, 0.10f, 0.16f, 0.23f, 0.34f, 0.45f, 0.63f,
+                                  0.05f, 0.08f, 0.13f, 0.19f, 0.28f, 0.38f, 0.55f,
+                                  0.06f, 0.10f, 0.16f, 0.23f, 0.34f, 0.45f, 0.63f,
                                   0.05f, 0.08f, 0.13f, 0.19f, 0.28f, 0.38f, 0.55f};
+constexpr size_t sampled_buckets = 14;
 constexpr float prior_weight = 8.0f;
 // Chaining stops when the chance that every token so far is accepted drops below this: a further
 // token must be likely enough to pay for its own draft step (~2-3% of a target step) and its
@@ -35,6 +41,15 @@ size_t bucket(int position, float p) {
 
 int32_t argmax(const float* x, size_t n) {
   return static_cast<int32_t>(std::max_element(x, x + n) - x);
+}
+
+// A uniform draw in [0, 1) from (seed, position): splitmix64's finalizer over their mix.
+double uniform_at(uint64_t seed, uint64_t position) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (position + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
 }  // namespace
@@ -158,21 +173,51 @@ expected<std::unique_ptr<feature_drafter>> feature_drafter::create(const feature
 
 float feature_drafter::estimate(int position, float p) const { return acceptance_.estimate(bucket(position, p)); }
 
-int32_t feature_drafter::step(std::vector<float>& h, int32_t t, float* top_p) {
+feature_drafter::pick feature_drafter::choose(const float* row, const seq_state& s, uint64_t position,
+                                              std::vector<float>* q) const {
+  const size_t nc = vocab_.size();
+  const size_t best = static_cast<size_t>(argmax(row, nc));
+  const double t = s.temperature > 0 ? static_cast<double>(s.temperature) : 1.0;
+  double z = 0;
+  for (size_t v = 0; v < nc; ++v) z += std::exp((static_cast<double>(row[v]) - row[best]) / t);
+  pick out{vocab_[best], static_cast<float>(1.0 / z)};
+  if (s.temperature <= 0 || q == nullptr) return out;
+  q->assign(static_cast<size_t>(target_->config().n_vocab), 0.0f);
+  const double u = uniform_at(s.seed, position) * z;
+  double cum = 0;
+  bool drawn = false;
+  for (size_t v = 0; v < nc; ++v) {
+    const double w = std::exp((static_cast<double>(row[v]) - row[best]) / t);
+    (*q)[static_cast<size_t>(vocab_[v])] = static_cast<float>(w / z);
+    cum += w;
+    if (!drawn && u < cum) out.token = vocab_[v], drawn = true;
+  }
+  return out;  // (u beyond the sum by rounding: the argmax)
+}
+
+size_t feature_drafter::bucket_of(const seq_state& s, int position, float top) {
+  return bucket(position, top) + (s.temperature > 0 ? sampled_buckets : 0);
+}
+
+int32_t feature_drafter::step(std::vector<float>& h, int32_t t, const seq_state& s, uint64_t position, float* top_p,
+                              std::vector<float>* q) {
   embed_token(*target_, t, next_.data());
   feature_inputs_of(h.data(), next_.data(), n_embd_, in_.data());
   cpu::matmul(map_, kernel_, in_.data(), feature_inputs * n_embd_, 1, next_.data(), n_embd_, *pool_, scratch_);
   h = next_;
   cpu::matmul(head_, kernel_, h.data(), n_embd_, 1, logits_.data(), static_cast<int64_t>(logits_.size()), *pool_, scratch_);
-  const size_t best = static_cast<size_t>(argmax(logits_.data(), logits_.size()));
-  double z = 0;
-  for (float l : logits_) z += std::exp(static_cast<double>(l - logits_[best]));
-  *top_p = static_cast<float>(1.0 / z);
-  return vocab_[best];
+  const pick p = choose(logits_.data(), s, position, q);
+  *top_p = p.top;
+  return p.token;
 }
 
-expected<void> feature_drafter::begin(uint64_t seq, std::span<const int32_t>, const sampling_params&) {
-  seqs_[seq] = seq_state{};
+expected<void> feature_drafter::begin(uint64_t seq, std::span<const int32_t>, const sampling_params& params) {
+  seq_state st;
+  if (params.temperature > 0) {
+    st.temperature = params.temperature;
+    st.seed = params.seed != 0 ? params.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  }
+  seqs_[seq] = std::move(st);
   return {};
 }
 
@@ -188,12 +233,15 @@ expected<draft_proposal> feature_drafter::propose(uint64_t seq, std::span<const 
   std::vector<float> h = s.hidden;
   int32_t t = history.back();
   float reach = 1.0f;
+  const bool sampled = s.temperature > 0;
   for (int i = 0; i < k; ++i) {
     float top = 0;
-    t = step(h, t, &top);
-    const size_t bk = bucket(i, top);
+    std::vector<float> q;
+    t = step(h, t, s, history.size() + static_cast<uint64_t>(i), &top, sampled ? &q : nullptr);
+    const size_t bk = bucket_of(s, i, top);
     const float c = acceptance_.estimate(bk);
     p.tokens.push_back(t);
+    if (sampled) p.probs.push_back(std::move(q));
     p.confidence.push_back(c);
     s.buckets.push_back(bk);
     reach *= c;
@@ -244,15 +292,15 @@ std::vector<expected<draft_proposal>> feature_drafter::propose_batch(std::span<c
       chain& c = live[j];
       const float* row = batch_logits_.data() + j * nc;
       c.h.assign(batch_next_.begin() + j * e, batch_next_.begin() + (j + 1) * e);
-      const size_t best = static_cast<size_t>(argmax(row, static_cast<size_t>(nc)));
-      double z = 0;
-      for (int64_t v = 0; v < nc; ++v) z += std::exp(static_cast<double>(row[v] - row[best]));
-      const float top = static_cast<float>(1.0 / z);
-      c.t = vocab_[best];
-      const size_t bk = bucket(i, top);
+      const bool sampled = c.s->temperature > 0;
+      std::vector<float> q;
+      const pick pk = choose(row, *c.s, reqs[c.r].history.size() + static_cast<uint64_t>(i), sampled ? &q : nullptr);
+      c.t = pk.token;
+      const size_t bk = bucket_of(*c.s, i, pk.top);
       const float conf = acceptance_.estimate(bk);
       draft_proposal& p = *out[c.r];
       p.tokens.push_back(c.t);
+      if (sampled) p.probs.push_back(std::move(q));
       p.confidence.push_back(conf);
       c.s->buckets.push_back(bk);
       c.s->tokens.push_back(c.t);

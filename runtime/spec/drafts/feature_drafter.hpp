@@ -81,9 +81,25 @@ class feature_drafter final : public drafter {
  private:
   feature_drafter(std::shared_ptr<const model> target, std::shared_ptr<cpu::thread_pool> pool);
   /// One draft step: from state h and token t, the next state (into h) and the best candidate.
-  int32_t step(std::vector<float>& h, int32_t t, float* top_p);
+  struct seq_state;
+  struct pick {
+    int32_t token = 0;
+    float top = 0;  ///< the draft's top probability (the acceptance bucket's signal)
+  };
+  /// The chain step's token from the candidates' logits (`row`, one per vocab_ entry): the argmax
+  /// for a greedy sequence; for a sampled one a draw from q = softmax(row / T), T the target's
+  /// temperature, seeded by the sequence's seed and the position drafted for (the same history
+  /// always gives the same proposal, drafted at the verdict or at the ask), q written to `q`
+  /// (n_vocab floats, 0 outside the candidates) for the target's rejection sampling.
+  pick choose(const float* row, const seq_state& s, uint64_t position, std::vector<float>* q) const;
+  /// Acceptance bucket of a chain step: greedy and sampled sequences keep separate rates.
+  static size_t bucket_of(const seq_state& s, int position, float top);
+  int32_t step(std::vector<float>& h, int32_t t, const seq_state& s, uint64_t position, float* top_p,
+               std::vector<float>* q);
 
   struct seq_state {
+    float temperature = 0;         ///< the target's; <= 0: greedy (proposals are argmaxes)
+    uint64_t seed = 0;             ///< sampled: the draws' seed
     std::vector<float> hidden;     ///< the target's state that chose history.back()
     size_t hidden_for = 0;         ///< history size when it was observed
     size_t proposed_at = 0;        ///< history size at the pending proposal

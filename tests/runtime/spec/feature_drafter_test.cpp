@@ -132,6 +132,99 @@ TEST_F(feature_drafter_test, hybrid_draft_is_lossless) {
   expect_greedy_identical(h, true);
 }
 
+// A sampled sequence's proposal is a draw from the q it carries (n_vocab floats: the draft's
+// softmax at the target's temperature over its candidates, 0 elsewhere), made from the sequence's
+// seed and the position: the same history gives the same proposal, and over many seeds the
+// first token follows q (chi-square). Greedy sequences carry no q. Through the generator a
+// sampled run accepts some drafts and rejects others and leaves no KV behind.
+TEST_F(feature_drafter_test, a_sampled_sequence_draws_its_proposal_from_the_q_it_sends) {
+  auto d = feature_drafter::create(map_, target_, backend()->thread_pool());
+  ASSERT_TRUE(d) << d.err().what();
+  const size_t nv = target_->config().n_vocab, e = target_->config().n_embd;
+  std::vector<float> hidden(e);
+  for (size_t i = 0; i < e; ++i) hidden[i] = std::sin(0.37f * static_cast<float>(i));
+  const std::vector<int32_t> history = prompts()[3];
+  sampling_params sp = test::unfiltered(1.3f, 8);
+  auto propose = [&](uint64_t seq, uint64_t seed, int k) {
+    sp.seed = seed;
+    EXPECT_TRUE((*d)->begin(seq, history, sp));
+    (*d)->observe_hidden(seq, history, hidden);
+    auto p = (*d)->propose(seq, history, k);
+    EXPECT_TRUE(p);
+    (*d)->end(seq);
+    return p ? *p : draft_proposal{};
+  };
+  const draft_proposal first = propose(1, 42, 3);
+  ASSERT_FALSE(first.tokens.empty());
+  ASSERT_EQ(first.probs.size(), first.tokens.size());
+  std::vector<bool> candidate(nv, false);
+  for (int32_t t : map_.vocab) candidate[static_cast<size_t>(t)] = true;
+  for (size_t i = 0; i < first.tokens.size(); ++i) {
+    const auto& q = first.probs[i];
+    ASSERT_EQ(q.size(), nv);
+    double sum = 0;
+    for (size_t t = 0; t < nv; ++t) {
+      sum += q[t];
+      if (!candidate[t]) EXPECT_EQ(q[t], 0.0f) << "token " << t << " is not a candidate";
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-4);
+    EXPECT_GT(q[static_cast<size_t>(first.tokens[i])], 0.0f);
+  }
+  const draft_proposal again = propose(2, 42, 3);
+  EXPECT_EQ(again.tokens, first.tokens);
+  EXPECT_EQ(again.probs, first.probs);
+  // Over seeds: the first token's frequencies against q (the same q for every seed).
+  const std::vector<float>& q = first.probs[0];
+  const int trials = 4000;
+  std::vector<int> counts(nv, 0);
+  for (int t = 0; t < trials; ++t) ++counts[static_cast<size_t>(propose(3, 1000 + t, 1).tokens.at(0))];
+  double chi2 = 0, pooled_e = 0, pooled_o = 0;
+  int bins = 0;
+  for (size_t t = 0; t < nv; ++t) {
+    const double ex = q[t] * trials;
+    if (ex >= 5) {
+      chi2 += (counts[t] - ex) * (counts[t] - ex) / ex;
+      ++bins;
+    } else {
+      pooled_e += ex;
+      pooled_o += counts[t];
+    }
+  }
+  if (pooled_e >= 5) {
+    chi2 += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
+    ++bins;
+  }
+  const double df = bins - 1;
+  ASSERT_GT(df, 3) << "q too peaked for the test";
+  EXPECT_LT(chi2, df + 6 * std::sqrt(2 * df)) << "df=" << df;
+  // A greedy sequence: the argmax, no q.
+  EXPECT_TRUE((*d)->begin(4, history, greedy(8)));
+  (*d)->observe_hidden(4, history, hidden);
+  auto g = (*d)->propose(4, history, 1);
+  ASSERT_TRUE(g && g->tokens.size() == 1);
+  EXPECT_TRUE(g->probs.empty());
+  EXPECT_EQ(g->tokens[0], static_cast<int32_t>(std::max_element(q.begin(), q.end()) - q.begin()));
+  (*d)->end(4);
+  // Through the generator, sampled: drafts both accepted and rejected, no KV left behind.
+  auto be = backend();
+  k_policy_config kc;
+  kc.adaptive = false;
+  kc.fixed_k = 2;
+  generator spec(*target_, *be, generator_options{512, 512, false, d->get(), k_policy(kc)});
+  uint64_t drafted = 0, accepted = 0;
+  for (const auto& p : prompts()) {
+    sampling_params s = test::unfiltered(0.8f, 40);
+    s.seed = 7 + p.size();
+    auto r = spec.run(p, s);
+    ASSERT_TRUE(r) << r.err().what();
+    drafted += r->spec.draft_tokens;
+    accepted += r->spec.accepted_tokens;
+  }
+  EXPECT_GT(accepted, 0u);
+  EXPECT_LT(accepted, drafted);
+  EXPECT_EQ(be->kv_pool().used_blocks(), 0u);
+}
+
 /// Six sequences decoded together with k = 3, drafted locally (one proposal after another, in
 /// the decoder's thread) or through a draft pipeline that asks the draft for the whole batch at
 /// once (drafter::propose_batch, what the draft actor does); each sequence's tokens and the
