@@ -18,6 +18,7 @@
 #include "runtime/spec/drafts/ngram_drafter.hpp"
 #include "runtime/device/prefill.hpp"
 #include "runtime/device/verify_cost.hpp"
+#include "tests/support/chi_square.hpp"
 #include "tests/support/pipeline_step.hpp"
 #include "tests/support/test_models.hpp"
 #include "tests/support/sampling_presets.hpp"
@@ -459,27 +460,9 @@ TEST_F(speculative_test, rejection_sampling_keeps_the_target_distribution) {
     ++counts[outs[0].token];
     accepted_total += accepted;
   }
-  // Chi-square over bins with expected count >= 5 (the rest pooled).
-  double chi2 = 0, pooled_e = 0, pooled_o = 0;
-  int bins = 0;
-  for (size_t i = 0; i < nv; ++i) {
-    const double e = p[i] * trials;
-    if (e >= 5) {
-      chi2 += (counts[i] - e) * (counts[i] - e) / e;
-      ++bins;
-    } else {
-      pooled_e += e;
-      pooled_o += counts[i];
-    }
-  }
-  if (pooled_e >= 5) {
-    chi2 += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e;
-    ++bins;
-  }
-  const double df = bins - 1;
-  ASSERT_GT(df, 5);
-  // Far beyond the 99.9th percentile of chi-square(df) for correct sampling.
-  EXPECT_LT(chi2, df + 6 * std::sqrt(2 * df)) << "df=" << df;
+  const auto c = test::chi_square(counts, p, trials);
+  ASSERT_GT(c.df, 5);
+  EXPECT_LT(c.chi2, c.limit()) << "df=" << c.df;
   EXPECT_GT(accepted_total, 0);
   EXPECT_LT(accepted_total, trials);
 }
