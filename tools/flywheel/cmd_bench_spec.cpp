@@ -66,8 +66,7 @@ double tokens_per_pass(double tokens, double accepted, size_t prompts) {
 struct set_result {
   double plain_ms = 0, spec_ms = 0;  ///< decode time, summed over the set's prompts (fastest rep each)
   uint64_t tokens = 0, drafted = 0, accepted = 0, steps = 0, gated = 0;
-  uint64_t plain_tokens = 0;   ///< the plain runs' (the same as `tokens` when greedy)
-  double plain_tokens_ms = 0;  ///< decode time of the runs `plain_tokens` counts (last rep)
+  uint64_t plain_tokens = 0;  ///< the plain runs' (last rep; the same as `tokens` when greedy)
   // The last rep's time split: drafting and verification of the drafting passes, plain decoding.
   double draft_ms = 0, verify_ms = 0, last_plain_ms = 0;
   bool identical = true;
@@ -111,16 +110,16 @@ int cmd_bench_spec(int argc, char** argv) {
     std::fprintf(stderr, "bench-spec: the model has no usable chat template\n");
     return 1;
   }
-  sampling_params greedy = sampling_params::from_section(session->cfg.sampling);
+  sampling_params params = sampling_params::from_section(session->cfg.sampling);
   const auto temperature = args.number("temperature");
   if (!temperature || *temperature < 0 || *temperature > 10) {
     std::fprintf(stderr, "bench-spec: --temperature must be a number in [0, 10]\n");
     return 2;
   }
-  greedy.temperature = static_cast<float>(*temperature);
-  const bool sampled = greedy.temperature > 0;
-  greedy.max_tokens = static_cast<int32_t>(*max_tokens);
-  greedy.ignore_eos = args.on("ignore-eos");
+  params.temperature = static_cast<float>(*temperature);
+  const bool sampled = params.temperature > 0;
+  params.max_tokens = static_cast<int32_t>(*max_tokens);
+  params.ignore_eos = args.on("ignore-eos");
   if (sampled && args.on("engine")) {
     std::fprintf(stderr, "bench-spec: --temperature above 0 is measured in-process only (without --engine)\n");
     return 2;
@@ -182,7 +181,7 @@ int cmd_bench_spec(int argc, char** argv) {
           for (const auto& [set_name, texts] : sets) {
             std::vector<std::vector<int32_t>> prompts;
             for (const auto& t : *texts) prompts.push_back(encode(t));
-            auto r = bench_spec_engine_set(*session, c, prompts, greedy, *reps, calibrated);
+            auto r = bench_spec_engine_set(*session, c, prompts, params, *reps, calibrated);
             if (!r) {
               std::fprintf(stderr, "bench-spec: %s\n", r.err().what().c_str());
               return 1;
@@ -224,7 +223,7 @@ int cmd_bench_spec(int argc, char** argv) {
         for (const auto& text : *sets[si].second) {
           const auto prompt = encode(text);
           double best_plain = 1e300, best_spec = 1e300;
-          sampling_params sp = greedy;
+          sampling_params sp = params;
           if (sampled) sp.seed = 1 + prompt_no++;  // the same draws for every rep and configuration
           for (int64_t rep = 0; rep < *reps; ++rep) {
             auto p = plain_gen.run(prompt, sp);
@@ -246,7 +245,6 @@ int cmd_bench_spec(int argc, char** argv) {
             sr.verify_ms += r->spec.verify_ms;
             sr.last_plain_ms += p->decode_ms;
             sr.plain_tokens += p->tokens.size();
-            sr.plain_tokens_ms += p->decode_ms;
           }
           sr.plain_ms += best_plain;
           sr.spec_ms += best_spec;
@@ -261,13 +259,13 @@ int cmd_bench_spec(int argc, char** argv) {
         const double speedup = sampled ? (sr.tokens * 1000.0 / sr.spec_ms) / plain_tok_s : sr.plain_ms / sr.spec_ms;
         // In situ: a drafting pass's verification (its forward over k + 1 rows and the acceptance)
         // against a plain token's decode time, and its drafting, both per pass.
-        const double plain_token_ms = sr.plain_tokens ? sr.plain_tokens_ms / static_cast<double>(sr.plain_tokens) : 0;
+        const double plain_token_ms = sr.plain_tokens ? sr.last_plain_ms / static_cast<double>(sr.plain_tokens) : 0;
         const double pass_cost = sr.steps && plain_token_ms > 0 ? sr.verify_ms / sr.steps / plain_token_ms : 0;
         const double draft_share = sr.steps && plain_token_ms > 0 ? sr.draft_ms / sr.steps / plain_token_ms : 0;
         results.push_back({{"set", sets[si].first}, {"draft", kind}, {"k", k}, {"acceptance_rate", accept},
                            {"mean_accepted_length", per_step}, {"tokens_per_pass", per_pass}, {"speedup", speedup},
                            {"plain_tok_s", plain_tok_s}, {"spec_tok_s", sr.tokens * 1000.0 / sr.spec_ms},
-                           {"tokens", sr.tokens}, {"temperature", greedy.temperature},
+                           {"tokens", sr.tokens}, {"temperature", params.temperature},
                            {"identical_to_plain", sampled ? nlohmann::json() : nlohmann::json(sr.identical)},
                            {"gated_steps", sr.gated}, {"verify_pass_vs_plain_token", pass_cost},
                            {"draft_per_pass_vs_plain_token", draft_share}});

@@ -89,9 +89,9 @@ class drafter {
   /// True when a proposal follows from the confirmed history (and the hidden states observed)
   /// alone, with nothing lent for the call (no target KV) and no randomness but draws fixed by
   /// the sequence's seed and position (the feature draft's for a sampled request): the same
-  /// proposal whenever it is drafted. The draft pipeline then drafts a sequence's next proposal as soon as
-  /// the target's verdict arrives, while the decoder is still reporting the step, and answers the
-  /// next ask from it (n-gram, feature and hybrid drafts).
+  /// proposal whenever it is drafted. The draft pipeline then drafts a sequence's next proposal
+  /// as soon as the target's verdict arrives, while the decoder is still reporting the step, and
+  /// answers the next ask from it (n-gram, feature and hybrid drafts).
   virtual bool proposes_from_history() const { return false; }
 
   /// True when the drafter reads the target's final hidden states (observe_hidden).

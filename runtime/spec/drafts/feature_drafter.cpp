@@ -215,7 +215,8 @@ expected<void> feature_drafter::begin(uint64_t seq, std::span<const int32_t>, co
   seq_state st;
   if (params.temperature > 0) {
     st.temperature = params.temperature;
-    st.seed = params.seed != 0 ? params.seed : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+    std::random_device rd;
+    st.seed = params.seed != 0 ? params.seed : (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
   seqs_[seq] = std::move(st);
   return {};
