@@ -403,9 +403,13 @@ TEST(cpu_features, small_tile_prefetch_follows_the_vendor) {
     break;
   }
   const char* env = std::getenv("FW_PREFETCH_SMALL_TILES");
-  if (env == nullptr) EXPECT_EQ(prefetch_small_tiles(), host_features().intel);
-  else if (std::string(env) == "1") EXPECT_TRUE(prefetch_small_tiles());
-  else if (std::string(env) == "0") EXPECT_FALSE(prefetch_small_tiles());
+  if (env == nullptr) {
+    EXPECT_EQ(prefetch_small_tiles(), host_features().intel);
+  } else if (std::string(env) == "1") {
+    EXPECT_TRUE(prefetch_small_tiles());
+  } else if (std::string(env) == "0") {
+    EXPECT_FALSE(prefetch_small_tiles());
+  }
 }
 
 }  // namespace

@@ -166,7 +166,9 @@ TEST_F(feature_drafter_test, a_sampled_sequence_draws_its_proposal_from_the_q_it
     double sum = 0;
     for (size_t t = 0; t < nv; ++t) {
       sum += q[t];
-      if (!candidate[t]) EXPECT_EQ(q[t], 0.0f) << "token " << t << " is not a candidate";
+      if (!candidate[t]) {
+        EXPECT_EQ(q[t], 0.0f) << "token " << t << " is not a candidate";
+      }
     }
     EXPECT_NEAR(sum, 1.0, 1e-4);
     EXPECT_GT(q[static_cast<size_t>(first.tokens[i])], 0.0f);
