@@ -1,8 +1,9 @@
 // The draft actor on the real SmolLM2-135M model, through the engine: the draft actor proposes,
 // the decode worker verifies. For each draft kind four concurrent greedy requests reproduce plain
-// decoding token for token, with drafts proposed and accepted; a separate draft with threads of
-// its own drafts ahead while the target verifies and some of those pre-drafts are used; a draft
-// actor that dies mid-generation costs no request a token, and its replacement drafts again.
+// decoding token for token, with drafts proposed and accepted (sampled requests with the hybrid
+// draft finish, its q verified); a separate draft with threads of its own drafts ahead while the
+// target verifies and some of those pre-drafts are used; a draft actor that dies mid-generation
+// costs no request a token, and its replacement drafts again.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -176,6 +177,47 @@ INSTANTIATE_TEST_SUITE_P(drafts, draft_actor_test,
                                            draft_case{"self_quant", "self-quant", 0},
                                            draft_case{"self_quant_ahead", "self-quant", 1}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Sampled requests through the engine with the hybrid draft: the feature draft's proposals carry
+// its q from the draft actor to the decode worker (rejection sampling), the asks are still
+// answered from the drafts made at the verdict (the draws are fixed by seed and position), and
+// every request finishes with some drafts accepted and some rejected.
+TEST(draft_actor_sampled, sampled_requests_with_the_hybrid_draft_verify_its_distribution_and_finish) {
+  FW_REQUIRE_REAL_MODEL();
+  config cfg;
+  ASSERT_TRUE(cfg.set("speculative.draft", "hybrid"));
+  ASSERT_TRUE(cfg.set("speculative.k", "3"));
+  const std::string map = test::fitted_feature_map(model_);
+  ASSERT_FALSE(map.empty());
+  ASSERT_TRUE(cfg.set("speculative.feature_map", map));
+  auto se = start(model_, cfg);
+  ASSERT_TRUE(se.engine);
+  const model& m = *model_;
+  std::vector<std::future<actors::completed_request>> futs;
+  uint64_t seed = 3;
+  for (const char* p : prompts) {
+    sampling_params sp = test::unfiltered(0.8f, static_cast<int>(max_tokens));
+    sp.seed = seed++;
+    futs.push_back(std::async(std::launch::async, [&se, &m, p, sp] {
+      return se.engine->run(m.vocab().encode(p, false, true), sp);
+    }));
+  }
+  for (auto& f : futs) {
+    ASSERT_EQ(f.wait_for(120s), std::future_status::ready) << "a request hangs";
+    const auto done = f.get();
+    ASSERT_TRUE(done.ok()) << done.final.error;
+    EXPECT_EQ(done.tokens.size(), max_tokens);
+  }
+  const std::string page = se.engine->render_metrics();
+  const double drafted = metric(page, "flywheel:spec_decode_num_draft_tokens_total");
+  const double accepted = metric(page, "flywheel:spec_decode_num_accepted_tokens_total");
+  const double hits = metric(page, "flywheel:spec_decode_draft_ahead_hits_total");
+  std::printf("sampled hybrid: %.0f drafted, %.0f accepted, %.0f ahead hits\n", drafted, accepted, hits);
+  EXPECT_GT(accepted, 0);
+  EXPECT_LT(accepted, drafted);
+  EXPECT_GT(hits, 0);
+  se.engine->shutdown();
+}
 
 TEST(draft_actor_crash, a_dying_draft_actor_costs_no_request_a_token_and_its_replacement_drafts_again) {
   FW_REQUIRE_REAL_MODEL();
