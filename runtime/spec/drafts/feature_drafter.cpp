@@ -178,8 +178,9 @@ feature_drafter::pick feature_drafter::choose(const float* row, const seq_state&
   const size_t nc = vocab_.size();
   const size_t best = static_cast<size_t>(argmax(row, nc));
   const double t = s.temperature > 0 ? static_cast<double>(s.temperature) : 1.0;
+  std::vector<double> w(nc);
   double z = 0;
-  for (size_t v = 0; v < nc; ++v) z += std::exp((static_cast<double>(row[v]) - row[best]) / t);
+  for (size_t v = 0; v < nc; ++v) z += w[v] = std::exp((static_cast<double>(row[v]) - row[best]) / t);
   pick out{vocab_[best], static_cast<float>(1.0 / z)};
   if (s.temperature <= 0 || q == nullptr) return out;
   q->assign(static_cast<size_t>(target_->config().n_vocab), 0.0f);
@@ -187,9 +188,8 @@ feature_drafter::pick feature_drafter::choose(const float* row, const seq_state&
   double cum = 0;
   bool drawn = false;
   for (size_t v = 0; v < nc; ++v) {
-    const double w = std::exp((static_cast<double>(row[v]) - row[best]) / t);
-    (*q)[static_cast<size_t>(vocab_[v])] = static_cast<float>(w / z);
-    cum += w;
+    (*q)[static_cast<size_t>(vocab_[v])] = static_cast<float>(w[v] / z);
+    cum += w[v];
     if (!drawn && u < cum) out.token = vocab_[v], drawn = true;
   }
   return out;  // (u beyond the sum by rounding: the argmax)
