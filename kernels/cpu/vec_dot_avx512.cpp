@@ -320,9 +320,67 @@ template <int RW, int RX> constexpr tile_fn q8_0_tile = tile_q<q8_0_format, RW, 
 
 }  // namespace
 
+namespace {
+
+// 16 vectors -> one: lane L combines (op) every lane of v[4 * (L % 4) + L / 4] (the tree below
+// leaves block 4r + q's result in lane 4q + r, so the caller lays the blocks out transposed and
+// gets block L in lane L). 15 ops and 30 in-lane or 128-bit shuffles for 16 horizontal reductions,
+// instead of 16 chains of 4 dependent shuffle-and-op steps each.
+template <class Op>
+inline __m512 reduce_16_ways(const __m512 (&v)[16], Op op) {
+  __m512 b[8], c[4];
+  for (int i = 0; i < 8; ++i)  // 128-bit chunks 0, 1 of v[2i] (its 16 lanes folded to 8), 2, 3 of v[2i + 1]
+    b[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44), _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  for (int i = 0; i < 4; ++i)  // chunk q: v[4i + q] folded to 4 lanes
+    c[i] = op(_mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0x88), _mm512_shuffle_f32x4(b[2 * i], b[2 * i + 1], 0xDD));
+  const __m512 d0 = op(_mm512_shuffle_ps(c[0], c[1], 0x44), _mm512_shuffle_ps(c[0], c[1], 0xEE));
+  const __m512 d1 = op(_mm512_shuffle_ps(c[2], c[3], 0x44), _mm512_shuffle_ps(c[2], c[3], 0xEE));
+  return op(_mm512_shuffle_ps(d0, d1, 0x88), _mm512_shuffle_ps(d0, d1, 0xDD));  // chunk q lane r: v[4r + q]
+}
+
+// 16 blocks at once: their absolute maxima, scales and sums each as one vector.
+inline void quantize_16_blocks(const float* x, block_q8x* y) {
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  const auto slot = [](int i) { return 4 * (i % 4) + i / 4; };  // the block in reduce_16_ways' input i
+  __m512 m[16];
+  for (int i = 0; i < 16; ++i) {
+    const float* xb = x + 32 * slot(i);
+    m[i] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xb)), _mm512_abs_ps(_mm512_loadu_ps(xb + 16)));
+  }
+  const __m512 amax = reduce_16_ways(m, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); });
+  // The reference's arithmetic per lane: d = fp16(amax / 127), id = 1 / d (0 when d is 0).
+  const __m512 d = _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_div_ps(amax, _mm512_set1_ps(127.f)), _MM_FROUND_TO_NEAREST_INT));
+  const __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_OQ), _mm512_set1_ps(1.f), d);
+  alignas(64) float ds[16], ids[16];
+  _mm512_store_ps(ds, d);
+  _mm512_store_ps(ids, id);
+  __m512 sums[16];
+  for (int i = 0; i < 16; ++i) {
+    const int blk = slot(i);
+    const float* xb = x + 32 * blk;
+    const __m512 s = _mm512_set1_ps(ids[blk]);
+    __m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    i0 = _mm512_min_epi32(_mm512_max_epi32(i0, lo), hi);
+    i1 = _mm512_min_epi32(_mm512_max_epi32(i1, lo), hi);
+    sums[i] = _mm512_castsi512_ps(_mm512_add_epi32(i0, i1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[blk].qs), _mm512_cvtepi32_epi8(i0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[blk].qs + 16), _mm512_cvtepi32_epi8(i1));
+  }
+  alignas(64) int32_t sum[16];
+  _mm512_store_si512(sum, _mm512_castps_si512(reduce_16_ways(sums, [](__m512 a, __m512 b) {
+                       return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
+                     })));
+  for (int b = 0; b < 16; ++b) y[b].d = ds[b], y[b].sum = sum[b];
+}
+
+}  // namespace
+
 void quantize_q8x(const float* x, block_q8x* y, int64_t k) {
   const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-  for (int64_t b = 0; b < k / 32; ++b, x += 32) {
+  int64_t b = 0;
+  for (; b + 16 <= k / 32; b += 16, x += 16 * 32) quantize_16_blocks(x, y + b);
+  for (; b < k / 32; ++b, x += 32) {
     const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     // Same arithmetic as the reference: the fp16-rounded scale d, x * (1 / d) rounded to nearest

@@ -334,7 +334,7 @@ INSTANTIATE_TEST_SUITE_P(all_types, vec_dot_ref_test,
 std::vector<float> quantizer_input() {
   std::mt19937_64 rng(3);
   std::normal_distribution<float> nd(0.f, 3.f);
-  std::vector<float> x(32 * 64);
+  std::vector<float> x(32 * 69);  // 4 groups of 16 blocks (the AVX-512 path's unit) and a tail of 5
   for (auto& v : x) v = nd(rng);
   x[5] = 0.f;
   std::fill(x.begin() + 64, x.begin() + 96, 0.f);  // an all-zero block (block 2)
@@ -343,6 +343,7 @@ std::vector<float> quantizer_input() {
   for (int i = 0; i < 32; ++i) x[128 + i] = 1e-6f * (i - 13);  // d is an fp16 subnormal
   for (int i = 0; i < 32; ++i) x[160 + i] = 6e4f * std::sin(float(i));
   for (int i = 0; i < 32; ++i) x[192 + i] = -1.f;  // all equal: every q is -127
+  std::fill(x.begin() + 32 * 66, x.begin() + 32 * 67, 0.f);  // an all-zero block in the tail
   return x;
 }
 
@@ -363,6 +364,7 @@ TEST_P(quantize_q8x_test, matches_reference_bit_for_bit) {
   }
   EXPECT_EQ(a[2].d, 0.f);
   EXPECT_EQ(a[6].sum, -127 * 32);
+  EXPECT_EQ(a[66].d, 0.f);
 }
 
 INSTANTIATE_TEST_SUITE_P(simd_paths, quantize_q8x_test,

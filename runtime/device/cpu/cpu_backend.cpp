@@ -331,6 +331,9 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
 
 expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out) {
   priority_gate::hold lock(forward_gate_, b.urgent);
+  // output_head overwrites every logit: the buffer keeps its elements rather than being resized up
+  // from empty, which would first zero it (3 MB in a 16-row step of a 49k vocabulary).
+  std::vector<float> logits = std::move(out.logits);
   out.clear();
   // The compute time, after the gate: what prefill_chunk_budget fits.
   struct timer {
@@ -353,6 +356,7 @@ expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out)
   tmp_.resize(m * e);
 
   for (const auto& p : plugins_) p->begin_step();  // a reloaded kernel plugin serves from this step on
+  out.logits = std::move(logits);
   batch_ = &b;
   out_ = &out;
   rows_ = m;
@@ -369,14 +373,13 @@ expected<void> cpu_backend::forward(const forward_batch& b, forward_result& out)
 void cpu_backend::embed_tokens() {
   const int64_t e = cfg_.n_embd;
   const auto& te = w_.tok_embd;
-  for (int64_t r = 0; r < rows_; ++r)
-    dequantize_row_ref(te.type, te.data + batch_->tokens[r] * te.row_bytes, x_.data() + r * e, e);
+  for_rows([&](int64_t r) { dequantize_row_ref(te.type, te.data + batch_->tokens[r] * te.row_bytes, x_.data() + r * e, e); });
 }
 
 void cpu_backend::rms_norm(uint32_t layer, llama_norm which) {
   const int64_t e = cfg_.n_embd;
   const float* w = which == llama_norm::attention ? layers_[layer].attn_norm : layers_[layer].ffn_norm;
-  for (int64_t r = 0; r < rows_; ++r) cpu::rms_norm(x_.data() + r * e, w, xn_.data() + r * e, e, cfg_.rms_eps);
+  for_rows([&](int64_t r) { cpu::rms_norm(x_.data() + r * e, w, xn_.data() + r * e, e, cfg_.rms_eps); });
 }
 
 void cpu_backend::project_qkv(uint32_t layer) {
@@ -392,8 +395,7 @@ void cpu_backend::project_qkv(uint32_t layer) {
     mm(L.wk, xn_.data(), e, rows_, qkv_.data() + qd, ld, true);  // xn_ unchanged: reuse its 8-bit quantization
     mm(L.wv, xn_.data(), e, rows_, qkv_.data() + qd + kvd, ld, true);
   }
-  if (L.qkv_bias)
-    for (int64_t r = 0; r < rows_; ++r) cpu::add_inplace(qkv_.data() + r * ld, L.qkv_bias, ld);
+  if (L.qkv_bias) for_rows([&](int64_t r) { cpu::add_inplace(qkv_.data() + r * ld, L.qkv_bias, ld); });
 }
 
 void cpu_backend::rope_and_store_kv(uint32_t layer) {
@@ -403,7 +405,8 @@ void cpu_backend::rope_and_store_kv(uint32_t layer) {
   // The adjacent-pair rope without frequency factors has a vector path (the Llama default);
   // other pairings and factor tables rotate with one cos/sin table per row.
   const bool table = cfg_.rope == rope_style::neox || w_.rope_freqs;
-  for (int64_t r = 0; r < rows_; ++r) {
+  // Rows write distinct KV slots (a position's slot in its sequence's block): they may go in parallel.
+  for_rows([&](int64_t r) {
     const int pos = batch_->positions[r];
     float* q = qkv_.data() + r * ld;
     float* k = q + qd;
@@ -424,7 +427,7 @@ void cpu_backend::rope_and_store_kv(uint32_t layer) {
     const kv_handle& kv = *batch_->kv[batch_->seq[r]];
     for (uint32_t h = 0; h < cfg_.n_head_kv; ++h)
       pool_.write_token(kv, pos, layer, h, k + h * hd, v + h * hd);
-  }
+  });
 }
 
 void cpu_backend::project_out_add(uint32_t layer) {
@@ -432,9 +435,10 @@ void cpu_backend::project_out_add(uint32_t layer) {
   const auto& L = layers_[layer];
   observe(layer, activation_site::attn_out_in, att_.data(), qd, qd);
   mm(L.wo, att_.data(), qd, rows_, tmp_.data(), e);
-  if (L.wo_bias)
-    for (int64_t r = 0; r < rows_; ++r) cpu::add_inplace(tmp_.data() + r * e, L.wo_bias, e);
-  cpu::add_inplace(x_.data(), tmp_.data(), rows_ * e);
+  for_rows([&](int64_t r) {
+    if (L.wo_bias) cpu::add_inplace(tmp_.data() + r * e, L.wo_bias, e);
+    cpu::add_inplace(x_.data() + r * e, tmp_.data() + r * e, e);
+  });
 }
 
 void cpu_backend::ffn_gate_up(uint32_t layer) {
@@ -449,30 +453,33 @@ void cpu_backend::ffn_gate_up(uint32_t layer) {
     mm(L.w_gate, xn_.data(), e, rows_, gate_up_.data(), gu);
     mm(L.w_up, xn_.data(), e, rows_, gate_up_.data() + ff, gu, true);
   }
-  for (int64_t r = 0; r < rows_; ++r) cpu::silu_mul(gate_up_.data() + r * gu, gate_up_.data() + r * gu + ff, ff);
+  for_rows([&](int64_t r) { cpu::silu_mul(gate_up_.data() + r * gu, gate_up_.data() + r * gu + ff, ff); });
 }
 
 void cpu_backend::ffn_down_add(uint32_t layer) {
   const int64_t e = cfg_.n_embd, gu = 2 * static_cast<int64_t>(cfg_.n_ff);
   observe(layer, activation_site::down_in, gate_up_.data(), gu, cfg_.n_ff);
   mm(layers_[layer].w_down, gate_up_.data(), gu, rows_, tmp_.data(), e);
-  cpu::add_inplace(x_.data(), tmp_.data(), rows_ * e);
+  for_rows([&](int64_t r) { cpu::add_inplace(x_.data() + r * e, tmp_.data() + r * e, e); });
   observe(layer, activation_site::layer_out, x_.data(), e, e);
 }
 
 void cpu_backend::output_head() {
   // Final norm and output head, only for the rows that want logits.
   const int64_t e = cfg_.n_embd;
-  int64_t n_out = 0;
   auto& entropy = out_->entropy;
+  out_rows_.clear();
   for (int64_t r = 0; r < rows_; ++r) {
     if (!batch_->want_logits[r]) continue;
     float h_sum = 0;
     for (uint32_t h = 0; h < cfg_.n_head; ++h) h_sum += head_entropy_[r * cfg_.n_head + h];
     entropy.push_back(h_sum / cfg_.n_head);
-    cpu::rms_norm(x_.data() + r * e, w_.output_norm, xn_.data() + n_out * e, e, cfg_.rms_eps);
-    ++n_out;
+    out_rows_.push_back(r);
   }
+  const int64_t n_out = static_cast<int64_t>(out_rows_.size());
+  for_rows([&](int64_t i) {
+    if (i < n_out) cpu::rms_norm(x_.data() + out_rows_[i] * e, w_.output_norm, xn_.data() + i * e, e, cfg_.rms_eps);
+  });
   if (batch_->want_hidden) out_->hidden.assign(xn_.begin(), xn_.begin() + n_out * e);
   out_->logits.resize(n_out * cfg_.n_vocab);
   if (n_out > 0) mm(output_, xn_.data(), e, n_out, out_->logits.data(), cfg_.n_vocab);

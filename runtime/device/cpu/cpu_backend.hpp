@@ -137,11 +137,27 @@ class cpu_backend final : public backend, private llama_ops {
     std::vector<attention_task> tasks;
     std::vector<std::vector<const void*>> k_tiles, v_tiles;  ///< per thread
   } attn_;
+  std::vector<int64_t> out_rows_;    ///< the rows that want logits, in order (output_head)
   std::vector<float> head_entropy_;  ///< [rows][heads] of the last layer, rows with logits only
   // The forward in progress (set and cleared by forward(), under forward_gate_).
   const forward_batch* batch_ = nullptr;
   forward_result* out_ = nullptr;
   int64_t rows_ = 0;
+  /// Rows from which the per-row work between products (norms, rope and KV writes, silu, residual
+  /// adds) is split over the kernel threads; below it the calling thread does it (a pass over
+  /// the pool costs more than a few rows' worth).
+  static constexpr int64_t parallel_row_ops_min = 4;
+  /// f(r) for every row of the forward in progress, over the threads from parallel_row_ops_min rows.
+  template <class F>
+  void for_rows(F&& f) {
+    if (rows_ < parallel_row_ops_min) {
+      for (int64_t r = 0; r < rows_; ++r) f(r);
+      return;
+    }
+    threads_->parallel_for(rows_, 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t r = b; r < e; ++r) f(r);
+    });
+  }
 };
 
 }  // namespace fw
