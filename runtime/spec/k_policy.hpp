@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace fw {
@@ -42,6 +43,10 @@ struct k_policy_config {
   /// measured on the target backend (calibrate_verify_cost); empty = unknown (acceptance
   /// thresholds only).
   std::vector<double> verify_cost;
+  /// With verify_cost and adaptive: the decoder re-prices verify_cost by its own steps' forward
+  /// times (step_cost_tracker). Off: the calibration alone, so k choices do not follow the
+  /// machine's load (tests that compare proposals between runs).
+  bool learn_step_costs = true;
 };
 
 /// Per-sequence adaptive state.
@@ -100,6 +105,9 @@ class k_policy {
   int k_for_scored(uint32_t remaining) const;
 
   const k_policy_config& config() const { return c_; }
+  /// Replaces verify_cost (the decoder's in-situ measurements laid over the calibration:
+  /// step_cost_tracker); a vector shorter than 2 makes the policy cost-blind again.
+  void set_verify_cost(std::vector<double> cost) { c_.verify_cost = std::move(cost); }
 
  private:
   /// k after an observation updated s's acceptance average.

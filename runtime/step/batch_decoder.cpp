@@ -23,6 +23,9 @@ void batch_decoder::set_speculation(drafter* draft, k_policy policy) {
   remote_ = false;
   policy_ = policy;
   gate_ = spec_gate{};
+  calibrated_cost_ = policy_.config().verify_cost;
+  costs_ = step_cost_tracker(static_cast<int>(calibrated_cost_.size()));
+  steps_since_costs_ = 0;
 }
 
 void batch_decoder::set_remote_speculation(draft_traits traits, k_policy policy) {
@@ -31,6 +34,22 @@ void batch_decoder::set_remote_speculation(draft_traits traits, k_policy policy)
   traits_ = traits;
   policy_ = policy;
   gate_ = spec_gate{};
+  calibrated_cost_ = policy_.config().verify_cost;
+  costs_ = step_cost_tracker(static_cast<int>(calibrated_cost_.size()));
+  steps_since_costs_ = 0;
+}
+
+void batch_decoder::set_step_costs(const step_cost_tracker& c) {
+  costs_ = c;
+  if (calibrated_cost_.size() > 1 && policy_.config().learn_step_costs) policy_.set_verify_cost(costs_.costs(calibrated_cost_));
+}
+
+void batch_decoder::observe_step_cost(size_t rows, double seconds) {
+  if (!policy_.config().adaptive || !policy_.config().learn_step_costs || calibrated_cost_.size() < 2) return;
+  costs_.observe(static_cast<int>(rows), seconds);
+  if (++steps_since_costs_ < cost_refresh_steps) return;
+  steps_since_costs_ = 0;
+  policy_.set_verify_cost(costs_.costs(calibrated_cost_));
 }
 
 bool batch_decoder::stop_speculating(uint64_t id) {
@@ -377,6 +396,7 @@ step_result batch_decoder::run(step_plan p) {
     drop_failed(res);
     return res;
   }
+  if (on) observe_step_cost(batch_.rows(), result_.compute_s);
   step_result res = apply(p, result_, std::move(failed));
   if (any_draft) spec_.verify_ms += ms_since(t_verify);
   if (on && policy_.config().adaptive) gate_.observe(any_draft, res.events.size(), p.draft_ms + ms_since(t0), p.draft_ms);

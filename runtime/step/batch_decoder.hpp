@@ -19,6 +19,7 @@
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/spec/k_policy.hpp"
 #include "runtime/spec/spec_gate.hpp"
+#include "runtime/spec/step_cost_tracker.hpp"
 #include "runtime/model/model.hpp"
 #include "runtime/step/sequence.hpp"
 #include "runtime/step/step_plan.hpp"
@@ -124,6 +125,11 @@ class batch_decoder {
   /// target and draft (the generator keeps it across requests).
   const spec_gate& gate() const { return gate_; }
   void set_gate(const spec_gate& g) { gate_ = g; }
+  /// The in-situ step costs measured so far (k = auto with a calibrated verify_cost: every
+  /// step's forward time by its rows, laid over the calibration every cost_refresh_steps steps);
+  /// carried over like the gate.
+  const step_cost_tracker& step_costs() const { return costs_; }
+  void set_step_costs(const step_cost_tracker& c);
   /// Caps every sequence's draft length from now on (the supervisor lowers it on a degraded
   /// device or link); < 0: no cap.
   void set_k_cap(int cap) { k_cap_ = cap; }
@@ -163,6 +169,13 @@ class batch_decoder {
   std::vector<uint64_t> draft_ends_;
   k_policy policy_;
   spec_gate gate_;  ///< with an adaptive policy: drafting off while plain decoding is faster
+  /// Observes one step's forward (rows, compute time) and, every cost_refresh_steps, prices the
+  /// policy's k by the measured costs over the calibrated ones.
+  void observe_step_cost(size_t rows, double seconds);
+  static constexpr int cost_refresh_steps = 16;
+  std::vector<double> calibrated_cost_;  ///< the policy's verify_cost as configured
+  step_cost_tracker costs_;
+  int steps_since_costs_ = 0;
   int k_cap_ = -1;
   spec_stats spec_;
   std::vector<uint64_t> begin_failed_;  ///< sequences whose draft refused to begin, not yet reported

@@ -111,6 +111,7 @@ expected<generation_result> generator::run(std::span<const int32_t> prompt,
     batch_decoder dec(model_, backend_, 1);
     dec.set_speculation(opts_.draft, opts_.policy);
     dec.set_gate(gate_);  // what earlier requests measured: whether drafting pays here
+    dec.set_step_costs(step_costs_);  // and what its steps cost
     res.tokens = seq->generated();
     if (going) {
       dec.add(std::move(seq), entropy);
@@ -130,6 +131,7 @@ expected<generation_result> generator::run(std::span<const int32_t> prompt,
     res.spec = dec.speculation_stats();
     res.spec_used = true;
     gate_ = dec.gate();
+    step_costs_ = dec.step_costs();
   }
   res.decode_ms = ms_since(t1) - (res.ttft_ms - res.prefill_ms);
   return res;

@@ -60,6 +60,7 @@ class generator {
   backend& backend_;
   generator_options opts_;
   spec_gate gate_;  ///< carried from request to request (see batch_decoder::gate)
+  step_cost_tracker step_costs_;  ///< carried from request to request (see batch_decoder::step_costs)
 };
 
 }  // namespace fw

@@ -71,6 +71,7 @@ class feature_drafter_test : public ::testing::Test {
     kc.adaptive = adaptive;
     kc.fixed_k = 3;
     if (adaptive) kc.verify_cost = {1.0, 1.07, 1.19, 1.34, 1.46, 1.63, 1.87, 2.13, 2.49};
+    kc.learn_step_costs = false;  // k choices independent of the machine's load
     generator plain(*target_, *be, generator_options{512, 512, false});
     generator spec(*target_, *be, generator_options{512, 512, false, &d, k_policy(kc)});
     uint64_t drafted = 0, accepted = 0;
