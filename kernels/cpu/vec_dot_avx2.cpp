@@ -23,37 +23,76 @@ inline __m256i unpack_nibbles(const uint8_t* qs) {
   return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
 }
 
+// 8 vectors -> one: lane L combines (op) every lane of v[2 * (L % 4) + L / 4]; the caller lays
+// block 4 * (i % 2) + i / 2 into v[i] and gets block L in lane L. 7 ops and 14 shuffles for 8
+// horizontal reductions.
+template <class Op>
+inline __m256 reduce_8_ways(const __m256 (&v)[8], Op op) {
+  __m256 b[4];
+  for (int i = 0; i < 4; ++i)  // half 0: v[2i] folded to 4 lanes, half 1: v[2i + 1]
+    b[i] = op(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20), _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
+  const __m256 c0 = op(_mm256_shuffle_ps(b[0], b[1], 0x44), _mm256_shuffle_ps(b[0], b[1], 0xEE));
+  const __m256 c1 = op(_mm256_shuffle_ps(b[2], b[3], 0x44), _mm256_shuffle_ps(b[2], b[3], 0xEE));
+  return op(_mm256_shuffle_ps(c0, c1, 0x88), _mm256_shuffle_ps(c0, c1, 0xDD));  // half h lane r: v[2r + h]
+}
+
+// Clamp to [-127, 127] like the reference before summing: when d is an fp16 subnormal its
+// rounding error can push x / d past 127. Stores the block's 32 values; returns their sum's lanes.
+inline __m256i quantize_block(const float* x, __m256 id, int8_t* qs) {
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  __m256i i0 = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), id)), lo), hi);
+  __m256i i1 = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8), id)), lo), hi);
+  __m256i i2 = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 16), id)), lo), hi);
+  __m256i i3 = _mm256_min_epi32(_mm256_max_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 24), id)), lo), hi);
+  const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+  i0 = _mm256_packs_epi32(i0, i1);
+  i2 = _mm256_packs_epi32(i2, i3);
+  i0 = _mm256_packs_epi16(i0, i2);
+  i0 = _mm256_permutevar8x32_epi32(i0, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), i0);
+  return sum;
+}
+
+inline __m256 abs_max_of_block(const float* x) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  const __m256 m01 = _mm256_max_ps(_mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x)), _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + 8)));
+  const __m256 m23 = _mm256_max_ps(_mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + 16)), _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + 24)));
+  return _mm256_max_ps(m01, m23);
+}
+
+// 8 blocks at once: their absolute maxima, scales and sums each as one vector.
+inline void quantize_8_blocks(const float* x, block_q8x* y) {
+  const auto slot = [](int i) { return 4 * (i % 2) + i / 2; };  // the block in reduce_8_ways' input i
+  __m256 m[8];
+  for (int i = 0; i < 8; ++i) m[i] = abs_max_of_block(x + 32 * slot(i));
+  const __m256 amax = reduce_8_ways(m, [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); });
+  // The reference's arithmetic per lane: d = fp16(amax / 127), id = 1 / d (0 when d is 0).
+  const __m256 d = _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_div_ps(amax, _mm256_set1_ps(127.f)), 0));
+  const __m256 id = _mm256_and_ps(_mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_OQ), _mm256_div_ps(_mm256_set1_ps(1.f), d));
+  alignas(32) float ds[8], ids[8];
+  _mm256_store_ps(ds, d);
+  _mm256_store_ps(ids, id);
+  __m256 sums[8];
+  for (int i = 0; i < 8; ++i) {
+    const int blk = slot(i);
+    sums[i] = _mm256_castsi256_ps(quantize_block(x + 32 * blk, _mm256_set1_ps(ids[blk]), y[blk].qs));
+  }
+  alignas(32) int32_t sum[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(sum), _mm256_castps_si256(reduce_8_ways(sums, [](__m256 a, __m256 b) {
+                       return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(a), _mm256_castps_si256(b)));
+                     })));
+  for (int b = 0; b < 8; ++b) y[b].d = ds[b], y[b].sum = sum[b];
+}
+
 }  // namespace
 
 void quantize_q8x(const float* x, block_q8x* y, int64_t k) {
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
-  for (int64_t b = 0; b < k / 32; ++b, x += 32) {
-    __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
-    __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
-    __m256 m = _mm256_andnot_ps(sign_mask, v0);
-    m = _mm256_max_ps(m, _mm256_andnot_ps(sign_mask, v1));
-    m = _mm256_max_ps(m, _mm256_andnot_ps(sign_mask, v2));
-    m = _mm256_max_ps(m, _mm256_andnot_ps(sign_mask, v3));
-    const float d = _cvtsh_ss(_cvtss_sh(hmax(m) / 127.f, 0));
-    const __m256 id = _mm256_set1_ps(d != 0.f ? 1.f / d : 0.f);
-    __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, id));
-    __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, id));
-    __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, id));
-    __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, id));
-    // Clamp to [-127, 127] like the reference before summing: when d is an fp16 subnormal its
-    // rounding error can push x / d past 127.
-    const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
-    i0 = _mm256_min_epi32(_mm256_max_epi32(i0, lo), hi);
-    i1 = _mm256_min_epi32(_mm256_max_epi32(i1, lo), hi);
-    i2 = _mm256_min_epi32(_mm256_max_epi32(i2, lo), hi);
-    i3 = _mm256_min_epi32(_mm256_max_epi32(i3, lo), hi);
+  int64_t b = 0;
+  for (; b + 8 <= k / 32; b += 8, x += 8 * 32) quantize_8_blocks(x, y + b);
+  for (; b < k / 32; ++b, x += 32) {
+    const float d = _cvtsh_ss(_cvtss_sh(hmax(abs_max_of_block(x)) / 127.f, 0));
     y[b].d = d;
-    y[b].sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
-    i0 = _mm256_packs_epi32(i0, i1);
-    i2 = _mm256_packs_epi32(i2, i3);
-    i0 = _mm256_packs_epi16(i0, i2);
-    i0 = _mm256_permutevar8x32_epi32(i0, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), i0);
+    y[b].sum = hsum_i32(quantize_block(x, _mm256_set1_ps(d != 0.f ? 1.f / d : 0.f), y[b].qs));
   }
 }
 
