@@ -321,6 +321,11 @@ driven drive(const model& m, cpu_backend& be, drafter& d, k_policy pol, const st
     pipe.emplace(d, mode == drafting::remote_ahead);
     EXPECT_TRUE(pipe->begin(1, seq->history(), sp));
   }
+  // Runs compared step by step: the gate, which follows wall time, must not turn drafting off in
+  // one of them because the machine was busier (a draft under twice a step's time is never gated).
+  spec_gate_config never;
+  never.min_draft_share = 2.0;
+  dec.set_gate(spec_gate(never));
   dec.add(std::move(seq));
   while (dec.active() > 0) {
     auto res = test::pipeline_step(dec, pipe ? &*pipe : nullptr);
