@@ -23,9 +23,7 @@ void batch_decoder::set_speculation(drafter* draft, k_policy policy) {
   remote_ = false;
   policy_ = policy;
   gate_ = spec_gate{};
-  calibrated_cost_ = policy_.config().verify_cost;
-  costs_ = step_cost_tracker(static_cast<int>(calibrated_cost_.size()));
-  steps_since_costs_ = 0;
+  reset_step_costs();
 }
 
 void batch_decoder::set_remote_speculation(draft_traits traits, k_policy policy) {
@@ -34,6 +32,10 @@ void batch_decoder::set_remote_speculation(draft_traits traits, k_policy policy)
   traits_ = traits;
   policy_ = policy;
   gate_ = spec_gate{};
+  reset_step_costs();
+}
+
+void batch_decoder::reset_step_costs() {
   calibrated_cost_ = policy_.config().verify_cost;
   costs_ = step_cost_tracker(static_cast<int>(calibrated_cost_.size()));
   steps_since_costs_ = 0;

@@ -172,6 +172,8 @@ class batch_decoder {
   /// Observes one step's forward (rows, compute time) and, every cost_refresh_steps, prices the
   /// policy's k by the measured costs over the calibrated ones.
   void observe_step_cost(size_t rows, double seconds);
+  /// The new policy's verify_cost becomes the calibration the measurements are laid over.
+  void reset_step_costs();
   static constexpr int cost_refresh_steps = 16;
   std::vector<double> calibrated_cost_;  ///< the policy's verify_cost as configured
   step_cost_tracker costs_;

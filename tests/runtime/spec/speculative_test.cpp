@@ -369,6 +369,51 @@ TEST_F(speculative_test, drafting_through_a_pipeline_equals_local_drafting_token
   EXPECT_EQ(be->kv_pool().used_blocks(), 0u) << "target KV leaked";
 }
 
+TEST_F(speculative_test, the_decoder_times_every_step_for_the_cost_aware_policy) {
+  // k = auto with a calibration: each step's forward time reaches the step-cost tracker under its
+  // row count (1 for a plain step, 1 + drafted tokens for a verification). Fixed k: nothing to price.
+  auto be = backend();
+  ngram_drafter d(1);
+  const auto all = prompts();
+  const auto& prompt = all.front();
+  auto decode = [&](const k_policy_config& kc, std::map<int, int>& rows) {
+    auto seq = std::make_unique<sequence>(1, prompt, greedy(48), static_cast<int32_t>(target_->config().n_vocab), 48u);
+    seq->kv() = *be->kv_pool().allocate(0);
+    forward_result r;
+    EXPECT_TRUE(prefill_tokens(*be, seq->kv(), prompt.data(), prompt.size(), 0, 512, r));
+    seq->advance(r.logits, target_->vocab());
+    batch_decoder dec(*target_, *be, 4);
+    dec.set_speculation(&d, k_policy(kc));
+    dec.add(std::move(seq));
+    while (dec.active() > 0) {
+      step_plan p = dec.plan();
+      ++rows[static_cast<int>(p.seqs.front().rows())];
+      dec.run(std::move(p));
+    }
+    return dec.step_costs();
+  };
+  k_policy_config kc;
+  kc.verify_cost = {1.0, 1.07, 1.19, 1.34, 1.46, 1.63, 1.87, 2.13, 2.49};
+  std::map<int, int> rows;
+  const step_cost_tracker learned = decode(kc, rows);
+  int steps = 0;
+  for (int n = 1; n <= 9; ++n) {
+    EXPECT_EQ(learned.samples(n), rows[n]) << n << " rows";
+    steps += rows[n];
+  }
+  EXPECT_GT(steps, 16);
+  kc.adaptive = false;
+  std::map<int, int> fixed_rows;
+  const step_cost_tracker fixed = decode(kc, fixed_rows);
+  int fixed_steps = 0;
+  for (int n = 1; n <= 9; ++n) {
+    EXPECT_EQ(fixed.samples(n), 0) << n << " rows";
+    fixed_steps += fixed_rows[n];
+  }
+  EXPECT_GT(fixed_steps, 16);  // steps ran, unrecorded
+  EXPECT_EQ(be->kv_pool().used_blocks(), 0u);
+}
+
 TEST_F(speculative_test, a_scoring_draft_with_auto_k_verifies_the_same_prefixes_through_a_pipeline) {
   // k = auto with a scoring draft: the decoder trims each proposal to the prefix that pays, on
   // the local and the remote path alike (the same tokens verified, the same acceptance learned).
