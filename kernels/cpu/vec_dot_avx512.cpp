@@ -338,9 +338,20 @@ inline __m512 reduce_16_ways(const __m512 (&v)[16], Op op) {
   return op(_mm512_shuffle_ps(d0, d1, 0x88), _mm512_shuffle_ps(d0, d1, 0xDD));  // chunk q lane r: v[4r + q]
 }
 
+// Same arithmetic as the reference: x * (1 / d) rounded to nearest even, clamped to [-127, 127].
+// Stores the block's 32 values; returns their sum's lanes.
+inline __m512i quantize_block(const float* x, __m512 id, int8_t* qs) {
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  constexpr int rnd = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const __m512i i0 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x), id), rnd), lo), hi);
+  const __m512i i1 = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(x + 16), id), rnd), lo), hi);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs), _mm512_cvtepi32_epi8(i0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 16), _mm512_cvtepi32_epi8(i1));
+  return _mm512_add_epi32(i0, i1);
+}
+
 // 16 blocks at once: their absolute maxima, scales and sums each as one vector.
 inline void quantize_16_blocks(const float* x, block_q8x* y) {
-  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
   const auto slot = [](int i) { return 4 * (i % 4) + i / 4; };  // the block in reduce_16_ways' input i
   __m512 m[16];
   for (int i = 0; i < 16; ++i) {
@@ -357,15 +368,7 @@ inline void quantize_16_blocks(const float* x, block_q8x* y) {
   __m512 sums[16];
   for (int i = 0; i < 16; ++i) {
     const int blk = slot(i);
-    const float* xb = x + 32 * blk;
-    const __m512 s = _mm512_set1_ps(ids[blk]);
-    __m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    i0 = _mm512_min_epi32(_mm512_max_epi32(i0, lo), hi);
-    i1 = _mm512_min_epi32(_mm512_max_epi32(i1, lo), hi);
-    sums[i] = _mm512_castsi512_ps(_mm512_add_epi32(i0, i1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[blk].qs), _mm512_cvtepi32_epi8(i0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[blk].qs + 16), _mm512_cvtepi32_epi8(i1));
+    sums[i] = _mm512_castsi512_ps(quantize_block(x + 32 * blk, _mm512_set1_ps(ids[blk]), y[blk].qs));
   }
   alignas(64) int32_t sum[16];
   _mm512_store_si512(sum, _mm512_castps_si512(reduce_16_ways(sums, [](__m512 a, __m512 b) {
@@ -377,24 +380,14 @@ inline void quantize_16_blocks(const float* x, block_q8x* y) {
 }  // namespace
 
 void quantize_q8x(const float* x, block_q8x* y, int64_t k) {
-  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
   int64_t b = 0;
   for (; b + 16 <= k / 32; b += 16, x += 16 * 32) quantize_16_blocks(x, y + b);
-  for (; b < k / 32; ++b, x += 32) {
+  for (; b < k / 32; ++b, x += 32) {  // the tail, one block at a time: the fp16-rounded scale d
     const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    // Same arithmetic as the reference: the fp16-rounded scale d, x * (1 / d) rounded to nearest
-    // even, clamped to [-127, 127].
     const float d = _cvtsh_ss(_cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT));
-    const __m512 id = _mm512_set1_ps(d != 0.f ? 1.f / d : 0.f);
-    __m512i i0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v0, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512i i1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(v1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    i0 = _mm512_min_epi32(_mm512_max_epi32(i0, lo), hi);
-    i1 = _mm512_min_epi32(_mm512_max_epi32(i1, lo), hi);
     y[b].d = d;
-    y[b].sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs), _mm512_cvtepi32_epi8(i0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y[b].qs + 16), _mm512_cvtepi32_epi8(i1));
+    y[b].sum = _mm512_reduce_add_epi32(quantize_block(x, _mm512_set1_ps(d != 0.f ? 1.f / d : 0.f), y[b].qs));
   }
 }
 

@@ -477,9 +477,8 @@ void cpu_backend::output_head() {
     out_rows_.push_back(r);
   }
   const int64_t n_out = static_cast<int64_t>(out_rows_.size());
-  for_rows([&](int64_t i) {
-    if (i < n_out) cpu::rms_norm(x_.data() + out_rows_[i] * e, w_.output_norm, xn_.data() + i * e, e, cfg_.rms_eps);
-  });
+  for_rows([&](int64_t i) { cpu::rms_norm(x_.data() + out_rows_[i] * e, w_.output_norm, xn_.data() + i * e, e, cfg_.rms_eps); },
+           n_out);
   if (batch_->want_hidden) out_->hidden.assign(xn_.begin(), xn_.begin() + n_out * e);
   out_->logits.resize(n_out * cfg_.n_vocab);
   if (n_out > 0) mm(output_, xn_.data(), e, n_out, out_->logits.data(), cfg_.n_vocab);

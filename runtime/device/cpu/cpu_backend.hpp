@@ -147,14 +147,16 @@ class cpu_backend final : public backend, private llama_ops {
   /// adds) is split over the kernel threads; below it the calling thread does it (a pass over
   /// the pool costs more than a few rows' worth).
   static constexpr int64_t parallel_row_ops_min = 4;
-  /// f(r) for every row of the forward in progress, over the threads from parallel_row_ops_min rows.
+  /// f(r) for every row r < n (default: the forward's rows), over the threads from
+  /// parallel_row_ops_min rows.
   template <class F>
-  void for_rows(F&& f) {
-    if (rows_ < parallel_row_ops_min) {
-      for (int64_t r = 0; r < rows_; ++r) f(r);
+  void for_rows(F&& f, int64_t n = -1) {
+    if (n < 0) n = rows_;
+    if (n < parallel_row_ops_min) {
+      for (int64_t r = 0; r < n; ++r) f(r);
       return;
     }
-    threads_->parallel_for(rows_, 1, [&](int64_t b, int64_t e, int) {
+    threads_->parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
       for (int64_t r = b; r < e; ++r) f(r);
     });
   }
