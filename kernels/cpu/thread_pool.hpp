@@ -41,12 +41,12 @@ class thread_pool {
     run(n_tasks, [](void* c, int64_t t, int th) { (*static_cast<F*>(c))(t, th); }, &f);
   }
 
-  /// Splits [0, n) into contiguous ranges, at least `grain` long, one or more per thread:
-  /// f(begin, end, thread).
+  /// Splits [0, n) into contiguous ranges, at least `grain` long, up to `ranges_per_thread` per
+  /// thread (handed out in order, dynamically): f(begin, end, thread).
   template <class F>
-  void parallel_for(int64_t n, int64_t grain, F&& f) {
+  void parallel_for(int64_t n, int64_t grain, F&& f, int ranges_per_thread = 4) {
     if (n <= 0) return;
-    int64_t chunks = std::min<int64_t>(n_threads_ * 4, (n + grain - 1) / grain);
+    int64_t chunks = std::min<int64_t>(int64_t{n_threads_} * ranges_per_thread, (n + grain - 1) / grain);
     if (chunks < 1) chunks = 1;
     if (n_threads_ == 1 || chunks == 1) { f(int64_t{0}, n, 0); return; }
     const int64_t step = (n + chunks - 1) / chunks;

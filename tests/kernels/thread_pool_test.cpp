@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -70,6 +71,24 @@ TEST(thread_pool, parallel_for_covers_the_range_without_overlap) {
       for (int64_t i = b; i < e; ++i) seen[i]++;
     });
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "n=" << n << " i=" << i;
+  }
+}
+
+TEST(thread_pool, parallel_for_makes_at_most_the_asked_ranges_per_thread) {
+  thread_pool pool(2);
+  for (int per_thread : {1, 2, 4}) {
+    for (int64_t n : {1, 3, 36, 1001}) {
+      std::mutex m;
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      std::vector<int> seen(n, 0);
+      pool.parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
+        std::lock_guard lock(m);
+        ranges.emplace_back(b, e);
+        for (int64_t i = b; i < e; ++i) seen[i]++;
+      }, per_thread);
+      ASSERT_EQ(static_cast<int64_t>(ranges.size()), std::min<int64_t>(n, 2 * per_thread)) << "n=" << n;
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "n=" << n << " i=" << i;
+    }
   }
 }
 

@@ -158,7 +158,7 @@ class cpu_backend final : public backend, private llama_ops {
     }
     threads_->parallel_for(n, 1, [&](int64_t b, int64_t e, int) {
       for (int64_t r = b; r < e; ++r) f(r);
-    });
+    }, 1);
   }
 };
 
