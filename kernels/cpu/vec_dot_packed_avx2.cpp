@@ -92,9 +92,12 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
         _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
     }
     __m256i s[NH][RX];
-    if constexpr (F::nibbles) {
+#pragma GCC unroll 2
+    for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
-      for (int t = 0; t < 4; ++t) {
+      for (int j = 0; j < RX; ++j) s[h][j] = _mm256_setzero_si256();
+    if constexpr (F::nibbles) {
+      const auto pieces = [&](int t) {
 #pragma GCC unroll 2
         for (int h = 0; h < NH; ++h) {
           const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gp + 64 * t + 32 * (H + h)));
@@ -105,17 +108,25 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
             const block_q8x& xb = xr[j][b];
             const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wl, piece(xb, t)),
                                                _mm256_maddubs_epi16(wh, piece(xb, 4 + t)));
-            s[h][j] = t == 0 ? p : _mm256_add_epi16(s[h][j], p);
+            s[h][j] = _mm256_add_epi16(s[h][j], p);
           }
         }
+      };
+      // Unrolled, the 2-4 row tiles spilled their sums to the stack (GCC 12 hoists the next
+      // pieces' loads): rolled, 4 rows x 8 weight rows measured 77 -> 100 GMAC/s on one core.
+      if constexpr (RX == 1) {
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; ++t) pieces(t);
+      } else {
+#pragma GCC unroll 1
+        for (int t = 0; t < 4; ++t) pieces(t);
       }
 #pragma GCC unroll 2
       for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
         for (int j = 0; j < RX; ++j) s[h][j] = _mm256_madd_epi16(s[h][j], ones);
     } else {
-#pragma GCC unroll 8
-      for (int t = 0; t < 8; ++t) {
+      const auto pieces = [&](int t) {
 #pragma GCC unroll 2
         for (int h = 0; h < NH; ++h) {
           const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gp + 64 * t + 32 * (H + h)));
@@ -124,9 +135,16 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
           for (int j = 0; j < RX; ++j) {
             const __m256i p =
                 _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(piece(xr[j][b], t), w)), ones);
-            s[h][j] = t == 0 ? p : _mm256_add_epi32(s[h][j], p);
+            s[h][j] = _mm256_add_epi32(s[h][j], p);
           }
         }
+      };
+      if constexpr (RX == 1) {
+#pragma GCC unroll 8
+        for (int t = 0; t < 8; ++t) pieces(t);
+      } else {
+#pragma GCC unroll 1
+        for (int t = 0; t < 8; ++t) pieces(t);
       }
     }
 #pragma GCC unroll 2
@@ -140,7 +158,7 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
       for (int j = 0; j < RX; ++j) {
         const block_q8x& xb = xr[j][b];
         __m256i a = s[h][j];
-        if constexpr (F::minus_8) a = _mm256_sub_epi32(a, _mm256_set1_epi32(xb.sum * 8));
+        if constexpr (F::minus_8) a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_set1_epi32(xb.sum), 3));
         acc[h][j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), _mm256_cvtepi32_ps(a), acc[h][j]);
         if constexpr (F::has_min) acc[h][j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xs[j * nb + b]), acc[h][j]);
       }
