@@ -148,7 +148,7 @@ class cpu_backend final : public backend, private llama_ops {
   /// the pool costs more than a few rows' worth).
   static constexpr int64_t parallel_row_ops_min = 4;
   /// f(r) for every row r < n (default: the forward's rows), over the threads from
-  /// parallel_row_ops_min rows.
+  /// parallel_row_ops_min rows: one contiguous range of rows a thread (the rows cost alike).
   template <class F>
   void for_rows(F&& f, int64_t n = -1) {
     if (n < 0) n = rows_;
