@@ -7,7 +7,8 @@
 // pairs summed to int16) and vpmaddwd against ones (pairs of int16 summed to int32):
 //  - q4_0 / q4_1: the nibbles (0..15) times activations (|x| <= 127) give pairs of at most 3810,
 //    so the 8 products of a block (4 pieces x low / high nibbles) are summed in int16 (at most
-//    30480) and widened once per block: 8 vpmaddubsw + 7 vpaddw + 1 vpmaddwd per row and block.
+//    30480) and widened once per block: 8 vpmaddubsw + 8 vpaddw (onto a zeroed sum) + 1 vpmaddwd
+//    per row and block.
 //  - q8_0: weights are signed; |w| against sign(x, w) (llama.cpp's trick) is one vpmaddubsw per
 //    piece, widened at once (a pair may reach 32512, so int16 sums would saturate).
 // q4_0's stored +8 is removed from the integer sum at the end of the block: -(sum(x) << 3).
@@ -149,7 +150,7 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
       for (int j = 0; j < RX; ++j) {
         const block_q8x& xb = xr[j][b];
         __m256i a = s[h][j];
-        if constexpr (F::minus_8) a = _mm256_sub_epi32(a, _mm256_slli_epi32(_mm256_set1_epi32(xb.sum), 3));
+        if constexpr (F::minus_8) a = _mm256_sub_epi32(a, _mm256_set1_epi32(xb.sum * 8));
         acc[h][j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(xb.d)), _mm256_cvtepi32_ps(a), acc[h][j]);
         if constexpr (F::has_min) acc[h][j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xs[j * nb + b]), acc[h][j]);
       }
