@@ -19,8 +19,10 @@
 // Register tiles: 8 rows (half a group) x up to 4 activation rows: 4 float accumulators, 4
 // integer sums, the two unpacked weight vectors and the broadcasts fit the 16 ymm registers.
 // Each loaded weight serves 4 activation rows and each broadcast activation piece 8 weight rows.
-// One activation row (decode) takes all 16 rows in one pass, so each 64-byte line of the
-// streamed weights is used whole when it arrives.
+// One or two activation rows (decode, a 2-row verification) take all 16 rows in one pass, so
+// each 64-byte line of the streamed weights is used whole when it arrives: two passes over half
+// lines cost a 2-row product 1.2-1.6x a 1-row one from memory (AMD EPYC, the AVX2 path), one pass
+// 1.0-1.3x. 3-4 rows make a pass per half (8 integer sums and 8 accumulators would not fit).
 #include <immintrin.h>
 
 #include <cstring>
@@ -52,9 +54,9 @@ struct q8_0_packed : packed::q8_0_layout {
   static constexpr auto unpacked_gemm = gemm_q8_0;
 };
 
-// Software prefetch, issued by the first half's pass only (as on AVX-512, see
-// vec_dot_packed_avx512.cpp): tiles of 4 rows always (they spend long enough per block that the
-// hardware prefetcher falls behind), 1-3 row tiles where cpu::prefetch_small_tiles() says so.
+// Software prefetch (as on AVX-512, see vec_dot_packed_avx512.cpp): tiles of 3-4 rows always
+// (they spend long enough per block that the hardware prefetcher falls behind; their second pass
+// fetches the next group), 1-2 row tiles where cpu::prefetch_small_tiles() says so.
 constexpr size_t prefetch_ahead = 3072;
 
 // The unpacked tail of a float matrix (rows after the last whole group): element by element.
@@ -77,8 +79,10 @@ inline __m256i piece(const block_q8x& xb, int p) {
 // y[j * ldy + r] for rows 8 H .. 8 (H + NH) - 1 of one group (NH halves of 8 rows in one pass)
 // and RX activation rows. xs (q4_1 only): d_x * sum(x) per activation row and block, nb floats
 // per row.
+// Prefetch: lines `ahead` bytes past each block are fetched (0: none; see packed_gemm).
 template <class F, int RX, int H, int NH, bool Prefetch>
-void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float* y, int64_t ldy, const float* xs) {
+void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float* y, int64_t ldy, const float* xs,
+               size_t ahead) {
   __m256 acc[NH][RX];
 #pragma GCC unroll 2
   for (int h = 0; h < NH; ++h)
@@ -87,10 +91,12 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
   const __m256i m4 = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t b = 0; b < nb; ++b, gp += F::group_block) {
-    if constexpr (H == 0 && Prefetch) {
+    if constexpr (Prefetch) {
+      if (ahead != 0) {
 #pragma GCC unroll 16
-      for (size_t off = 0; off < F::group_block; off += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(gp + prefetch_ahead + off), _MM_HINT_T0);
+        for (size_t off = 0; off < F::group_block; off += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(gp + ahead + off), _MM_HINT_T0);
+      }
     }
     __m256i s[NH][RX];
 #pragma GCC unroll 2
@@ -172,6 +178,7 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
   const int64_t n_packed = n_rows / group * group;
   const float* xs = F::has_min ? packed::q8x_min_terms(x, x_stride, n_x, nb) : nullptr;
   const bool prefetch_small = prefetch_small_tiles();
+  const size_t group_bytes = static_cast<size_t>(nb) * F::group_block;  // the same block of the next group
   for (int64_t g = 0; g < n_packed; g += group) {
     const uint8_t* gp = wp + g * rb;
     tiles::for_row_tiles<max_tile_rows>(n_x, [&]<int RX>(int64_t j) {
@@ -179,16 +186,17 @@ void packed_gemm(int64_t k, const void* w, int64_t n_rows, const void* x, size_t
 #pragma GCC unroll 4
       for (int r = 0; r < RX; ++r) xr[r] = reinterpret_cast<const block_q8x*>(xp + (j + r) * x_stride);
       const float* xsj = xs ? xs + j * nb : nullptr;
-      const auto run = [&]<bool Prefetch>() {
-        if constexpr (RX == 1) {  // decode: both halves in one pass over the group's cache lines
-          rows_tile<F, 1, 0, 2, Prefetch>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
-        } else {
-          rows_tile<F, RX, 0, 1, Prefetch>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
-          rows_tile<F, RX, 1, 1, Prefetch>(nb, gp, xr, y + j * ldy + g, ldy, xsj);
-        }
-      };
-      if (RX >= max_tile_rows || prefetch_small) run.template operator()<true>();
-      else run.template operator()<false>();
+      float* yj = y + j * ldy + g;
+      if constexpr (RX <= 2) {  // decode, 2-row verification: both halves in one pass over the group's lines
+        if (prefetch_small) rows_tile<F, RX, 0, 2, true>(nb, gp, xr, yj, ldy, xsj, prefetch_ahead);
+        else rows_tile<F, RX, 0, 2, false>(nb, gp, xr, yj, ldy, xsj, 0);
+      } else {
+        // A pass per half. The first tile's first pass streams the group from memory (fetching
+        // ahead within it); its second pass finds the group in L1 and fetches the next group, so
+        // the weight stream keeps flowing while the tiles compute from cache.
+        rows_tile<F, RX, 0, 1, true>(nb, gp, xr, yj, ldy, xsj, j == 0 ? prefetch_ahead : 0);
+        rows_tile<F, RX, 1, 1, true>(nb, gp, xr, yj, ldy, xsj, j == 0 ? group_bytes : 0);
+      }
     });
   }
   if (n_packed < n_rows)
