@@ -103,8 +103,8 @@ void packed_gemm_w8_g(int64_t k, const uint8_t* wp, int64_t n_packed, const uint
       const uint8_t* xr[RX];
 #pragma GCC unroll 4
       for (int r = 0; r < RX; ++r) xr[r] = xp + (j + r) * xs;
-      if constexpr (RX == 1) {  // decode: both halves in one pass over the group's cache lines
-        rows_w8<G8, 1, 0, 2>(k, wp + g * rb, xr, y + j * ldy + g, ldy);
+      if constexpr (RX <= 2) {  // decode, 2-row verification: both halves in one pass over the group's lines
+        rows_w8<G8, RX, 0, 2>(k, wp + g * rb, xr, y + j * ldy + g, ldy);
       } else {
         rows_w8<G8, RX, 0, 1>(k, wp + g * rb, xr, y + j * ldy + g, ldy);
         rows_w8<G8, RX, 1, 1>(k, wp + g * rb, xr, y + j * ldy + g, ldy);
@@ -205,7 +205,7 @@ void packed_gemm_w4a16(int64_t k, const void* w, int64_t n_rows, const void* x, 
       const uint8_t* xr[RX];
 #pragma GCC unroll 4
       for (int r = 0; r < RX; ++r) xr[r] = xp + (j + r) * xs;
-      if constexpr (RX == 1) {  // decode: both halves in one pass over the group's cache lines
+      if constexpr (RX == 1) {  // decode: both halves in one pass (2 rows in one pass measured even)
         rows_w4<G, 1, 0, 2>(k, wp + g0 * rb, xr, xsum + j * ng, y + j * ldy + g0, ldy);
       } else {
         rows_w4<G, RX, 0, 1>(k, wp + g0 * rb, xr, xsum + j * ng, y + j * ldy + g0, ldy);
