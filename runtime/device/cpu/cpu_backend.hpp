@@ -153,7 +153,7 @@ class cpu_backend final : public backend, private llama_ops {
     std::vector<float> part_out;     ///< head_dim floats per query of `parts`
     std::vector<std::vector<const void*>> k_tiles, v_tiles;  ///< per thread
   } attn_;
-  static constexpr int32_t split_min_keys = 256;
+  static constexpr int32_t split_min_keys = 128;
   void plan_attention_split();
   std::vector<int64_t> out_rows_;    ///< the rows that want logits, in order (output_head)
   std::vector<float> head_entropy_;  ///< [rows][heads] of the last layer, rows with logits only

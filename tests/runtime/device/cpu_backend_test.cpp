@@ -243,7 +243,7 @@ INSTANTIATE_TEST_SUITE_P(all_types, cpu_backend_test,
 
 // Split-key attention: one kv head on two threads leaves one thread idle in every layer's
 // attention unless the long cache is cut into two key ranges, one a thread, merged by their
-// log-sum-exp. Decode and 3-row verification steps past 512 keys give the logits and last-layer
+// log-sum-exp. Decode and 3-row verification steps past 256 keys give the logits and last-layer
 // entropies of the same backend on one thread (where nothing is split), to float rounding.
 TEST(cpu_backend_attention, key_ranges_on_two_threads_equal_one_thread) {
   tiny_model_spec spec;
@@ -282,7 +282,7 @@ TEST(cpu_backend_attention, key_ranges_on_two_threads_equal_one_thread) {
     SCOPED_TRACE(testing::Message() << rows << " rows after 600 tokens");
     const run one = decode(1, 600, rows), two = decode(2, 600, rows);
     EXPECT_EQ(one.split, 1);
-    EXPECT_EQ(two.split, 2) << "one task on two threads past 512 keys is split";
+    EXPECT_EQ(two.split, 2) << "one task on two threads past 256 keys is split";
     ASSERT_EQ(one.logits.size(), rows * nv);
     ASSERT_EQ(two.logits.size(), one.logits.size());
     EXPECT_LT(max_abs_diff(one.logits.data(), two.logits.data(), one.logits.size()), batch_shape_tolerance);
@@ -290,7 +290,7 @@ TEST(cpu_backend_attention, key_ranges_on_two_threads_equal_one_thread) {
     for (size_t i = 0; i < one.entropy.size(); ++i) EXPECT_NEAR(two.entropy[i], one.entropy[i], 1e-4f);
   }
   // Short caches stay whole: a split's merge would cost more than the idle thread.
-  EXPECT_EQ(decode(2, 300, 1).split, 1);
+  EXPECT_EQ(decode(2, 200, 1).split, 1);
 }
 
 // A backend that packs its own copies may drop the pages of the originals, but only of the
