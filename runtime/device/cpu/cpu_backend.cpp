@@ -294,17 +294,20 @@ void cpu_backend::plan_attention_split() {
   // Every range of every task must hold split_min_keys keys of each of its queries (the ranges
   // end before the task's shortest query does, the last range reaches its longest).
   const int32_t bt = static_cast<int32_t>(pool_.layout().block_tokens);
-  for (const attention_task& t : all.tasks) {
-    const int32_t min_keys = *std::min_element(all.n_keys.begin() + t.begin, all.n_keys.begin() + t.end);
-    if (min_keys < split * split_min_keys) return;
+  std::vector<int32_t> min_keys(n_tasks);
+  for (size_t ti = 0; ti < n_tasks; ++ti) {
+    const attention_task& t = all.tasks[ti];
+    min_keys[ti] = *std::min_element(all.n_keys.begin() + t.begin, all.n_keys.begin() + t.end);
+    if (min_keys[ti] < split * split_min_keys) return;
   }
   attn_.split = split;
-  const size_t hd = cfg_.head_dim;
+  const size_t hd = cfg_.head_dim, n_parts = all.q.size() * static_cast<size_t>(split);  // every query in every range
+  attn_.part_out.resize(n_parts * hd);
   attn_.part_of.assign(all.q.size(), 0);
   attn_.stride.assign(all.q.size(), 0);
-  for (const attention_task& t : all.tasks) {
-    const int32_t min_keys = *std::min_element(all.n_keys.begin() + t.begin, all.n_keys.begin() + t.end);
-    const int tiles_min = (min_keys + bt - 1) / bt;  // tiles holding some key of every query
+  for (size_t ti = 0; ti < n_tasks; ++ti) {
+    const attention_task& t = all.tasks[ti];
+    const int tiles_min = (min_keys[ti] + bt - 1) / bt;  // tiles holding some key of every query
     const size_t nq = t.end - t.begin;
     for (size_t i = t.begin; i < t.end; ++i) attn_.part_of[i] = parts.q.size() + (i - t.begin), attn_.stride[i] = nq;
     for (int c = 0; c < split; ++c) {
@@ -312,18 +315,19 @@ void cpu_backend::plan_attention_split() {
       const int last = c + 1 < split ? (c + 1) * tiles_min / split : t.n_tiles;
       attention_task p{t.seq, t.kv_head, parts.q.size(), 0, last - first, first};
       for (size_t i = t.begin; i < t.end; ++i) {
+        parts.out.push_back(attn_.part_out.data() + parts.q.size() * hd);
         parts.q.push_back(all.q[i]);
-        parts.out.push_back(nullptr);  // set below, once part_out has its size
         parts.n_keys.push_back(std::min(all.n_keys[i] - first * bt, (last - first) * bt));
       }
       p.end = parts.q.size();
       parts.tasks.push_back(p);
     }
   }
-  attn_.part_out.resize(parts.q.size() * hd);
-  for (size_t i = 0; i < parts.q.size(); ++i) parts.out[i] = attn_.part_out.data() + i * hd;
-  parts.entropy.resize(parts.q.size());
-  parts.lse.resize(parts.q.size());
+  parts.entropy.resize(n_parts);
+  parts.lse.resize(n_parts);
+  attn_.merge_outs.resize(static_cast<size_t>(split));
+  attn_.merge_lse.resize(static_cast<size_t>(split));
+  attn_.merge_entropy.resize(static_cast<size_t>(split));
 }
 
 void cpu_backend::attention(uint32_t layer, bool last_layer) {
@@ -380,8 +384,9 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
   if (split) {
     const int parts = attn_.split;
     const int hd = static_cast<int>(cfg_.head_dim);
-    std::vector<const float*> outs(static_cast<size_t>(parts));
-    std::vector<float> lse(static_cast<size_t>(parts)), ent(static_cast<size_t>(parts));
+    std::vector<const float*>& outs = attn_.merge_outs;
+    std::vector<float>& lse = attn_.merge_lse;
+    std::vector<float>& ent = attn_.merge_entropy;
     for (size_t i = 0; i < all.q.size(); ++i) {
       for (int c = 0; c < parts; ++c) {
         const size_t pi = attn_.part_of[i] + static_cast<size_t>(c) * attn_.stride[i];

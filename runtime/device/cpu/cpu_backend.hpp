@@ -151,6 +151,8 @@ class cpu_backend final : public backend, private llama_ops {
     attention_queries_set parts;     ///< with split > 1: query i of `all`, range c = parts' query part_of[i] + c * stride[i]
     std::vector<size_t> part_of, stride;
     std::vector<float> part_out;     ///< head_dim floats per query of `parts`
+    std::vector<const float*> merge_outs;  ///< one query's ranges while merging (split entries)
+    std::vector<float> merge_lse, merge_entropy;
     std::vector<std::vector<const void*>> k_tiles, v_tiles;  ///< per thread
   } attn_;
   static constexpr int32_t split_min_keys = 128;
