@@ -42,7 +42,6 @@ void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
       s[t] = std::exp(s[t] - mx);
       sum += s[t];
     }
-    if (qs.lse) qs.lse[i] = mx + static_cast<float>(std::log(sum));
     const float inv = static_cast<float>(1.0 / sum);
     double h = 0.0;
     for (int t = 0; t < n; ++t) {
@@ -60,22 +59,6 @@ void attention(const kv_tiles& kv, const attention_queries& qs, float scale) {
 }
 
 }  // namespace ref
-
-void merge_attention_parts(int parts, int head_dim, const float* const* outs, const float* lse,
-                           const float* entropies, float* out, float* entropy) {
-  const float top = *std::max_element(lse, lse + parts);
-  double total = 0.0;
-  for (int c = 0; c < parts; ++c) total += std::exp(static_cast<double>(lse[c] - top));
-  std::fill(out, out + head_dim, 0.f);
-  double h = 0.0;
-  for (int c = 0; c < parts; ++c) {
-    const double w = std::exp(static_cast<double>(lse[c] - top)) / total;
-    const float wf = static_cast<float>(w);
-    for (int e = 0; e < head_dim; ++e) out[e] += wf * outs[c][e];
-    if (entropies && w > 0.0) h += w * (static_cast<double>(entropies[c]) - std::log(w));
-  }
-  if (entropy) *entropy = static_cast<float>(h);
-}
 
 attention_fn select_attention(simd_level max_level, int head_dim, int block_tokens) {
   if (max_level >= simd_level::avx512 && host_features().has_avx512() && avx512::supports(head_dim, block_tokens))

@@ -47,9 +47,6 @@ struct attention_queries {
   const int32_t* n_keys = nullptr;
   /// Optional (nullptr = skip): entropy in nats of each query's attention distribution.
   float* entropy = nullptr;
-  /// Optional (nullptr = skip): log sum_t exp(scale q . k_t) of each query, what joins the
-  /// results of separate key ranges (merge_attention_parts).
-  float* lse = nullptr;
 };
 
 /// out = softmax(scale * q . K) . V for every query.
@@ -57,13 +54,6 @@ using attention_fn = void (*)(const kv_tiles& kv, const attention_queries& qs, f
 
 /// The best path at or below max_level for this shape (the reference when no SIMD path fits).
 attention_fn select_attention(simd_level max_level, int head_dim, int block_tokens);
-
-/// One query's attention over the union of `parts` disjoint key ranges from each range's own
-/// result (outs[c]: normalized over its range; lse[c]; entropies[c], nullable): out = sum_c w_c
-/// outs[c] with w_c = exp(lse[c]) / sum_c' exp(lse[c']), and *entropy (nullable) = sum_c w_c
-/// (entropies[c] - log w_c). Split-key attention: a long cache read by several threads.
-void merge_attention_parts(int parts, int head_dim, const float* const* outs, const float* lse,
-                           const float* entropies, float* out, float* entropy);
 
 namespace ref {
 void attention(const kv_tiles& kv, const attention_queries& qs, float scale);

@@ -118,7 +118,6 @@ void query_block(const kv_tiles& kv, const attention_queries& qs, int i0, float 
     const float l = hsum(lsum);
     inv_l[i] = 1.f / l;
     if (want_entropy) qs.entropy[i0 + i] = std::max(0.f, m + std::log(l) - hsum(esum) / l);
-    if (qs.lse) qs.lse[i0 + i] = m + std::log(l);
     if constexpr (is_scaled<E>) {  // q8: each value row's scale folded into its probability
       for (int t = 0; t < max_n; t += 8)
         _mm256_storeu_ps(row + t, _mm256_mul_ps(_mm256_loadu_ps(row + t),

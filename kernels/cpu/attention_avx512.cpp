@@ -154,7 +154,6 @@ void query_tile(const kv_tiles& kv, const attention_queries& qs, int i0, float s
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) _mm512_storeu_ps(qs.out[i0 + i] + 16 * c, _mm512_mul_ps(acc[i][c], inv));
     if (want_entropy) qs.entropy[i0 + i] = std::max(0.f, m[i] + std::log(l[i]) - e[i] / l[i]);
-    if (qs.lse) qs.lse[i0 + i] = m[i] + std::log(l[i]);
   }
 }
 

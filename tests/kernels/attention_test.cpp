@@ -3,7 +3,6 @@
 // chunk, query counts that leave partial register tiles, and the attention entropy.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -217,92 +216,6 @@ TEST(attention_test, q8_cache_is_close_to_f32) {
         worst = std::max(worst, static_cast<double>(std::fabs(a[i][e] - b[i][e])));
       }
     EXPECT_GT(worst, 0.0) << "a q8 cache that rounds nothing is not a q8 cache";
-  }
-}
-
-}  // namespace
-}  // namespace fw::cpu
-
-namespace fw::cpu {
-namespace {
-
-// Split-key attention: the keys cut into ranges of whole tiles, each range answered alone (its
-// output normalized over its own keys, its log-sum-exp and entropy), then merged, equal attention
-// over all the keys. Every path, every cache type, 2 and 3 ranges, causal queries of different
-// lengths whose last range ends inside a tile.
-TEST(attention_test, key_ranges_merged_equal_attention_over_all_keys) {
-  std::vector<std::pair<const char*, attention_fn>> paths = {{"reference", ref::attention}};
-  if (host_features().has_avx2()) paths.push_back({"avx2", avx2::attention});
-  if (host_features().has_avx512()) paths.push_back({"avx512", avx512::attention});
-  const float scale = 0.125f;
-  for (const auto& [name, fn] : paths) {
-    for (kv_elem elem : {kv_elem::f32, kv_elem::f16, kv_elem::q8}) {
-      for (int parts : {2, 3}) {
-        const problem p(64, 16, 150, 5, 4.f, 77 + parts, elem);  // 10 tiles; queries see 138..150 keys
-        std::vector<std::vector<float>> want;
-        std::vector<float> h_want;
-        run(fn, p, want, h_want);
-        const int n_q = static_cast<int>(p.q.size()), bt = p.block_tokens, hd = p.head_dim;
-        const int min_keys = *std::min_element(p.nk.begin(), p.nk.end());
-        const int tiles_min = (min_keys + bt - 1) / bt, n_tiles = static_cast<int>(p.kp.size());
-        std::vector<std::vector<std::vector<float>>> outs(parts);
-        std::vector<std::vector<float>> lse(parts, std::vector<float>(n_q, NAN)), ent(parts, std::vector<float>(n_q));
-        for (int c = 0; c < parts; ++c) {
-          const int first = c * tiles_min / parts, last = c + 1 < parts ? (c + 1) * tiles_min / parts : n_tiles;
-          std::vector<int32_t> nk(n_q);
-          for (int i = 0; i < n_q; ++i) nk[i] = std::min(p.nk[i] - first * bt, (last - first) * bt);
-          outs[c].assign(n_q, std::vector<float>(hd));
-          std::vector<float*> op;
-          for (auto& o : outs[c]) op.push_back(o.data());
-          const kv_tiles t{p.kp.data() + first, p.vp.data() + first, last - first, bt, hd, elem};
-          fn(t, {n_q, p.qp.data(), op.data(), nk.data(), ent[c].data(), lse[c].data()}, scale);
-        }
-        for (int i = 0; i < n_q; ++i) {
-          SCOPED_TRACE(testing::Message() << name << " elem " << static_cast<int>(elem) << " parts " << parts << " query " << i);
-          std::vector<const float*> o(parts);
-          std::vector<float> l(parts), h(parts);
-          for (int c = 0; c < parts; ++c) {
-            o[c] = outs[c][i].data(), l[c] = lse[c][i], h[c] = ent[c][i];
-            ASSERT_TRUE(std::isfinite(l[c]));
-          }
-          std::vector<float> got(hd);
-          float h_got = -1.f;
-          merge_attention_parts(parts, hd, o.data(), l.data(), h.data(), got.data(), &h_got);
-          for (int e = 0; e < hd; ++e) ASSERT_NEAR(got[e], want[i][e], out_tolerance) << "element " << e;
-          ASSERT_NEAR(h_got, h_want[i], entropy_tolerance);
-        }
-      }
-    }
-  }
-}
-
-// The log-sum-exp each path reports is log sum_t exp(scale q . k_t) over the query's keys.
-TEST(attention_test, log_sum_exp_is_the_softmax_normalizer) {
-  const problem p(64, 16, 70, 3, 4.f, 21);
-  const float scale = 0.125f;
-  std::vector<double> want(p.q.size());
-  for (size_t i = 0; i < p.q.size(); ++i) {
-    std::vector<double> s;
-    for (int t = 0; t < p.nk[i]; ++t) {
-      double d = 0;
-      for (int e = 0; e < 64; ++e) d += p.q[i][e] * p.k[t / 16][static_cast<size_t>(e) * 16 + t % 16];
-      s.push_back(d * scale);
-    }
-    const double m = *std::max_element(s.begin(), s.end());
-    double z = 0;
-    for (double x : s) z += std::exp(x - m);
-    want[i] = m + std::log(z);
-  }
-  std::vector<std::pair<const char*, attention_fn>> paths = {{"reference", ref::attention}};
-  if (host_features().has_avx2()) paths.push_back({"avx2", avx2::attention});
-  if (host_features().has_avx512()) paths.push_back({"avx512", avx512::attention});
-  for (const auto& [name, fn] : paths) {
-    std::vector<std::vector<float>> out(p.q.size(), std::vector<float>(64));
-    std::vector<float*> op;
-    for (auto& o : out) op.push_back(o.data());
-    std::vector<float> lse(p.q.size(), NAN);
-    fn(p.tiles(), {static_cast<int>(p.q.size()), p.qp.data(), op.data(), p.nk.data(), nullptr, lse.data()}, scale);
-    for (size_t i = 0; i < p.q.size(); ++i) EXPECT_NEAR(lse[i], want[i], 1e-4 * std::fabs(want[i]) + 1e-5) << name << " query " << i;
   }
 }
 

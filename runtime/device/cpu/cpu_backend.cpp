@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <numeric>
 #include <thread>
 
 #include <sys/mman.h>
@@ -247,8 +246,7 @@ void cpu_backend::plan_attention(const forward_batch& b) {
   const uint32_t hd = cfg_.head_dim, gqa = cfg_.n_gqa();
   const int64_t qd = cfg_.q_dim();
   const int32_t bt = static_cast<int32_t>(pool_.layout().block_tokens);
-  attention_queries_set& all = attn_.all;
-  all.clear(), attn_.query_slot.clear();
+  attn_.q.clear(), attn_.out.clear(), attn_.n_keys.clear(), attn_.query_slot.clear(), attn_.tasks.clear();
   std::vector<std::vector<int64_t>> rows_of(b.kv.size());
   for (int64_t r = 0; r < rows; ++r) rows_of[b.seq[r]].push_back(r);
   constexpr size_t rows_per_task = 16;
@@ -256,86 +254,34 @@ void cpu_backend::plan_attention(const forward_batch& b) {
     const auto& rs = rows_of[s];
     for (uint32_t g = 0; g < cfg_.n_head_kv; ++g) {
       for (size_t r0 = 0; r0 < rs.size(); r0 += rows_per_task) {
-        attention_task t{s, g, all.q.size(), 0, 0, 0};
+        attention_task t{s, g, attn_.q.size(), 0, 0};
         int32_t max_keys = 0;
         for (size_t i = r0; i < std::min(rs.size(), r0 + rows_per_task); ++i) {
           const int64_t r = rs[i];
           for (uint32_t j = 0; j < gqa; ++j) {
             const int64_t h = g * gqa + j;
-            all.q.push_back(qkv_.data() + r * qkv_ld() + h * hd);
-            all.out.push_back(att_.data() + r * qd + h * hd);
-            all.n_keys.push_back(b.positions[r] + 1);
+            attn_.q.push_back(qkv_.data() + r * qkv_ld() + h * hd);
+            attn_.out.push_back(att_.data() + r * qd + h * hd);
+            attn_.n_keys.push_back(b.positions[r] + 1);
             max_keys = std::max(max_keys, b.positions[r] + 1);
             attn_.query_slot.push_back(r * cfg_.n_head + h);
           }
         }
-        t.end = all.q.size();
+        t.end = attn_.q.size();
         t.n_tiles = (max_keys + bt - 1) / bt;
-        all.tasks.push_back(t);
+        attn_.tasks.push_back(t);
       }
     }
   }
-  all.entropy.resize(all.q.size());
+  attn_.entropy.resize(attn_.q.size());
   attn_.k_tiles.resize(threads_->size());
   attn_.v_tiles.resize(threads_->size());
-  plan_attention_split();
-}
-
-void cpu_backend::plan_attention_split() {
-  attention_queries_set& all = attn_.all;
-  attention_queries_set& parts = attn_.parts;
-  attn_.split = 1;
-  parts.clear();
-  const size_t threads = threads_->size(), n_tasks = all.tasks.size();
-  // Enough tasks (4 a thread) even out whatever their sizes; a count the threads divide leaves
-  // none waiting at the end when the tasks cost alike.
-  if (threads < 2 || n_tasks == 0 || n_tasks >= 4 * threads || n_tasks % threads == 0) return;
-  const int split = static_cast<int>(threads / std::gcd(n_tasks, threads));
-  // Every range of every task must hold split_min_keys keys of each of its queries (the ranges
-  // end before the task's shortest query does, the last range reaches its longest).
-  const int32_t bt = static_cast<int32_t>(pool_.layout().block_tokens);
-  std::vector<int32_t> min_keys(n_tasks);
-  for (size_t ti = 0; ti < n_tasks; ++ti) {
-    const attention_task& t = all.tasks[ti];
-    min_keys[ti] = *std::min_element(all.n_keys.begin() + t.begin, all.n_keys.begin() + t.end);
-    if (min_keys[ti] < split * split_min_keys) return;
-  }
-  attn_.split = split;
-  const size_t hd = cfg_.head_dim, n_parts = all.q.size() * static_cast<size_t>(split);  // every query in every range
-  attn_.part_out.resize(n_parts * hd);
-  attn_.part_of.assign(all.q.size(), 0);
-  attn_.stride.assign(all.q.size(), 0);
-  for (size_t ti = 0; ti < n_tasks; ++ti) {
-    const attention_task& t = all.tasks[ti];
-    const int tiles_min = (min_keys[ti] + bt - 1) / bt;  // tiles holding some key of every query
-    const size_t nq = t.end - t.begin;
-    for (size_t i = t.begin; i < t.end; ++i) attn_.part_of[i] = parts.q.size() + (i - t.begin), attn_.stride[i] = nq;
-    for (int c = 0; c < split; ++c) {
-      const int first = c * tiles_min / split;
-      const int last = c + 1 < split ? (c + 1) * tiles_min / split : t.n_tiles;
-      attention_task p{t.seq, t.kv_head, parts.q.size(), 0, last - first, first};
-      for (size_t i = t.begin; i < t.end; ++i) {
-        parts.out.push_back(attn_.part_out.data() + parts.q.size() * hd);
-        parts.q.push_back(all.q[i]);
-        parts.n_keys.push_back(std::min(all.n_keys[i] - first * bt, (last - first) * bt));
-      }
-      p.end = parts.q.size();
-      parts.tasks.push_back(p);
-    }
-  }
-  parts.entropy.resize(n_parts);
-  parts.lse.resize(n_parts);
-  attn_.merge_outs.resize(static_cast<size_t>(split));
-  attn_.merge_lse.resize(static_cast<size_t>(split));
-  attn_.merge_entropy.resize(static_cast<size_t>(split));
 }
 
 void cpu_backend::attention(uint32_t layer, bool last_layer) {
   const forward_batch& b = *batch_;
   const uint32_t bt = pool_.layout().block_tokens;
   const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
-  const bool split = attn_.split > 1;
-  attention_queries_set& set = split ? attn_.parts : attn_.all;
   // Each thread takes runs of consecutive tasks, so it knows the next one: while a task computes,
   // the first tiles of the next are fetched. A task's own later tiles are fetched by the kernel
   // (two 16-key chunks ahead), but its first ones would otherwise start cold: in a decode step
@@ -345,9 +291,8 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
   const cpu::kv_elem elem = dt == kv_dtype::q8 ? cpu::kv_elem::q8 : dt == kv_dtype::f16 ? cpu::kv_elem::f16 : cpu::kv_elem::f32;
   auto prefetch_first_tiles = [&](const attention_task& t) {
     const kv_handle& kv = *b.kv[t.seq];
-    const size_t first = static_cast<size_t>(t.first_tile);
-    const size_t n = std::min<size_t>({next_task_prefetch_tiles, static_cast<size_t>(t.n_tiles), kv.blocks.size() - first});
-    for (size_t i = first; i < first + n; ++i) {
+    const size_t n = std::min<size_t>({next_task_prefetch_tiles, static_cast<size_t>(t.n_tiles), kv.blocks.size()});
+    for (size_t i = 0; i < n; ++i) {
       const char* k = static_cast<const char*>(pool_.k_data(kv.blocks[i], layer, t.kv_head));
       const char* v = static_cast<const char*>(pool_.v_data(kv.blocks[i], layer, t.kv_head));
       for (size_t off = 0; off < tile_bytes; off += 64) {
@@ -356,8 +301,6 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
       }
     }
   };
-  // Entropies are wanted in the last layer only (split parts: theirs, merged below).
-  const bool want_entropy = last_layer;
   auto run_task = [&](const attention_task& t, int thread) {
     const kv_handle& kv = *b.kv[t.seq];
     const int n_tiles = t.n_tiles;
@@ -365,40 +308,24 @@ void cpu_backend::attention(uint32_t layer, bool last_layer) {
     auto& vt = attn_.v_tiles[thread];
     kt.resize(n_tiles), vt.resize(n_tiles);
     for (int i = 0; i < n_tiles; ++i) {
-      kt[i] = pool_.k_data(kv.blocks[t.first_tile + i], layer, t.kv_head);
-      vt[i] = pool_.v_data(kv.blocks[t.first_tile + i], layer, t.kv_head);
+      kt[i] = pool_.k_data(kv.blocks[i], layer, t.kv_head);
+      vt[i] = pool_.v_data(kv.blocks[i], layer, t.kv_head);
     }
     const cpu::kv_tiles tiles{kt.data(), vt.data(), n_tiles, static_cast<int>(bt), static_cast<int>(cfg_.head_dim), elem};
-    const cpu::attention_queries qs{static_cast<int>(t.end - t.begin), set.q.data() + t.begin, set.out.data() + t.begin,
-                                    set.n_keys.data() + t.begin, want_entropy ? set.entropy.data() + t.begin : nullptr,
-                                    split ? set.lse.data() + t.begin : nullptr};
+    const cpu::attention_queries qs{static_cast<int>(t.end - t.begin), attn_.q.data() + t.begin,
+                                    attn_.out.data() + t.begin, attn_.n_keys.data() + t.begin,
+                                    last_layer ? attn_.entropy.data() + t.begin : nullptr};
     attend_(tiles, qs, scale);
   };
-  threads_->parallel_for(static_cast<int64_t>(set.tasks.size()), 1, [&](int64_t first, int64_t last, int thread) {
+  threads_->parallel_for(static_cast<int64_t>(attn_.tasks.size()), 1, [&](int64_t first, int64_t last, int thread) {
     for (int64_t ti = first; ti < last; ++ti) {
-      if (ti + 1 < last) prefetch_first_tiles(set.tasks[ti + 1]);
-      run_task(set.tasks[ti], thread);
+      if (ti + 1 < last) prefetch_first_tiles(attn_.tasks[ti + 1]);
+      run_task(attn_.tasks[ti], thread);
     }
   });
-  attention_queries_set& all = attn_.all;
-  if (split) {
-    const int parts = attn_.split;
-    const int hd = static_cast<int>(cfg_.head_dim);
-    std::vector<const float*>& outs = attn_.merge_outs;
-    std::vector<float>& lse = attn_.merge_lse;
-    std::vector<float>& ent = attn_.merge_entropy;
-    for (size_t i = 0; i < all.q.size(); ++i) {
-      for (int c = 0; c < parts; ++c) {
-        const size_t pi = attn_.part_of[i] + static_cast<size_t>(c) * attn_.stride[i];
-        outs[c] = set.out[pi], lse[c] = set.lse[pi], ent[c] = set.entropy[pi];
-      }
-      cpu::merge_attention_parts(parts, hd, outs.data(), lse.data(), last_layer ? ent.data() : nullptr, all.out[i],
-                                 last_layer ? &all.entropy[i] : nullptr);
-    }
-  }
   if (last_layer) {
     head_entropy_.assign(b.rows() * cfg_.n_head, 0.f);
-    for (size_t i = 0; i < attn_.query_slot.size(); ++i) head_entropy_[attn_.query_slot[i]] = all.entropy[i];
+    for (size_t i = 0; i < attn_.query_slot.size(); ++i) head_entropy_[attn_.query_slot[i]] = attn_.entropy[i];
   }
 }
 

@@ -60,8 +60,6 @@ class cpu_backend final : public backend, private llama_ops {
 
   int threads() const { return threads_->size(); }
   const std::shared_ptr<cpu::thread_pool>& thread_pool() const { return threads_; }
-  /// Key ranges each (sequence, kv head) attention task was cut into in the last forward (1: none).
-  int attention_split() const { return attn_.split; }
 
  private:
   const cpu::dot_kernel& kernel_for(ggml_type t) const { return kernels_.at(t); }
@@ -127,36 +125,18 @@ class cpu_backend final : public backend, private llama_ops {
   static constexpr size_t next_task_prefetch_tiles = 2;
   struct attention_task {
     uint32_t seq, kv_head;
-    size_t begin, end;   ///< queries [begin, end) of its query set
-    int n_tiles = 0;     ///< KV tiles its longest query reads
-    int first_tile = 0;  ///< the first of them (a part of a split task: a later key range)
+    size_t begin, end;  ///< queries [begin, end) of attn_
+    int n_tiles = 0;    ///< KV tiles its longest query reads
   };
-  /// Queries answered by a set of tasks (the attention's own, or the parts of split tasks).
-  struct attention_queries_set {
+  struct attention_plan {
     std::vector<const float*> q;
     std::vector<float*> out;
     std::vector<int32_t> n_keys;
-    std::vector<float> entropy, lse;
+    std::vector<int64_t> query_slot;  ///< row * n_head + head
+    std::vector<float> entropy;
     std::vector<attention_task> tasks;
-    void clear() { q.clear(), out.clear(), n_keys.clear(), tasks.clear(); }
-  };
-  /// Split-key attention: when the (sequence, kv head) tasks are too few to keep every thread
-  /// busy to the end (a decode step's 3 kv heads on 2 threads: one thread does two, the other
-  /// waits), each long task is cut into `split` key ranges answered as separate tasks, and every
-  /// query's results are merged (cpu::merge_attention_parts). From split_min_keys keys a range.
-  struct attention_plan {
-    attention_queries_set all;        ///< one query per (row, head)
-    std::vector<int64_t> query_slot;  ///< row * n_head + head, per query of `all`
-    int split = 1;
-    attention_queries_set parts;     ///< with split > 1: query i of `all`, range c = parts' query part_of[i] + c * stride[i]
-    std::vector<size_t> part_of, stride;
-    std::vector<float> part_out;     ///< head_dim floats per query of `parts`
-    std::vector<const float*> merge_outs;  ///< one query's ranges while merging (split entries)
-    std::vector<float> merge_lse, merge_entropy;
     std::vector<std::vector<const void*>> k_tiles, v_tiles;  ///< per thread
   } attn_;
-  static constexpr int32_t split_min_keys = 128;
-  void plan_attention_split();
   std::vector<int64_t> out_rows_;    ///< the rows that want logits, in order (output_head)
   std::vector<float> head_entropy_;  ///< [rows][heads] of the last layer, rows with logits only
   // The forward in progress (set and cleared by forward(), under forward_gate_).

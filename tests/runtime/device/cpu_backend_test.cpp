@@ -241,58 +241,6 @@ INSTANTIATE_TEST_SUITE_P(all_types, cpu_backend_test,
                                            ggml_type::q4_0, ggml_type::q4_1, ggml_type::q8_0),
                          [](const auto& info) { return std::string(type_traits(info.param).name); });
 
-// Split-key attention: one kv head on two threads leaves one thread idle in every layer's
-// attention unless the long cache is cut into two key ranges, one a thread, merged by their
-// log-sum-exp. Decode and 3-row verification steps past 256 keys give the logits and last-layer
-// entropies of the same backend on one thread (where nothing is split), to float rounding.
-TEST(cpu_backend_attention, key_ranges_on_two_threads_equal_one_thread) {
-  tiny_model_spec spec;
-  spec.n_embd = 128;  // head_dim 32: the SIMD attention paths
-  spec.n_head = 4;
-  spec.n_head_kv = 1;
-  spec.n_ctx = 1024;
-  spec.seed = 31;
-  auto m = test::load_tiny(spec, "attention_split");
-  ASSERT_TRUE(m);
-  const size_t nv = m->config().n_vocab;
-  std::vector<int32_t> toks(700);
-  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<int32_t>((i * 53 + 7) % nv);
-  struct run {
-    std::vector<float> logits, entropy;
-    int split = 0;
-  };
-  auto decode = [&](int threads, size_t context, size_t rows) {
-    cpu_backend_options o;
-    o.threads = threads;
-    o.kv_tokens = 1024;
-    cpu_backend be(m->config(), m->weights(), o);
-    kv_handle h = *be.kv_pool().allocate(0);
-    forward_batch batch;
-    forward_result out;
-    batch.add_sequence(&h, toks.data(), context, 0, false);
-    EXPECT_TRUE(be.forward(batch, out));
-    batch.clear();
-    batch.add_sequence(&h, toks.data() + context, rows, static_cast<int32_t>(context), true);
-    EXPECT_TRUE(be.forward(batch, out));
-    run r{out.logits, out.entropy, be.attention_split()};
-    EXPECT_TRUE(be.kv_pool().release(h));
-    return r;
-  };
-  for (size_t rows : {1u, 3u}) {
-    SCOPED_TRACE(testing::Message() << rows << " rows after 600 tokens");
-    const run one = decode(1, 600, rows), two = decode(2, 600, rows);
-    EXPECT_EQ(one.split, 1);
-    EXPECT_EQ(two.split, 2) << "one task on two threads past 256 keys is split";
-    ASSERT_EQ(one.logits.size(), rows * nv);
-    ASSERT_EQ(two.logits.size(), one.logits.size());
-    EXPECT_LT(max_abs_diff(one.logits.data(), two.logits.data(), one.logits.size()), batch_shape_tolerance);
-    ASSERT_EQ(two.entropy.size(), one.entropy.size());
-    for (size_t i = 0; i < one.entropy.size(); ++i) EXPECT_NEAR(two.entropy[i], one.entropy[i], 1e-4f);
-  }
-  // Short caches stay whole: a split's merge would cost more than the idle thread.
-  EXPECT_EQ(decode(2, 200, 1).split, 1);
-}
-
 // A backend that packs its own copies may drop the pages of the originals, but only of the
 // mapped file: the model's load-time converted copies (convert_to, e.g. the quantizer's f32
 // view of a Q4_1 file) must still read as before, else everyone reading the model sees zeros.
