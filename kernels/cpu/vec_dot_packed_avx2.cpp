@@ -79,7 +79,8 @@ inline __m256i piece(const block_q8x& xb, int p) {
 // y[j * ldy + r] for rows 8 H .. 8 (H + NH) - 1 of one group (NH halves of 8 rows in one pass)
 // and RX activation rows. xs (q4_1 only): d_x * sum(x) per activation row and block, nb floats
 // per row.
-// Prefetch: lines `ahead` bytes past each block are fetched (0: none; see packed_gemm).
+// Prefetch compiles the fetch in (decode's 1-2 row tiles on AMD go without it); `ahead` says how
+// far past each block, per pass (0: none this pass; see packed_gemm).
 template <class F, int RX, int H, int NH, bool Prefetch>
 void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float* y, int64_t ldy, const float* xs,
                size_t ahead) {
