@@ -1,4 +1,4 @@
-// simd_param: the {"simd": "scalar" | "avx2" | "avx512"} parameter of the shipped kernel plugins,
+// simd_param: the {"simd": "scalar" | "avx2" | "avx2vnni" | "avx512"} parameter of the shipped kernel plugins,
 // which caps the SIMD level of the project's CPU kernels they are built from.
 #pragma once
 
@@ -16,9 +16,10 @@ inline bool simd_level_param(const char* params_json, fw::cpu::simd_level& level
     fw::cpu::simd_level cap;
     if (*simd == "scalar") cap = fw::cpu::simd_level::scalar;
     else if (*simd == "avx2") cap = fw::cpu::simd_level::avx2;
+    else if (*simd == "avx2vnni") cap = fw::cpu::simd_level::avx2_vnni;
     else if (*simd == "avx512") cap = fw::cpu::simd_level::avx512;
     else {
-      fw_plugin_message(err, err_len, "param simd must be \"scalar\", \"avx2\" or \"avx512\"");
+      fw_plugin_message(err, err_len, "param simd must be \"scalar\", \"avx2\", \"avx2vnni\" or \"avx512\"");
       return false;
     }
     if (cap < level) level = cap;

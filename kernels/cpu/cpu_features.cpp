@@ -45,6 +45,7 @@ cpu_features detect() {
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   f.avx512bf16 = ((a1 >> 5) & 1) && zmm_ok;
+  f.avx_vnni = ((a1 >> 4) & 1) && ymm_ok;
   // XCR0 bits 17-18: the OS manages tile config and data; Linux still hands tile data out only
   // on request (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA), for the whole process.
   if ((f.amx_int8 || f.amx_bf16) && ((xcr0 >> 17) & 3) == 3) {
@@ -69,6 +70,7 @@ std::string cpu_features::describe() const {
   add(avx512f, "avx512f");
   add(avx512bw, "avx512bw");
   add(avx512vl, "avx512vl");
+  add(avx_vnni, "avx-vnni");
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
   add(amx_int8, "amx-int8");
@@ -86,6 +88,7 @@ const char* to_string(simd_level level) {
   switch (level) {
     case simd_level::scalar: return "scalar";
     case simd_level::avx2: return "avx2";
+    case simd_level::avx2_vnni: return "avx2vnni";
     case simd_level::avx512: return "avx512";
     case simd_level::amx: return "amx";
   }
@@ -96,12 +99,14 @@ simd_level best_simd_level() {
   const auto& f = host_features();
   simd_level best = f.has_amx()         ? simd_level::amx
                     : f.has_avx512_vnni() ? simd_level::avx512
+                    : f.has_avx2_vnni() ? simd_level::avx2_vnni
                     : f.has_avx2()      ? simd_level::avx2
                                         : simd_level::scalar;
   if (const char* env = std::getenv("FW_SIMD")) {
     simd_level want = best;
     if (std::strcmp(env, "scalar") == 0) want = simd_level::scalar;
     else if (std::strcmp(env, "avx2") == 0) want = simd_level::avx2;
+    else if (std::strcmp(env, "avx2vnni") == 0) want = simd_level::avx2_vnni;
     else if (std::strcmp(env, "avx512") == 0) want = simd_level::avx512;
     else if (std::strcmp(env, "amx") == 0) want = simd_level::amx;
     if (want < best) best = want;

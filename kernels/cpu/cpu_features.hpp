@@ -14,6 +14,7 @@ struct cpu_features {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512vnni = false;
+  bool avx_vnni = false;  ///< VEX-encoded vpdpbusd on ymm (Intel from Alder Lake, AMD Zen 5)
   bool avx512bf16 = false;
   bool amx_int8 = false;
   bool amx_bf16 = false;
@@ -23,6 +24,8 @@ struct cpu_features {
   bool has_avx2() const { return avx2 && fma && f16c; }
   bool has_avx512() const { return has_avx2() && avx512f && avx512bw && avx512vl; }
   bool has_avx512_vnni() const { return has_avx512() && avx512vnni; }
+  /// 256-bit vpdpbusd: AVX-VNNI, or the EVEX form on AVX-512 VNNI hosts (simd_level::avx2_vnni).
+  bool has_avx2_vnni() const { return has_avx2() && (avx_vnni || has_avx512_vnni()); }
   /// AMX int8 tiles usable by this process (beside AVX-512 VNNI, which finishes their blocks).
   bool has_amx() const { return has_avx512_vnni() && amx_int8 && amx_os; }
 
@@ -35,8 +38,10 @@ struct cpu_features {
 const cpu_features& host_features();
 
 /// SIMD level a kernel family may use. Ordered: a higher level implies the lower ones.
+/// avx2_vnni: the AVX2 path with its packed q4_0 / q4_1 / q8_0 products on 256-bit vpdpbusd
+/// (AVX-VNNI hosts; AVX-512 VNNI hosts run it EVEX-encoded when FW_SIMD=avx2vnni caps them there).
 /// amx: AVX-512 VNNI plus AMX int8 tiles for the packed products (vec_dot_packed_amx.cpp).
-enum class simd_level { scalar = 0, avx2 = 1, avx512 = 2, amx = 3 };
+enum class simd_level { scalar = 0, avx2 = 1, avx2_vnni = 2, avx512 = 3, amx = 4 };
 
 const char* to_string(simd_level level);
 
@@ -48,7 +53,7 @@ const char* to_string(simd_level level);
 /// for Intel, off elsewhere; FW_PREFETCH_SMALL_TILES=1|0 overrides (read once).
 bool prefetch_small_tiles();
 
-/// The best level this host supports, lowered by FW_SIMD=scalar|avx2|avx512|amx when set (for tests
+/// The best level this host supports, lowered by FW_SIMD=scalar|avx2|avx2vnni|avx512|amx when set (for tests
 /// and for users who need to rule a path out).
 simd_level best_simd_level();
 

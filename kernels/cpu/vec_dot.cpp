@@ -133,6 +133,19 @@ std::vector<dot_kernel> avx2_kernels() {
   return v;
 }
 
+/// The AVX2 kernels with the packed q4_0 / q4_1 / q8_0 products on 256-bit vpdpbusd (same layouts
+/// and results); all at level avx2_vnni. VEX-encoded on hosts with AVX-VNNI, else EVEX (the
+/// provider is only available on AVX-512 VNNI hosts then).
+std::vector<dot_kernel> avx2_vnni_kernels() {
+  const auto encoding = host_features().avx_vnni ? avx2::vnni_encoding::vex : avx2::vnni_encoding::evex;
+  std::vector<dot_kernel> v = avx2_kernels();
+  for (auto& k : v) {
+    k.level = simd_level::avx2_vnni;
+    if (const auto p = avx2::vnni_packed_layout_for(k.type, encoding); p.gemm && k.pack == p.pack) k.packed_gemm = p.gemm;
+  }
+  return v;
+}
+
 std::vector<dot_kernel> avx512_kernels() {
   namespace k = avx512;
   const auto lvl = simd_level::avx512;
@@ -168,6 +181,7 @@ const std::vector<provider>& providers() {
   static const std::vector<provider> all = {
       {simd_level::amx, [] { return host_features().has_amx(); }, amx_kernels()},
       {simd_level::avx512, [] { return host_features().has_avx512_vnni(); }, avx512_kernels()},
+      {simd_level::avx2_vnni, [] { return host_features().has_avx2_vnni(); }, avx2_vnni_kernels()},
       {simd_level::avx2, [] { return host_features().has_avx2(); }, avx2_kernels()},
       {simd_level::scalar, [] { return true; }, ref_kernels()},
   };

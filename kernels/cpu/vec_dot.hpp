@@ -112,6 +112,12 @@ void gemv_q8_0(int64_t k, const void* w, size_t ws, int64_t nw, const void* x, f
 /// The packed layout of `type` on this path (vec_dot_packed_avx2.cpp: the ggml types in the
 /// layout of packed_rows.hpp, register tiles of up to 4 activation rows).
 packed_layout packed_layout_for(ggml_type type);
+/// How vpdpbusd is encoded: VEX (AVX-VNNI) or EVEX (AVX-512 VNNI + VL, on 16 ymm registers).
+enum class vnni_encoding { vex, evex };
+/// The same tiles (same layout, bit for bit the same results) with the int8 products done by
+/// 256-bit vpdpbusd (simd_level::avx2_vnni): q4_0, q4_1, q8_0; both null for other types. The EVEX
+/// encoding runs on AVX-512 VNNI hosts, which thereby test what AVX-VNNI hosts run.
+packed_layout vnni_packed_layout_for(ggml_type type, vnni_encoding encoding);
 }  // namespace avx2
 namespace avx512 {  // AVX-512 F/BW/VL/DQ + VNNI
 void quantize_q8x(const float* x, block_q8x* y, int64_t k);

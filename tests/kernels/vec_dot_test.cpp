@@ -56,6 +56,8 @@ row_data make_row(ggml_type t, int64_t k, uint64_t seed) {
 // Whether this host can run a path; the reason to skip when it cannot.
 const char* missing(simd_level level) {
   if (level == simd_level::avx2 && !host_features().has_avx2()) return "host has no AVX2/FMA/F16C";
+  if (level == simd_level::avx2_vnni && !host_features().has_avx2_vnni())
+    return "host has neither AVX-VNNI nor AVX-512 VNNI (256-bit vpdpbusd)";
   if (level == simd_level::avx512 && !host_features().has_avx512_vnni())
     return "host has no AVX-512 F/BW/VL with VNNI";
   return nullptr;
@@ -150,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(
     all_types, vec_dot_packed_test,
     ::testing::Combine(::testing::Values(ggml_type::f32, ggml_type::f16, ggml_type::bf16, ggml_type::q4_0,
                                          ggml_type::q4_1, ggml_type::q8_0),
-                       ::testing::Values(simd_level::avx2, simd_level::avx512)),
+                       ::testing::Values(simd_level::avx2, simd_level::avx2_vnni, simd_level::avx512)),
     [](const auto& info) {
       return std::string(type_traits(std::get<0>(info.param)).name) + "_" + to_string(std::get<1>(info.param));
     });
@@ -158,7 +160,7 @@ INSTANTIATE_TEST_SUITE_P(
 INSTANTIATE_TEST_SUITE_P(
     quantized_types, vec_dot_packed_q_test,
     ::testing::Combine(::testing::Values(ggml_type::q4_0, ggml_type::q4_1, ggml_type::q8_0),
-                       ::testing::Values(simd_level::avx2, simd_level::avx512)),
+                       ::testing::Values(simd_level::avx2, simd_level::avx2_vnni, simd_level::avx512)),
     [](const auto& info) {
       return std::string(type_traits(std::get<0>(info.param)).name) + "_" + to_string(std::get<1>(info.param));
     });
@@ -311,6 +313,72 @@ TEST_P(vec_dot_packed_q_test, packed_gemm_is_exact_at_the_extreme_codes) {
       EXPECT_EQ(y[j * n + i], ref_k.dot(k, w.data() + i * rb, x.data() + j * nb)) << "row " << i << " x " << j;
 }
 
+// 256-bit vpdpbusd in both encodings against AVX2's vpmaddubsw tiles: the same integer sums, so
+// bit for bit, for every tile size (1-17 activation rows), whole groups and a tail, random codes and
+// the extreme ones (all nibbles 15, q8_0 -128 against activations of -127 / 127).
+class vnni_packed_test : public ::testing::TestWithParam<std::tuple<ggml_type, avx2::vnni_encoding>> {};
+
+TEST_P(vnni_packed_test, equals_the_avx2_tiles_bit_for_bit) {
+  const auto [t, encoding] = GetParam();
+  const auto& f = host_features();
+  if (encoding == avx2::vnni_encoding::vex && !(f.has_avx2() && f.avx_vnni))
+    GTEST_SKIP() << "host has no AVX-VNNI (the VEX encoding); its EVEX twin runs on AVX-512 VNNI hosts";
+  if (encoding == avx2::vnni_encoding::evex && !f.has_avx512_vnni())
+    GTEST_SKIP() << "host has no AVX-512 VNNI + VL (the EVEX encoding)";
+  const auto vnni = avx2::vnni_packed_layout_for(t, encoding);
+  const auto base = avx2::packed_layout_for(t);
+  ASSERT_NE(vnni.gemm, nullptr);
+  ASSERT_EQ(vnni.pack, base.pack);
+  EXPECT_EQ(avx2::vnni_packed_layout_for(ggml_type::f16, encoding).gemm, nullptr);
+  std::mt19937_64 rng(7);
+  for (int64_t k : {int64_t{32}, int64_t{576}}) {
+    const int64_t nb = k / 32;
+    const size_t rb = row_bytes(type_traits(t), k);
+    for (int64_t n : {16, 37}) {
+      for (bool extreme : {false, true}) {
+        std::vector<uint8_t> w(rb * n);
+        for (auto& b : w) b = extreme ? (t == ggml_type::q8_0 ? 0x80 : 0xff) : static_cast<uint8_t>(rng());
+        for (int64_t r = 0; r < n; ++r)  // finite fp16 scales (and q4_1 mins) in each block
+          for (int64_t b = 0; b < nb; ++b) {
+            uint8_t* blk = w.data() + r * rb + b * (rb / nb);
+            const uint16_t h = static_cast<uint16_t>(0x2c00 | (rng() & 0x3ff));
+            std::memcpy(blk, &h, 2);
+            if (t == ggml_type::q4_1) std::memcpy(blk + 2, &h, 2);
+          }
+        std::vector<uint8_t> packed(rb * n);
+        base.pack(w.data(), rb, n, k, packed.data());
+        for (int64_t nx : {1, 2, 3, 4, 5, 9, 17}) {
+          std::vector<block_q8x> x(nx * nb);
+          for (auto& xb : x) {
+            xb.d = 0.01f + static_cast<float>(rng() % 100) / 1000.f;
+            int sum = 0;
+            for (auto& q : xb.qs) sum += q = extreme ? static_cast<int8_t>(rng() % 2 ? 127 : -127)
+                                                     : static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);
+            xb.sum = sum;
+          }
+          const size_t xs = nb * sizeof(block_q8x);
+          std::vector<float> want(n * nx, -1.f), got(n * nx, -2.f);
+          base.gemm(k, packed.data(), n, x.data(), xs, nx, want.data(), n);
+          vnni.gemm(k, packed.data(), n, x.data(), xs, nx, got.data(), n);
+          for (int64_t i = 0; i < n * nx; ++i)
+            ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+                << "k=" << k << " n=" << n << " nx=" << nx << " extreme=" << extreme << " element " << i << ": "
+                << got[i] << " vs " << want[i];
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    quantized_types, vnni_packed_test,
+    ::testing::Combine(::testing::Values(ggml_type::q4_0, ggml_type::q4_1, ggml_type::q8_0),
+                       ::testing::Values(avx2::vnni_encoding::vex, avx2::vnni_encoding::evex)),
+    [](const auto& info) {
+      return std::string(type_traits(std::get<0>(info.param)).name) +
+             (std::get<1>(info.param) == avx2::vnni_encoding::vex ? "_vex" : "_evex");
+    });
+
 class vec_dot_ref_test : public ::testing::TestWithParam<ggml_type> {};
 
 TEST_P(vec_dot_ref_test, matches_float_dot_of_dequantized_weights) {
@@ -375,6 +443,11 @@ TEST(select_dot_kernel, honours_the_level_cap) {
   EXPECT_EQ(select_dot_kernel(ggml_type::q4_1, simd_level::scalar).level, simd_level::scalar);
   if (host_features().has_avx2()) {
     EXPECT_EQ(select_dot_kernel(ggml_type::q4_1, simd_level::avx2).level, simd_level::avx2);
+  }
+  if (host_features().has_avx2_vnni()) {
+    const auto k = select_dot_kernel(ggml_type::q4_0, simd_level::avx2_vnni);
+    EXPECT_EQ(k.level, simd_level::avx2_vnni);
+    EXPECT_NE(k.packed_gemm, select_dot_kernel(ggml_type::q4_0, simd_level::avx2).packed_gemm) << "no vpdpbusd tiles";
   }
   if (host_features().has_avx512_vnni()) {
     EXPECT_EQ(select_dot_kernel(ggml_type::q8_0, simd_level::avx512).level, simd_level::avx512);

@@ -146,9 +146,11 @@ std::string cpu_backend::summary() const {
 
 std::vector<kernel_report> cpu_backend::kernel_paths() const {
   const auto best = cpu::best_simd_level();
-  const auto host = cpu::host_features().has_avx512_vnni() ? cpu::simd_level::avx512
-                    : cpu::host_features().has_avx2()      ? cpu::simd_level::avx2
-                                                           : cpu::simd_level::scalar;
+  const auto& f = cpu::host_features();
+  const auto host = f.has_avx512_vnni()              ? cpu::simd_level::avx512
+                    : f.has_avx2() && f.avx_vnni     ? cpu::simd_level::avx2_vnni
+                    : f.has_avx2()                   ? cpu::simd_level::avx2
+                                                     : cpu::simd_level::scalar;
   std::vector<kernel_report> out;
   for (const auto& entry : kernels_) {
     const ggml_type type = entry.first;  // a plain variable: clang 14 lambdas cannot capture bindings

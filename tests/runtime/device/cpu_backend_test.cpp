@@ -2,6 +2,8 @@
 // batches and KV truncation must not change the numbers.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -165,6 +167,35 @@ TEST_P(cpu_backend_test, scalar_and_simd_paths_agree_on_logits) {
   const bool int8_acts = cpu::select_dot_kernel(GetParam(), cpu::simd_level::scalar).act == cpu::act_format::q8x;
   const float rel = int8_acts ? 1e-2f : 1e-3f;
   EXPECT_LT(max_abs_diff(la.data(), lb.data(), la.size()), rel * std::max(1.f, scale));
+}
+
+// The AVX2 path with 256-bit vpdpbusd (FW_SIMD=avx2vnni; EVEX-encoded on an AVX-512 host) gives
+// the logits of the plain AVX2 path bit for bit: the same integer sums, fewer instructions; and
+// the kernel report names the path it took.
+TEST_P(cpu_backend_test, avx2_vnni_path_equals_avx2_bit_for_bit) {
+  if (!cpu::host_features().has_avx2_vnni()) GTEST_SKIP() << "host has neither AVX-VNNI nor AVX-512 VNNI";
+  const auto toks = tokens(12);
+  cpu_backend_options o;
+  o.threads = 2;
+  o.kv_tokens = 64;
+  std::vector<std::vector<float>> logits;
+  for (const char* level : {"avx2", "avx2vnni"}) {
+    ::setenv("FW_SIMD", level, 1);
+    cpu_backend be(m_->config(), m_->weights(), o);
+    ::unsetenv("FW_SIMD");
+    bool reported = false;
+    for (const auto& k : be.kernel_paths())
+      if (k.weight_type == type_traits(GetParam()).name) reported = k.path.rfind(level, 0) == 0 && k.path[std::strlen(level)] == ' ';
+    EXPECT_TRUE(reported) << level;
+    kv_handle h = *be.kv_pool().allocate(0);
+    forward_batch b;
+    b.add_sequence(&h, toks.data(), toks.size(), 0, true);  // logits of every position
+    logits.emplace_back();
+    ASSERT_TRUE(be.forward(b, logits.back()));
+    ASSERT_TRUE(be.kv_pool().release(h));
+  }
+  ASSERT_EQ(logits[0].size(), logits[1].size());
+  EXPECT_EQ(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)), 0);
 }
 
 // A half-precision KV cache rounds cached keys and values to 11 significant bits: logits stay
