@@ -38,8 +38,9 @@ struct cpu_features {
 const cpu_features& host_features();
 
 /// SIMD level a kernel family may use. Ordered: a higher level implies the lower ones.
-/// avx2_vnni: the AVX2 path with its packed q4_0 / q4_1 / q8_0 products on 256-bit vpdpbusd
-/// (AVX-VNNI hosts; AVX-512 VNNI hosts run it EVEX-encoded when FW_SIMD=avx2vnni caps them there).
+/// avx2_vnni: the AVX2 path with its packed int8 products (q4_0 / q4_1 / q8_0 / W8A8) on 256-bit
+/// vpdpbusd and W4A16's on vpdpwssd (AVX-VNNI hosts; AVX-512 VNNI hosts run it EVEX-encoded when
+/// FW_SIMD=avx2vnni caps them there).
 /// amx: AVX-512 VNNI plus AMX int8 tiles for the packed products (vec_dot_packed_amx.cpp).
 enum class simd_level { scalar = 0, avx2 = 1, avx2_vnni = 2, avx512 = 3, amx = 4 };
 

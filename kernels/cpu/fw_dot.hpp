@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/vec_dot.hpp"
+
 namespace fw::cpu::avx2 {
 void quantize_act_i8(const float* x, void* y, int64_t k, float fixed_scale);
 void quantize_act_i16(const float* x, void* y, int64_t k, float fixed_scale);
@@ -27,6 +29,9 @@ void packed_gemm_w8a8(int64_t k, const void* w, int64_t n_rows, const void* x, s
 template <int G>
 void packed_gemm_w4a16(int64_t k, const void* w, int64_t n_rows, const void* x, size_t xs, int64_t nx, float* y,
                        int64_t ldy);
+/// The W8A8 / W4A16 packed products with 256-bit vpdpbusd / vpdpwssd (simd_level::avx2_vnni; same
+/// layouts and results as the two above); both null for other types.
+packed_layout fw_vnni_packed_layout_for(ggml_type type, vnni_encoding encoding);
 }  // namespace fw::cpu::avx2
 
 namespace fw::cpu::avx512 {  // AVX-512 F/BW/VL + VNNI (fw_dot_avx512.cpp, fw_dot_packed_avx512.cpp)

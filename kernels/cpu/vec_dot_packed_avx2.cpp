@@ -13,13 +13,11 @@
 //    piece, widened at once (a pair may reach 32512, so int16 sums would saturate).
 // q4_0's stored +8 is removed from the integer sum at the end of the block: -(sum(x) << 3).
 //
-// With VNNI at 256 bits (AVX-VNNI: Intel cores from Alder Lake, AMD Zen 5) vpdpbusd does a
-// piece's multiply, the sums of fours and the int32 accumulation in one instruction: 8 per row and
-// q4 block instead of 8 vpmaddubsw + 8 vpaddw + 1 vpmaddwd, 8 per q8_0 block instead of 8 + 8 + 8.
-// The sums are the same integers (nothing saturates on either path), so the results are bit for
-// bit the AVX2 ones. The instruction is written as inline assembly in two encodings: VEX (AVX-VNNI)
-// for the hosts that have it, and EVEX (AVX-512 VNNI + VL, 16 ymm registers as here) so that an
-// AVX-512 host runs and tests the same tile; nothing else in the tile changes.
+// With VNNI at 256 bits (vnni256.hpp: AVX-VNNI, or its EVEX twin on AVX-512 hosts) vpdpbusd does
+// a piece's multiply, the sums of fours and the int32 accumulation in one instruction: 8 per row
+// and q4 block instead of 8 vpmaddubsw + 8 vpaddw + 1 vpmaddwd, 8 per q8_0 block instead of
+// 8 + 8 + 8. The sums are the same integers (nothing saturates on either path), so the results are
+// bit for bit the AVX2 ones.
 //
 // Float weights (f32 / f16 / bf16) are outer products over the per-element layout: 16 rows x up
 // to 4 activation rows per tile.
@@ -40,6 +38,7 @@
 #include "kernels/cpu/packed_rows.hpp"
 #include "kernels/cpu/tile_drivers.hpp"
 #include "kernels/cpu/vec_dot.hpp"
+#include "kernels/cpu/vnni256.hpp"
 
 namespace fw::cpu::avx2 {
 namespace {
@@ -76,21 +75,6 @@ void gemm_by_dot(int64_t k, const void* w, size_t ws, int64_t nw, const void* x,
   for (int64_t j = 0; j < nx; ++j)
     for (int64_t i = 0; i < nw; ++i) y[j * ldy + i] = Dot(k, wp + i * ws, xp + j * xs);
 }
-
-// The int8 products of a tile: AVX2's vpmaddubsw / vpmaddwd, or vpdpbusd (see the top).
-struct maddubs_products {
-  static constexpr bool vnni = false;
-};
-template <bool Evex>
-struct vnni_products {
-  static constexpr bool vnni = true;
-  /// acc + the sums of fours of u (unsigned bytes) x s (signed bytes), per int32 lane.
-  static __m256i dot(__m256i acc, __m256i u, __m256i s) {
-    if constexpr (Evex) asm("%{evex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
-    else asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
-    return acc;
-  }
-};
 
 // Broadcast of the 4 activation bytes qs[4 p .. 4 p + 3].
 inline __m256i piece(const block_q8x& xb, int p) {
@@ -137,8 +121,8 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
 #pragma GCC unroll 4
           for (int j = 0; j < RX; ++j) {
             const block_q8x& xb = xr[j][b];
-            if constexpr (D::vnni) {
-              s[h][j] = D::dot(D::dot(s[h][j], wl, piece(xb, t)), wh, piece(xb, 4 + t));
+            if constexpr (D::enabled) {
+              s[h][j] = D::dpbusd(D::dpbusd(s[h][j], wl, piece(xb, t)), wh, piece(xb, 4 + t));
             } else {
               const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(wl, piece(xb, t)),
                                                  _mm256_maddubs_epi16(wh, piece(xb, 4 + t)));
@@ -152,7 +136,7 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
       // core once rolled; one row in cache 14% faster, q8_0 even).
 #pragma GCC unroll 1
       for (int t = 0; t < 4; ++t) pieces(t);
-      if constexpr (!D::vnni) {
+      if constexpr (!D::enabled) {
 #pragma GCC unroll 2
         for (int h = 0; h < NH; ++h)
 #pragma GCC unroll 4
@@ -167,8 +151,8 @@ void rows_tile(int64_t nb, const uint8_t* gp, const block_q8x* const* xr, float*
 #pragma GCC unroll 4
           for (int j = 0; j < RX; ++j) {
             const __m256i sx = _mm256_sign_epi8(piece(xr[j][b], t), w);
-            if constexpr (D::vnni) {
-              s[h][j] = D::dot(s[h][j], aw, sx);
+            if constexpr (D::enabled) {
+              s[h][j] = D::dpbusd(s[h][j], aw, sx);
             } else {
               s[h][j] = _mm256_add_epi32(s[h][j], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), ones));
             }
@@ -311,9 +295,9 @@ void packed_gemm_float(int64_t k, const void* w, int64_t n_rows, const void* x, 
 
 packed_layout packed_layout_for(ggml_type type) {
   switch (type) {
-    case ggml_type::q4_0: return {packed::pack_q4_0, packed_gemm<q4_0_packed, maddubs_products>};
-    case ggml_type::q4_1: return {packed::pack_q4_1, packed_gemm<q4_1_packed, maddubs_products>};
-    case ggml_type::q8_0: return {packed::pack_q8_0, packed_gemm<q8_0_packed, maddubs_products>};
+    case ggml_type::q4_0: return {packed::pack_q4_0, packed_gemm<q4_0_packed, no_vnni>};
+    case ggml_type::q4_1: return {packed::pack_q4_1, packed_gemm<q4_1_packed, no_vnni>};
+    case ggml_type::q8_0: return {packed::pack_q8_0, packed_gemm<q8_0_packed, no_vnni>};
     case ggml_type::f32: return {packed::pack_f32, packed_gemm_float<f32_packed>};
     case ggml_type::f16: return {packed::pack_f16, packed_gemm_float<f16_packed>};
     case ggml_type::bf16: return {packed::pack_bf16, packed_gemm_float<bf16_packed>};
@@ -334,8 +318,7 @@ packed_layout vnni_layout(ggml_type type) {
 }  // namespace
 
 packed_layout vnni_packed_layout_for(ggml_type type, vnni_encoding encoding) {
-  return encoding == vnni_encoding::evex ? vnni_layout<vnni_products<true>>(type)
-                                         : vnni_layout<vnni_products<false>>(type);
+  return encoding == vnni_encoding::evex ? vnni_layout<vnni256<true>>(type) : vnni_layout<vnni256<false>>(type);
 }
 
 }  // namespace fw::cpu::avx2

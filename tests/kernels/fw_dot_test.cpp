@@ -216,7 +216,7 @@ std::vector<float> act_rows(std::mt19937& rng, int64_t k, int64_t n) {
 
 // Every entry point of a SIMD path (dot, gemv, gemm, packed_gemm) equals the scalar reference
 // bit for bit: k sizes with 32- and 64-channel activation groups, 1..13 activation rows (the
-// packed tiles of 8 on AVX-512, 4 on AVX2, and the rest), 37 weight rows (two packed groups and an
+// packed tiles of 8 on AVX-512, 4 on AVX2 with or without VNNI, and the rest), 37 weight rows (two packed groups and an
 // unpacked tail), dynamic and static activation scales, extreme weight codes and saturating
 // activations.
 class fw_dot_simd_test : public ::testing::TestWithParam<simd_level> {};
@@ -225,6 +225,8 @@ TEST_P(fw_dot_simd_test, equals_the_reference_bit_for_bit) {
   const simd_level level = GetParam();
   if (level == simd_level::avx512) {
     if (const char* why = no_avx512_vnni()) GTEST_SKIP() << why;
+  } else if (level == simd_level::avx2_vnni && !host_features().has_avx2_vnni()) {
+    GTEST_SKIP() << "host has neither AVX-VNNI nor AVX-512 VNNI (256-bit vpdpbusd / vpdpwssd)";
   } else if (!host_features().has_avx2()) {
     GTEST_SKIP() << "host has no AVX2";
   }
@@ -277,7 +279,8 @@ TEST_P(fw_dot_simd_test, equals_the_reference_bit_for_bit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(paths, fw_dot_simd_test, ::testing::Values(simd_level::avx2, simd_level::avx512),
+INSTANTIATE_TEST_SUITE_P(paths, fw_dot_simd_test,
+                         ::testing::Values(simd_level::avx2, simd_level::avx2_vnni, simd_level::avx512),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 const char* no_amx() {
