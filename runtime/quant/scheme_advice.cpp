@@ -29,6 +29,7 @@ scheme_advice advise_scheme(const hardware_facts& hw, const model_facts& m, uint
       hw.cuda_hopper  ? "the Hopper GPU runs W8A8 and W4A16 on tensor cores"
       : hw.amx_int8    ? "this CPU has AMX int8 tiles: W8A8's products of 4 or more rows run on them"
       : hw.avx512_vnni ? "this CPU has AVX-512 VNNI: int8 activations take its integer dot products"
+      : hw.avx_vnni    ? "this CPU has AVX-VNNI: int8 products take its 256-bit integer dot products"
       : hw.avx2        ? "this CPU has AVX2 (no VNNI): int8 products still run in its integer units"
                        : "this CPU has no SIMD path for the calibrated formats (scalar fallback)";
   if (a.budget_bytes == 0 || a.w8a8_bytes <= a.budget_bytes) {
@@ -58,6 +59,7 @@ hardware_facts this_host() {
   hardware_facts hw;
   hw.avx2 = cpu::host_features().has_avx2();
   hw.avx512_vnni = cpu::host_features().has_avx512_vnni();
+  hw.avx_vnni = hw.avx2 && cpu::host_features().avx_vnni;
   hw.amx_int8 = cpu::host_features().has_amx();
   hw.memory_bytes = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE)) / 2;
   return hw;

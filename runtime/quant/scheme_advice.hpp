@@ -13,6 +13,7 @@ namespace fw {
 
 struct hardware_facts {
   bool avx2 = false;
+  bool avx_vnni = false;  ///< AVX-VNNI (256-bit vpdpbusd) without AVX-512: the AVX2 path's int8 products take it
   bool avx512_vnni = false;
   bool amx_int8 = false;  ///< AMX int8 tiles granted to this process (W8A8 products of 4+ rows)
   bool cuda_hopper = false;  ///< an sm_90 GPU serves the model

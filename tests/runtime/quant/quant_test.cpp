@@ -112,6 +112,9 @@ TEST(scheme_advice, w8a8_first_then_mixed_then_w4a16) {
   const auto tight = advise_scheme(hw, m, roomy.w4a16_bytes + 1);
   EXPECT_EQ(tight.scheme, quant_scheme::w4a16);
   EXPECT_FALSE(advise_scheme(hw, m, roomy.w4a16_bytes / 2).fits);
+  EXPECT_NE(roomy.reason.find("no VNNI"), std::string::npos);
+  hw.avx_vnni = true;
+  EXPECT_NE(advise_scheme(hw, m, 0).reason.find("AVX-VNNI"), std::string::npos);
   hw.avx512_vnni = true;
   EXPECT_NE(advise_scheme(hw, m, 0).reason.find("VNNI"), std::string::npos);
   hw.amx_int8 = true;
