@@ -134,14 +134,15 @@ std::vector<dot_kernel> avx2_kernels() {
 }
 
 /// The AVX2 kernels with the packed q4_0 / q4_1 / q8_0 / W8A8 products on 256-bit vpdpbusd and
-/// W4A16 on vpdpwssd (same layouts and results); all at level avx2_vnni. VEX-encoded on hosts with AVX-VNNI, else EVEX (the
-/// provider is only available on AVX-512 VNNI hosts then).
+/// W4A16 on vpdpwssd (same layouts and results); all at level avx2_vnni. VEX-encoded on hosts with
+/// AVX-VNNI, else EVEX (the provider is only available on AVX-512 VNNI hosts then).
 std::vector<dot_kernel> avx2_vnni_kernels() {
   const auto encoding = host_features().avx_vnni ? avx2::vnni_encoding::vex : avx2::vnni_encoding::evex;
   std::vector<dot_kernel> v = avx2_kernels();
   for (auto& k : v) {
     k.level = simd_level::avx2_vnni;
-    for (const auto p : {avx2::vnni_packed_layout_for(k.type, encoding), avx2::fw_vnni_packed_layout_for(k.type, encoding)})
+    for (const auto p :
+         {avx2::vnni_packed_layout_for(k.type, encoding), avx2::fw_vnni_packed_layout_for(k.type, encoding)})
       if (p.gemm && k.pack == p.pack) k.packed_gemm = p.gemm;
   }
   return v;
