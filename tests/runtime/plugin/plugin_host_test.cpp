@@ -399,7 +399,7 @@ TEST_F(plugin_host_test, Q8_0KernelPluginMatchesTheBuiltInKernel) {
   std::vector<uint8_t> w(row_bytes * n);
   for (int64_t i = 0; i < n; ++i) quantize_row_ref(ggml_type::q8_0, wf.data() + i * k, w.data() + i * row_bytes, k);
 
-  for (const char* simd : {"", "scalar", "avx2", "avx512"}) {
+  for (const char* simd : {"", "scalar", "avx2", "avx2vnni", "avx512"}) {
     SCOPED_TRACE(simd);
     const std::string params = *simd ? std::string("{\"simd\": \"") + simd + "\"}" : "{}";
     auto made = host.create_quant_kernel("q8", params);
@@ -411,6 +411,7 @@ TEST_F(plugin_host_test, Q8_0KernelPluginMatchesTheBuiltInKernel) {
     auto level = cpu::best_simd_level();
     if (std::string(simd) == "scalar") level = cpu::simd_level::scalar;
     if (std::string(simd) == "avx2") level = std::min(level, cpu::simd_level::avx2);
+    if (std::string(simd) == "avx2vnni") level = std::min(level, cpu::simd_level::avx2_vnni);
     const auto builtin = cpu::select_dot_kernel(ggml_type::q8_0, level);
     std::vector<cpu::block_q8x> xq(k / 32);
     std::vector<float> expect(n * m), got(n * m, -1.0f);
