@@ -291,23 +291,9 @@ void packed_gemm_float(int64_t k, const void* w, int64_t n_rows, const void* x, 
     F::unpacked_gemm(k, wp + n_packed * rb, rb, n_rows - n_packed, x, x_stride, n_x, y + n_packed, ldy);
 }
 
-}  // namespace
-
-packed_layout packed_layout_for(ggml_type type) {
-  switch (type) {
-    case ggml_type::q4_0: return {packed::pack_q4_0, packed_gemm<q4_0_packed, no_vnni>};
-    case ggml_type::q4_1: return {packed::pack_q4_1, packed_gemm<q4_1_packed, no_vnni>};
-    case ggml_type::q8_0: return {packed::pack_q8_0, packed_gemm<q8_0_packed, no_vnni>};
-    case ggml_type::f32: return {packed::pack_f32, packed_gemm_float<f32_packed>};
-    case ggml_type::f16: return {packed::pack_f16, packed_gemm_float<f16_packed>};
-    case ggml_type::bf16: return {packed::pack_bf16, packed_gemm_float<bf16_packed>};
-    default: return {};
-  }
-}
-
-namespace {
+// The block formats' layouts with the integer products of D (no_vnni or vnni256).
 template <class D>
-packed_layout vnni_layout(ggml_type type) {
+packed_layout quantized_layout(ggml_type type) {
   switch (type) {
     case ggml_type::q4_0: return {packed::pack_q4_0, packed_gemm<q4_0_packed, D>};
     case ggml_type::q4_1: return {packed::pack_q4_1, packed_gemm<q4_1_packed, D>};
@@ -315,10 +301,21 @@ packed_layout vnni_layout(ggml_type type) {
     default: return {};
   }
 }
+
 }  // namespace
 
+packed_layout packed_layout_for(ggml_type type) {
+  switch (type) {
+    case ggml_type::f32: return {packed::pack_f32, packed_gemm_float<f32_packed>};
+    case ggml_type::f16: return {packed::pack_f16, packed_gemm_float<f16_packed>};
+    case ggml_type::bf16: return {packed::pack_bf16, packed_gemm_float<bf16_packed>};
+    default: return quantized_layout<no_vnni>(type);
+  }
+}
+
 packed_layout vnni_packed_layout_for(ggml_type type, vnni_encoding encoding) {
-  return encoding == vnni_encoding::evex ? vnni_layout<vnni256<true>>(type) : vnni_layout<vnni256<false>>(type);
+  return encoding == vnni_encoding::evex ? quantized_layout<vnni256<true>>(type)
+                                         : quantized_layout<vnni256<false>>(type);
 }
 
 }  // namespace fw::cpu::avx2
