@@ -30,6 +30,7 @@ stream_event final_event(uint64_t id, const client_entry& c, stream_kind kind) {
   e.kind = static_cast<uint8_t>(kind);
   e.prompt_tokens = c.prompt_tokens;
   e.completion_tokens = c.completion_tokens;
+  e.cached_tokens = c.cached_tokens;
   e.total_ms = ms_between(c.submitted, now);
   if (c.has_first) {
     e.ttft_ms = ms_between(c.submitted, c.first_token);
@@ -127,6 +128,7 @@ front_door_actor::behavior_type front_door(self_ptr self, const front_door_metri
           auto it = self->state.clients.find(ev.id);
           if (it == self->state.clients.end()) continue;  // cancelled meanwhile
           auto& c = it->second;
+          c.cached_tokens = ev.cached_tokens;
           if (ev.token >= 0) {
             if (!c.has_first) {
               c.has_first = true;

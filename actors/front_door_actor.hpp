@@ -26,6 +26,7 @@ struct client_entry {
   bool has_first = false;
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;
+  uint32_t cached_tokens = 0;  ///< prompt tokens the prefix cache served
 };
 
 /// The front door's instruments, created in a registry that outlives the actor. The actor only

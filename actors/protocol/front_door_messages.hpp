@@ -49,6 +49,7 @@ struct stream_event {
   std::string error;              ///< error: a clear message
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;
+  uint32_t cached_tokens = 0;     ///< of prompt_tokens, those copied from the prefix cache
   double ttft_ms = 0;
   double tpot_ms = 0;             ///< mean time per output token after the first
   double total_ms = 0;
@@ -71,7 +72,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_event& x) {
   return f(caf::meta::type_name("fw::actors::stream_event"), x.id, x.kind, x.tokens, x.text, x.logprobs, x.top_ids,
            x.top_logprobs, x.finish_reason,
-           x.error_code, x.error, x.prompt_tokens, x.completion_tokens, x.ttft_ms, x.tpot_ms, x.total_ms);
+           x.error_code, x.error, x.prompt_tokens, x.completion_tokens, x.cached_tokens, x.ttft_ms, x.tpot_ms, x.total_ms);
 }
 
 template <class Inspector>

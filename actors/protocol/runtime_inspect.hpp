@@ -38,7 +38,7 @@ typename Inspector::result_type inspect(Inspector& f, device_identity& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_event& x) {
   return f(caf::meta::type_name("fw::step_event"), x.id, x.token, x.text, x.finished, x.finish_reason,
-           x.generated, x.has_logprob, x.logprob, x.top_ids, x.top_logprobs);
+           x.generated, x.cached_tokens, x.has_logprob, x.logprob, x.top_ids, x.top_logprobs);
 }
 
 }  // namespace fw

@@ -144,6 +144,7 @@ class scheduler {
     uint32_t stage = 4;    ///< its rollout stage: the levers it is served with
     double submitted_s = 0;
     uint32_t proposals = 0, draft_failures = 0;  ///< draft proposals asked for it, and that errored
+    uint32_t cached_tokens = 0;  ///< its last prefill's tokens copied from the prefix cache
   };
   /// A request routed to the prefill device, from admission to its decode job.
   struct staged_request {

@@ -167,7 +167,10 @@ void scheduler::release_cached(std::vector<kv_handle> handles) {
 void scheduler::send_prefill(worker_kind worker, prefill_job job) {
   const uint64_t id = job.id;
   // Below rollout stage 3 (logical PD) a prompt runs as one forward, as without separation.
-  if (auto it = requests_.find(id); it != requests_.end() && it->second.stage < 3) job.chunk = 1u << 16;
+  if (auto it = requests_.find(id); it != requests_.end()) {
+    it->second.cached_tokens = job.kv.n_tokens;  // what reuse_prefix copied in; the rest is computed
+    if (it->second.stage < 3) job.chunk = 1u << 16;
+  }
   if (queue_prefill(worker, job)) return;
   if (!worker_running(worker)) {
     // The worker is being restarted: as if the job had reached a dead worker (its KV is
@@ -183,7 +186,8 @@ void scheduler::send_prefill(worker_kind worker, prefill_job job) {
 void scheduler::start_decode(uint64_t id, kv_handle kv, float entropy, double prefilled_s) {
   const auto& held = requests_.at(id);
   const request_record& r = *table_.find(id);
-  decode_job job{id, held.req.prompt, held.req.params, r.budget, std::move(kv), entropy, prefilled_s, held.generated};
+  decode_job job{id,          held.req.prompt, held.req.params, r.budget,         std::move(kv),
+                 entropy,     prefilled_s,     held.generated,  held.cached_tokens};
   if (!worker_running(worker_kind::decode)) {  // being restarted: the job waits for the replacement
     parked_jobs_.push_back(std::move(job));
     return;

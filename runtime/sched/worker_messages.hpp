@@ -72,6 +72,7 @@ struct decode_job {
   /// Re-admitted after a decode worker died: the tokens it had generated (and streamed) then.
   /// history + resumed minus the last token are in kv; the sequence carries on after them.
   std::vector<int32_t> resumed;
+  uint32_t cached_tokens = 0;  ///< prompt tokens copied from the prefix cache, not computed (usage)
 };
 
 /// The tokens one decode step produced: ids[i] generated tokens[i] (in order per sequence).

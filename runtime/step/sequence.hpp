@@ -70,6 +70,9 @@ class sequence {
   /// the tokens would have finished the sequence: it was done already.
   bool resume(std::span<const int32_t> tokens, const tokenizer& vocab);
 
+  /// Prompt tokens its prefill copied from the prefix cache (reported with its tokens: usage).
+  uint32_t cached_tokens = 0;
+
   /// Tokens this sequence may still generate.
   uint32_t remaining() const { return budget_ > generated_.size() ? budget_ - static_cast<uint32_t>(generated_.size()) : 0; }
 

@@ -22,6 +22,7 @@ struct step_event {
   bool finished = false;
   std::string finish_reason;
   uint32_t generated = 0;  ///< tokens generated so far
+  uint32_t cached_tokens = 0;  ///< the sequence's prompt tokens copied from the prefix cache
   // When the request asked for logprobs (sampling_params::logprobs >= 0) and token >= 0:
   bool has_logprob = false;
   float logprob = 0;                 ///< log p(token) under the model's raw distribution

@@ -120,16 +120,24 @@ class prefix_cache_engine_test : public ::testing::Test {
     lim.prefix_cache_blocks = cache_blocks;
     return test::start_engine(model_, test::tiny_device(*model_, kv_tokens), lim);
   }
-  static std::vector<int32_t> run(actors::engine& e, std::vector<int32_t> prompt, int n) {
+  /// The greedy answer; `cached`: the final event's prompt tokens served by the prefix cache.
+  static std::vector<int32_t> run(actors::engine& e, std::vector<int32_t> prompt, int n, uint32_t* cached = nullptr) {
     auto done = std::make_shared<std::promise<std::vector<int32_t>>>();
     auto got = std::make_shared<std::vector<int32_t>>();
+    auto hit = std::make_shared<uint32_t>(0);
     auto fut = done->get_future();
-    e.submit(std::move(prompt), test::greedy(n), [done, got](const actors::stream_event& ev) {
-      if (ev.kind == static_cast<uint8_t>(actors::stream_kind::token)) got->insert(got->end(), ev.tokens.begin(), ev.tokens.end());
-      else done->set_value(*got);
+    e.submit(std::move(prompt), test::greedy(n), [done, got, hit](const actors::stream_event& ev) {
+      if (ev.kind == static_cast<uint8_t>(actors::stream_kind::token)) {
+        got->insert(got->end(), ev.tokens.begin(), ev.tokens.end());
+      } else {
+        *hit = ev.cached_tokens;
+        done->set_value(*got);
+      }
     });
     EXPECT_EQ(fut.wait_for(60s), std::future_status::ready);
-    return fut.get();
+    auto out = fut.get();
+    if (cached) *cached = *hit;
+    return out;
   }
   /// The scheduler's books once a request's final event has arrived. No waiting is needed: the
   /// decode worker sends "finished" (with the KV) to the scheduler before it sends the step's
@@ -153,16 +161,20 @@ TEST_F(prefix_cache_engine_test, repeated_and_extended_prompts_reuse_blocks_and_
   auto cached = start(2048, 32);
   ASSERT_TRUE(plain && cached);
   const auto turn1 = prompt(1, 50);  // 49 history tokens: 3 whole blocks
-  const auto want1 = run(*plain, turn1, 12);
-  EXPECT_EQ(run(*cached, turn1, 12), want1);
+  uint32_t hit = 99;
+  const auto want1 = run(*plain, turn1, 12, &hit);
+  EXPECT_EQ(hit, 0u);
+  EXPECT_EQ(run(*cached, turn1, 12, &hit), want1);
+  EXPECT_EQ(hit, 0u) << "a first prompt is computed";
   auto s = settled(*cached);
   EXPECT_EQ(s.prefix_cache_hits, 0u);
   EXPECT_EQ(s.prefix_cache_blocks, 3u);
   // Another prompt in between writes over the pool's free blocks, so a hit below cannot pass by
   // finding the same KV left behind in a reused block: it must come from the cache's copy.
   run(*cached, prompt(200, 50), 12);
-  // The same prompt again: all 48 whole-block tokens come from the cache.
-  EXPECT_EQ(run(*cached, turn1, 12), want1);
+  // The same prompt again: all 48 whole-block tokens come from the cache, and its usage says so.
+  EXPECT_EQ(run(*cached, turn1, 12, &hit), want1);
+  EXPECT_EQ(hit, 48u);
   s = settled(*cached);
   EXPECT_EQ(s.prefix_cache_hits, 1u);
   EXPECT_EQ(s.prefix_cache_hit_tokens, 48u);

@@ -14,7 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fw::sampling_params defaults{};
   auto r = fw::server::parse_generation_request(body, chat, defaults);
   if (auto* req = std::get_if<fw::server::generation_request>(&r)) {
-    size_t sink = req->messages.size() + req->prompt.size() + req->prompt_ids.size();
+    size_t sink = req->messages.size() + req->n;
+    for (const auto& p : req->prompts) sink += p.text.size() + p.ids.size();
     return sink == 0xdeadbeef ? 1 : 0;
   }
   return 0;

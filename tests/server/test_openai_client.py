@@ -143,6 +143,97 @@ class OpenAIClient(unittest.TestCase):
         for a, b in zip(streamed, lp.token_logprobs):
             self.assertAlmostEqual(a, b, places=5)
 
+    def test_n_choices_are_seeded_runs_of_one(self):
+        msgs = [{"role": "user", "content": "Tell me a short story about a cat."}]
+        kw = dict(model=MODEL_ID, messages=msgs, max_tokens=16, temperature=1.0)
+        three = self.client.chat.completions.create(n=3, seed=77, **kw)
+        self.assertEqual([c.index for c in three.choices], [0, 1, 2])
+        texts = [c.message.content for c in three.choices]
+        # Choice j samples with seed + j: each is the one-choice answer of that seed.
+        for j in range(3):
+            one = self.client.chat.completions.create(seed=77 + j, **kw)
+            self.assertEqual(texts[j], one.choices[0].message.content, j)
+        self.assertGreaterEqual(len(set(texts)), 2, texts)
+        self.assertEqual(three.usage.prompt_tokens, one.usage.prompt_tokens)  # the prompt counts once
+        again = self.client.chat.completions.create(n=3, seed=77, **kw)
+        self.assertEqual([c.message.content for c in again.choices], texts)
+        # Greedy: every choice is the greedy answer.
+        greedy = self.client.chat.completions.create(n=2, model=MODEL_ID, messages=msgs, max_tokens=8, temperature=0)
+        single = self.client.chat.completions.create(model=MODEL_ID, messages=msgs, max_tokens=8, temperature=0)
+        self.assertEqual([c.message.content for c in greedy.choices], [single.choices[0].message.content] * 2)
+        self.assertEqual(greedy.usage.completion_tokens, 2 * single.usage.completion_tokens)
+
+    def test_n_choices_stream_by_index(self):
+        msgs = [{"role": "user", "content": "Name a fruit and a colour."}]
+        kw = dict(model=MODEL_ID, messages=msgs, max_tokens=12, temperature=0.9, seed=5, n=3)
+        full = self.client.chat.completions.create(**kw)
+        parts, roles, finish, usage = {}, {}, {}, None
+        for chunk in self.client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kw):
+            if chunk.usage:
+                usage = chunk.usage
+            for c in chunk.choices:
+                parts.setdefault(c.index, []).append(c.delta.content or "")
+                if c.delta.role:
+                    roles[c.index] = roles.get(c.index, 0) + 1
+                if c.finish_reason:
+                    self.assertNotIn(c.index, finish)
+                    finish[c.index] = c.finish_reason
+        self.assertEqual(sorted(parts), [0, 1, 2])
+        self.assertEqual(roles, {0: 1, 1: 1, 2: 1})  # the role once per choice
+        for c in full.choices:
+            self.assertEqual("".join(parts[c.index]), c.message.content)
+            self.assertEqual(finish[c.index], c.finish_reason)
+        self.assertEqual(usage.completion_tokens, full.usage.completion_tokens)
+        self.assertEqual(usage.prompt_tokens, full.usage.prompt_tokens)
+
+    def test_batched_prompts_answer_each_prompt(self):
+        prompts = ["The capital of France is", "1, 2, 3, 4,"]
+        singles = [self.client.completions.create(model=MODEL_ID, prompt=p, max_tokens=8, temperature=0)
+                   for p in prompts]
+        batch = self.client.completions.create(model=MODEL_ID, prompt=prompts, max_tokens=8, temperature=0, n=2)
+        self.assertEqual([c.index for c in batch.choices], [0, 1, 2, 3])  # prompt * n + j
+        self.assertEqual([c.text for c in batch.choices],
+                         [singles[0].choices[0].text] * 2 + [singles[1].choices[0].text] * 2)
+        self.assertEqual(batch.usage.prompt_tokens, sum(s.usage.prompt_tokens for s in singles))
+        self.assertEqual(batch.usage.completion_tokens, 2 * sum(s.usage.completion_tokens for s in singles))
+        # A batch of token-id prompts, used as given.
+        ids = self.client.completions.create(model=MODEL_ID, prompt=[[1, 2, 3], [4, 5]], max_tokens=2, temperature=0)
+        self.assertEqual(len(ids.choices), 2)
+        self.assertEqual(ids.usage.prompt_tokens, 5)
+        # One prompt beyond the window fails the request, naming it.
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.completions.create(model=MODEL_ID, prompt=["hi", "word " * 20000], max_tokens=4)
+        self.assertIn("prompt[1]", str(e.exception))
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.completions.create(model=MODEL_ID, prompt=["a"] * 3, n=30)
+        self.assertIn("at most 64", str(e.exception))
+
+    def test_n_choices_share_the_prompt_prefill(self):
+        # The later choices copy the prompt's KV from the prefix cache (whole 16-token blocks).
+        prompt = "Here is a list of things to remember for the trip: " + ", ".join(f"item {i}" for i in range(40))
+        before = metric(self.server.port, "flywheel:prefix_cache_hit_tokens_total")
+        r = self.client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=4, temperature=0.8, n=4)
+        whole_blocks = (r.usage.prompt_tokens - 1) // 16 * 16  # the last prompt token is the first decode input
+        self.assertGreater(whole_blocks, 100)
+        self.assertGreaterEqual(metric(self.server.port, "flywheel:prefix_cache_hit_tokens_total") - before,
+                                3 * whole_blocks)
+        # usage counts what the prompt cost: computed for its first choice, then cached for a repeat.
+        self.assertEqual(r.usage.prompt_tokens_details.cached_tokens, 0)
+        again = self.client.completions.create(model=MODEL_ID, prompt=prompt, max_tokens=4, temperature=0)
+        self.assertEqual(again.usage.prompt_tokens_details.cached_tokens, whole_blocks)
+        self.assertEqual(again.usage.prompt_tokens, r.usage.prompt_tokens)
+
+    def test_disconnect_cancels_every_choice(self):
+        body = json.dumps({"model": MODEL_ID, "prompt": "Count to a thousand:", "max_tokens": 400, "n": 4,
+                           "stream": True, "temperature": 0.7})
+        proc = subprocess.Popen(["curl", "-sN", "-H", "Content-Type: application/json", "-d", body,
+                                 self.server.base + "/v1/completions"], stdout=subprocess.PIPE)
+        self.assertTrue(wait_until(lambda: metric(self.server.port, "flywheel:num_requests_running") >= 4, 30))
+        proc.kill()
+        proc.wait()
+        self.assertTrue(wait_until(lambda: metric(self.server.port, "flywheel:num_requests_running") == 0, 30))
+        self.assertTrue(wait_until(lambda: metric(self.server.port, "flywheel:num_requests_waiting") == 0, 30))
+
     def test_raw_sse_with_curl(self):
         body = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6,
                            "temperature": 0, "stream": True})

@@ -137,31 +137,62 @@ void read_messages(reader& r, generation_request& out) {
   }
 }
 
+// A token-id array (one prompt) into `out`; false (and r.err set) when it holds anything else.
+bool read_ids(reader& r, const json& a, const std::string& where, std::vector<int32_t>& out) {
+  if (a.empty()) {
+    r.fail(where + " is an empty token-id array", "prompt");
+    return false;
+  }
+  for (const json& id : a) {
+    if (!id.is_number_integer()) {
+      r.fail(where + ": a token-id array holds integers only, got " + kind(id), "prompt");
+      return false;
+    }
+    if (id.is_number_unsigned() ? id.get<uint64_t>() > uint64_t{INT32_MAX}
+                                : id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      r.fail(where + ": token id " + id.dump() + " is out of range", "prompt");
+      return false;
+    }
+    out.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  return true;
+}
+
+// prompt: a string, token ids, or a batch of strings / of token-id arrays (not mixed).
 void read_prompt(reader& r, generation_request& out) {
   const json* p = r.field("prompt");
   if (!p) return r.fail("prompt is required", "prompt");
   if (p->is_string()) {
-    out.prompt = p->get<std::string>();
+    out.prompts.push_back({p->get<std::string>(), {}, false});
     return;
   }
   if (!p->is_array()) return r.fail(std::string("prompt must be a string or an array, got ") + kind(*p), "prompt");
   if (p->empty()) return r.fail("prompt must not be an empty array", "prompt");
-  if ((*p)[0].is_string()) {
-    if (p->size() > 1)
-      return r.fail("batched prompts (" + std::to_string(p->size()) +
-                        " strings) are not supported; send one request per prompt",
-                    "prompt");
-    out.prompt = (*p)[0].get<std::string>();
+  const json& first = (*p)[0];
+  if (first.is_number_integer()) {
+    completion_prompt c;
+    c.is_ids = true;
+    if (read_ids(r, *p, "prompt", c.ids)) out.prompts.push_back(std::move(c));
     return;
   }
-  out.prompt_is_ids = true;
-  for (const json& id : *p) {
-    if (!id.is_number_integer())
-      return r.fail(std::string("prompt: a token-id array holds integers only, got ") + kind(id), "prompt");
-    if (id.is_number_unsigned() ? id.get<uint64_t>() > uint64_t{INT32_MAX} : id.get<int64_t>() < 0 ||
-                                                                                 id.get<int64_t>() > INT32_MAX)
-      return r.fail("prompt: token id " + id.dump() + " is out of range", "prompt");
-    out.prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  if (!first.is_string() && !first.is_array())
+    return r.fail(std::string("prompt: an array holds strings, token ids or token-id arrays, got ") + kind(first),
+                  "prompt");
+  // A batch: every element of the first one's kind.
+  for (size_t i = 0; i < p->size(); ++i) {
+    const json& x = (*p)[i];
+    const std::string at = "prompt[" + std::to_string(i) + "]";
+    if (first.is_string()) {
+      if (!x.is_string()) return r.fail(at + ": a batch of strings holds strings only, got " + kind(x), "prompt");
+      out.prompts.push_back({x.get<std::string>(), {}, false});
+      continue;
+    }
+    if (!x.is_array())
+      return r.fail(at + ": a batch of token-id arrays holds arrays only, got " + kind(x), "prompt");
+    completion_prompt c;
+    c.is_ids = true;
+    if (!read_ids(r, x, at, c.ids)) return;
+    out.prompts.push_back(std::move(c));
   }
 }
 
@@ -215,10 +246,6 @@ void read_sampling(reader& r, generation_request& out) {
   }
   if (r.integer("max_draft_tokens", v, 0, 16, "0 (no speculation for this request) to 16"))
     p.max_draft_k = static_cast<int32_t>(v);
-  if (r.integer("n", v, 1, 1, "1 (one choice per request)")) {
-  }
-  if (r.integer("best_of", v, 1, 1, "1")) {
-  }
 }
 
 // Completions: logprobs = N (alternatives per token). Chat: logprobs = true, top_logprobs = N.
@@ -287,6 +314,22 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
     }
   }
   read_logprobs(r, out, limits.max_logprobs);
+  int64_t n = 1;
+  const std::string choices = "1 to " + std::to_string(limits.max_choices) + " (choices per prompt)";
+  if (r.integer("n", n, 1, limits.max_choices, choices.c_str())) out.n = static_cast<uint32_t>(n);
+  // best_of = n returns every sample drawn; ranking more samples than are returned is not built.
+  int64_t best_of = 0;
+  if (r.integer("best_of", best_of, 1, limits.max_choices, choices.c_str()) && best_of != 1 &&
+      best_of != static_cast<int64_t>(out.n))
+    r.fail("best_of = " + std::to_string(best_of) + " with n = " + std::to_string(out.n) +
+               " is not supported (returning the best n of more samples is not built); send best_of = n or omit it",
+           "best_of");
+  const size_t prompts = chat ? 1 : std::max<size_t>(1, out.prompts.size());
+  if (!r.err && prompts * out.n > limits.max_choices)
+    r.fail(std::to_string(prompts) + " prompts x n = " + std::to_string(out.n) + " asks for " +
+               std::to_string(prompts * out.n) + " choices; at most " + std::to_string(limits.max_choices) +
+               " per request",
+           prompts > 1 ? "prompt" : "n");
   r.refuse("echo", "send the prompt back yourself");
   r.refuse("suffix", "no fill-in-the-middle");
   r.refuse("tools", "no tool calling");

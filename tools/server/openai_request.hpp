@@ -6,14 +6,17 @@
 //   truncation, trailing data are JSON errors).
 // - model: a string (the server checks it names its model). chat: messages, a non-empty array
 //   of {role: system|developer|user|assistant, content: string or [{type:"text", text}]};
-//   completions: prompt, a string, a one-string array, or an array of token ids.
+//   completions: prompt, a string or an array of token ids, or a batch of either (an array of
+//   strings, an array of token-id arrays); each prompt of a batch is answered as its own request.
 // - temperature 0..2; top_p in (0, 1]; top_k -1 (off) or >= 0; min_p 0..1; presence/frequency
 //   penalty -2..2; repetition_penalty in (0, 100]; seed an integer 0..2^64-1; max_tokens (and
 //   max_completion_tokens, chat) an integer >= 1; stop a string or up to 16 non-empty strings;
-//   n and best_of 1; stream a boolean; stream_options ({include_usage: bool}) only when streaming.
+//   n choices per prompt (1..max_choices, prompts x n at most max_choices; choice index = prompt
+//   index * n + j); best_of 1 or n; stream a boolean; stream_options ({include_usage: bool}) only
+//   when streaming.
 // - logprobs: completions logprobs = N, chat logprobs = true with top_logprobs = N (N <= 20).
 // - Not built (refused, not ignored): echo, suffix, tools/functions, response_format other than
-//   text, n > 1.
+//   text, best_of > 1.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
 //   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
 // Unknown fields are ignored, as vLLM does (clients send vendor fields).
@@ -33,13 +36,19 @@
 
 namespace fw::server {
 
+/// One completions prompt: text (the server tokenizes it) or token ids.
+struct completion_prompt {
+  std::string text;
+  std::vector<int32_t> ids;
+  bool is_ids = false;
+};
+
 struct generation_request {
   bool chat = false;
   std::string model;
-  std::vector<chat_message> messages;  ///< chat
-  std::string prompt;                  ///< completions, text prompt
-  std::vector<int32_t> prompt_ids;     ///< completions, token-id prompt (when prompt_is_ids)
-  bool prompt_is_ids = false;
+  std::vector<chat_message> messages;      ///< chat
+  std::vector<completion_prompt> prompts;  ///< completions: one prompt, or a batch
+  uint32_t n = 1;                          ///< choices per prompt
   sampling_params params;              ///< the server's defaults with the request's fields applied
   bool max_tokens_set = false;         ///< false: the default, capped by the context left
   bool stream = false;
@@ -51,6 +60,7 @@ struct parse_limits {
   int max_depth = 64;
   size_t max_stop = 16;
   int max_logprobs = 20;  ///< most alternatives per token
+  uint32_t max_choices = 64;  ///< most choices per request (prompts x n)
 };
 
 /// The request, or the 400 that answers it.

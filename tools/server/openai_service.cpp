@@ -35,11 +35,11 @@ bool same_secret(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-json usage_json(uint32_t prompt, uint32_t completion) {
+json usage_json(uint32_t prompt, uint32_t completion, uint32_t cached) {
   return {{"prompt_tokens", prompt},
           {"completion_tokens", completion},
           {"total_tokens", prompt + completion},
-          {"prompt_tokens_details", {{"cached_tokens", 0}}}};
+          {"prompt_tokens_details", {{"cached_tokens", cached}}}};
 }
 
 std::string sse(const std::string& data) { return "data: " + data + "\n\n"; }
@@ -87,22 +87,39 @@ json empty_logprobs(bool chat) {
 
 }  // namespace
 
-struct openai_service::live {
-  uint64_t id = 0;
+struct openai_service::choice {
+  uint64_t engine_id = 0;
+  bool submitted = false;
+  bool finished = false;
+  bool started = false;  // stream: this choice's first chunk is out (chat: with the role)
+  std::string text;
+  std::vector<int32_t> ids;
+  json logprobs;           // non-stream: every token's; stream: sent per chunk
+  size_t text_offset = 0;  // completions logprobs: bytes of completion text so far
+  std::string finish_reason;
+  uint32_t completion_tokens = 0;
+};
+
+struct openai_service::response {
   std::shared_ptr<reply_channel> reply;
   const char* route = "";
   bool chat = false;
   bool stream = false;
   bool include_usage = false;
   bool return_ids = false;
-  bool started = false;  // stream: headers and the first chunk are out
-  bool gone = false;     // the client disconnected
-  std::string response_id;
-  std::string text;
-  std::vector<int32_t> ids;
   bool want_logprobs = false;
-  json logprobs;           // non-stream: every token's; stream: sent per chunk
-  size_t text_offset = 0;  // completions logprobs: bytes of completion text so far
+  bool started = false;  // stream: headers are out
+  bool gone = false;     // the client disconnected
+  bool failed = false;   // answered with an error; the other choices are cancelled
+  std::string response_id;
+  uint32_t n = 1;                               // choices per prompt
+  std::vector<std::vector<int32_t>> prompts;    // token ids (cleared once all its choices are submitted)
+  std::vector<int32_t> max_tokens;              // per prompt: what the window leaves
+  std::vector<uint32_t> prompt_tokens;          // per prompt, from the engine's final events
+  std::vector<uint32_t> cached_tokens;          // per prompt: of its first choice, from the prefix cache
+  sampling_params params;
+  std::vector<choice> choices;                  // index = prompt * n + j
+  size_t outstanding = 0;                       // submitted choices whose final event has not arrived
 };
 
 openai_service::openai_service(actors::engine& engine, service_options options,
@@ -224,35 +241,38 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
   }
 
   const model& m = engine_.get_model();
-  std::vector<int32_t> prompt;
+  auto r = std::make_shared<response>();
   if (chat) {
     const auto& tmpl = m.chat();
     if (!tmpl) return reply_error(*reply, bad_request("the model has no usable chat template (" + tmpl.err().message +
                                                       "); use /v1/completions"),
                                   route);
-    prompt = encode_chat(m.vocab(), *tmpl, g.messages, true);
-  } else if (g.prompt_is_ids) {
-    prompt = std::move(g.prompt_ids);
+    r->prompts.push_back(encode_chat(m.vocab(), *tmpl, g.messages, true));
   } else {
-    // A raw completion prompt is the client's whole text, control tokens included (as OpenAI's
-    // and llama.cpp's completion endpoints).
-    prompt = m.vocab().encode(g.prompt, true, true);
+    for (auto& p : g.prompts)
+      // A raw completion prompt is the client's whole text, control tokens included (as OpenAI's
+      // and llama.cpp's completion endpoints).
+      r->prompts.push_back(p.is_ids ? std::move(p.ids) : m.vocab().encode(p.text, true, true));
   }
   // The runtime's admission rules (runtime/sched/admission: tokens in the vocabulary, prompt and
   // max_tokens within the window), answered with OpenAI's codes. An unset max_tokens is the
   // [sampling] default where it fits, else as much as the window holds.
-  int32_t asked = g.params.max_tokens;
-  if (!g.max_tokens_set && asked >= 0 && prompt.size() + static_cast<size_t>(asked) > opt_.n_ctx) asked = -1;
-  auto budget = admit_request(prompt, static_cast<uint32_t>(m.vocab().n_vocab()), opt_.n_ctx, asked);
-  if (!budget) {
-    const bool overflow = budget.err().code == errc::context_overflow;
-    const bool prompt_fits = !prompt.empty() && prompt.size() < opt_.n_ctx;
-    const char* param = g.max_tokens_set && prompt_fits ? "max_tokens" : (chat ? "messages" : "prompt");
-    return reply_error(*reply, bad_request(budget.err().message, param, overflow ? "context_length_exceeded" : ""), route);
+  for (size_t i = 0; i < r->prompts.size(); ++i) {
+    const auto& prompt = r->prompts[i];
+    int32_t asked = g.params.max_tokens;
+    if (!g.max_tokens_set && asked >= 0 && prompt.size() + static_cast<size_t>(asked) > opt_.n_ctx) asked = -1;
+    auto budget = admit_request(prompt, static_cast<uint32_t>(m.vocab().n_vocab()), opt_.n_ctx, asked);
+    if (!budget) {
+      const bool overflow = budget.err().code == errc::context_overflow;
+      const bool prompt_fits = !prompt.empty() && prompt.size() < opt_.n_ctx;
+      const char* param = g.max_tokens_set && prompt_fits ? "max_tokens" : (chat ? "messages" : "prompt");
+      const std::string at = r->prompts.size() > 1 ? "prompt[" + std::to_string(i) + "]: " : "";
+      return reply_error(*reply, bad_request(at + budget.err().message, param, overflow ? "context_length_exceeded" : ""),
+                         route);
+    }
+    r->max_tokens.push_back(static_cast<int32_t>(*budget));
   }
-  g.params.max_tokens = static_cast<int32_t>(*budget);
 
-  auto r = std::make_unique<live>();
   r->reply = reply;
   r->route = route;
   r->chat = chat;
@@ -260,121 +280,184 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
   r->include_usage = g.include_usage;
   r->return_ids = g.return_token_ids;
   r->want_logprobs = g.params.logprobs >= 0;
-  if (r->want_logprobs) r->logprobs = empty_logprobs(chat);
+  r->n = g.n;
+  r->params = g.params;
+  r->prompt_tokens.assign(r->prompts.size(), 0);
+  r->cached_tokens.assign(r->prompts.size(), 0);
+  r->choices.resize(r->prompts.size() * g.n);
+  if (r->want_logprobs)
+    for (auto& c : r->choices) c.logprobs = empty_logprobs(chat);
   char rid[40];
   std::snprintf(rid, sizeof rid, "%s-%016llx%04llx", chat ? "chatcmpl" : "cmpl",
                 static_cast<unsigned long long>(created_), static_cast<unsigned long long>(next_response_++ & 0xFFFF));
   r->response_id = rid;
-
-  const uint64_t id = engine_.submit(std::move(prompt), g.params, [this](const actors::stream_event& e) {
-    post_([this, e] { on_event(e.id, e); });
-  });
-  r->id = id;
-  reply->on_disconnect([this, id] {
-    auto it = live_.find(id);
-    if (it == live_.end()) return;
-    it->second->gone = true;
-    engine_.cancel(id);  // frees its KV; the final event still arrives and ends the entry
-  });
-  live_.emplace(id, std::move(r));
   in_flight_.fetch_add(1);
+  std::weak_ptr<response> weak = r;
+  reply->on_disconnect([this, weak] {
+    auto rp = weak.lock();
+    if (!rp) return;
+    rp->gone = true;
+    for (const auto& c : rp->choices)
+      if (c.submitted && !c.finished) engine_.cancel(c.engine_id);  // frees its KV; the final event ends it
+  });
+  for (uint32_t i = 0; i < r->prompts.size(); ++i) submit_choice(r, i * r->n);
 }
 
-std::string openai_service::chunk(const live& r, const std::string& text, const std::vector<int32_t>& ids,
-                                  const char* finish_reason, const json* logprobs) const {
-  json choice = {{"index", 0}, {"logprobs", logprobs ? *logprobs : json(nullptr)},
-                 {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}};
+void openai_service::submit_choice(const std::shared_ptr<response>& r, uint32_t index) {
+  const uint32_t p = index / r->n, j = index % r->n;
+  sampling_params params = r->params;
+  params.max_tokens = r->max_tokens[p];
+  // A seeded request stays reproducible and its choices differ: choice j samples with seed + j
+  // (0 means "random", so a sum that wraps to 0 takes 1).
+  if (params.seed != 0 && j > 0) params.seed = params.seed + j == 0 ? 1 : params.seed + j;
+  const bool last = j + 1 == r->n;
+  std::vector<int32_t> prompt = last ? std::move(r->prompts[p]) : r->prompts[p];
+  choice& c = r->choices[index];
+  c.engine_id = engine_.submit(std::move(prompt), params, [this](const actors::stream_event& e) {
+    post_([this, e] { on_event(e.id, e); });
+  });
+  c.submitted = true;
+  ++r->outstanding;
+  live_.emplace(c.engine_id, choice_ref{r, index});
+}
+
+void openai_service::submit_rest(const std::shared_ptr<response>& r, uint32_t index) {
+  if (index % r->n != 0 || r->gone || r->failed) return;
+  for (uint32_t j = 1; j < r->n; ++j)
+    if (!r->choices[index + j].submitted) submit_choice(r, index + j);
+}
+
+std::string openai_service::chunk(const response& r, uint32_t index, const std::string& text,
+                                  const std::vector<int32_t>& ids, const char* finish_reason, const json* logprobs) const {
+  const choice& c = r.choices[index];
+  json ch = {{"index", index}, {"logprobs", logprobs ? *logprobs : json(nullptr)},
+             {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}};
   if (r.chat) {
     json delta = json::object();
-    if (!r.started) delta["role"] = "assistant";
-    if (!text.empty() || !r.started) delta["content"] = text;
-    choice["delta"] = std::move(delta);
+    if (!c.started) delta["role"] = "assistant";
+    if (!text.empty() || !c.started) delta["content"] = text;
+    ch["delta"] = std::move(delta);
   } else {
-    choice["text"] = text;
+    ch["text"] = text;
   }
-  if (r.return_ids) choice["token_ids"] = ids;
-  json c = {{"id", r.response_id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
-            {"created", created_}, {"model", opt_.model_name}, {"choices", json::array({std::move(choice)})}};
-  if (r.include_usage) c["usage"] = nullptr;
-  return sse(dump(c));
+  if (r.return_ids) ch["token_ids"] = ids;
+  json out = {{"id", r.response_id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", created_}, {"model", opt_.model_name}, {"choices", json::array({std::move(ch)})}};
+  if (r.include_usage) out["usage"] = nullptr;
+  return sse(dump(out));
 }
 
 void openai_service::on_event(uint64_t id, const actors::stream_event& e) {
   auto it = live_.find(id);
   if (it == live_.end()) return;
-  live& r = *it->second;
-  if (e.kind == static_cast<uint8_t>(actors::stream_kind::token)) {
-    if (r.gone) return;
-    if (!r.stream) {
-      r.text += e.text;
-      r.ids.insert(r.ids.end(), e.tokens.begin(), e.tokens.end());
-      if (r.want_logprobs) add_logprobs(engine_.get_model().vocab(), e, r.chat, r.text_offset, r.logprobs);
-      return;
+  const std::shared_ptr<response> rp = it->second.r;
+  const uint32_t index = it->second.index;
+  response& r = *rp;
+  choice& c = r.choices[index];
+  if (e.kind != static_cast<uint8_t>(actors::stream_kind::token)) {
+    live_.erase(it);
+    --r.outstanding;
+    c.finished = true;
+    if (!r.gone && !r.failed) {
+      submit_rest(rp, index);
+      choice_done(r, index, e);
     }
-    if (!r.started) {
-      r.reply->start_stream(200, "text/event-stream");
-      count_response(r.route, 200);
-    }
-    if (e.text.empty() && !r.return_ids && !r.want_logprobs && r.started) return;  // a partial UTF-8 character: wait
-    json lp;
-    if (r.want_logprobs) {
-      lp = empty_logprobs(r.chat);
-      add_logprobs(engine_.get_model().vocab(), e, r.chat, r.text_offset, lp);
-    }
-    r.reply->stream(chunk(r, e.text, e.tokens, nullptr, r.want_logprobs ? &lp : nullptr));
-    r.started = true;
+    if (r.outstanding == 0) complete(r);
     return;
   }
-  finish(r, e);
-  live_.erase(it);
-  in_flight_.fetch_sub(1);
+  if (r.gone || r.failed) return;
+  submit_rest(rp, index);
+  if (!r.stream) {
+    c.text += e.text;
+    c.ids.insert(c.ids.end(), e.tokens.begin(), e.tokens.end());
+    if (r.want_logprobs) add_logprobs(engine_.get_model().vocab(), e, r.chat, c.text_offset, c.logprobs);
+    return;
+  }
+  if (!r.started) {
+    r.reply->start_stream(200, "text/event-stream");
+    count_response(r.route, 200);
+    r.started = true;
+  }
+  if (e.text.empty() && !r.return_ids && !r.want_logprobs && c.started) return;  // a partial UTF-8 character: wait
+  json lp;
+  if (r.want_logprobs) {
+    lp = empty_logprobs(r.chat);
+    add_logprobs(engine_.get_model().vocab(), e, r.chat, c.text_offset, lp);
+  }
+  r.reply->stream(chunk(r, index, e.text, e.tokens, nullptr, r.want_logprobs ? &lp : nullptr));
+  c.started = true;
 }
 
-void openai_service::finish(live& r, const actors::stream_event& e) {
-  if (r.gone) {
-    count_response(r.route, 499);  // client closed the connection (nginx's code)
-    return;
+void openai_service::choice_done(response& r, uint32_t index, const actors::stream_event& e) {
+  if (e.kind != static_cast<uint8_t>(actors::stream_kind::done)) return fail(r, e);
+  choice& c = r.choices[index];
+  c.finish_reason = e.finish_reason;
+  c.completion_tokens = e.completion_tokens;
+  r.prompt_tokens[index / r.n] = e.prompt_tokens;
+  // The prompt's own cost: its first choice's hit (the others copy what that one computed).
+  if (index % r.n == 0) r.cached_tokens[index / r.n] = e.cached_tokens;
+  if (!r.stream) return;
+  if (!r.started) {
+    r.reply->start_stream(200, "text/event-stream");
+    count_response(r.route, 200);
+    r.started = true;
   }
-  const bool ok = e.kind == static_cast<uint8_t>(actors::stream_kind::done);
-  if (!ok && !r.started) return reply_error(*r.reply, from_engine_error(e.failure(), opt_.retry_after_s), r.route);
+  r.reply->stream(chunk(r, index, "", {}, e.finish_reason.c_str()));
+  c.started = true;
+}
+
+void openai_service::fail(response& r, const actors::stream_event& e) {
+  // One choice failed: the request fails (its other choices are cancelled, their events dropped).
+  r.failed = true;
+  for (const auto& c : r.choices)
+    if (c.submitted && !c.finished) engine_.cancel(c.engine_id);
+  const api_error err = from_engine_error(e.failure(), opt_.retry_after_s);
+  if (!r.started) return reply_error(*r.reply, err, r.route);
+  // Headers are out: the failure travels as an error event, then the stream ends.
+  r.reply->stream(sse(err.body()));
+  r.reply->stream(sse("[DONE]"));
+  r.reply->end_stream();
+}
+
+void openai_service::complete(response& r) {
+  in_flight_.fetch_sub(1);
+  if (r.gone) return count_response(r.route, 499);  // client closed the connection (nginx's code)
+  if (r.failed) return;                             // answered when it failed
+  uint32_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  for (uint32_t t : r.prompt_tokens) prompt_tokens += t;
+  for (uint32_t t : r.cached_tokens) cached_tokens += t;
+  for (const auto& c : r.choices) completion_tokens += c.completion_tokens;
   if (r.stream) {
-    if (!r.started) {
-      r.reply->start_stream(200, "text/event-stream");
-      count_response(r.route, 200);
-    }
-    if (ok) {
-      r.reply->stream(chunk(r, "", {}, e.finish_reason.c_str()));
-      r.started = true;
-      if (r.include_usage) {
-        json u = {{"id", r.response_id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
-                  {"created", created_}, {"model", opt_.model_name}, {"choices", json::array()},
-                  {"usage", usage_json(e.prompt_tokens, e.completion_tokens)}};
-        r.reply->stream(sse(dump(u)));
-      }
-    } else {
-      // Headers are out: the failure travels as an error event, then the stream ends.
-      const api_error err = from_engine_error(e.failure(), opt_.retry_after_s);
-      r.reply->stream(sse(err.body()));
+    if (r.include_usage) {
+      json u = {{"id", r.response_id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
+                {"created", created_}, {"model", opt_.model_name}, {"choices", json::array()},
+                {"usage", usage_json(prompt_tokens, completion_tokens, cached_tokens)}};
+      r.reply->stream(sse(dump(u)));
     }
     r.reply->stream(sse("[DONE]"));
     r.reply->end_stream();
     return;
   }
-  json choice = {{"index", 0}, {"logprobs", r.want_logprobs ? r.logprobs : json(nullptr)},
-                 {"finish_reason", e.finish_reason}};
-  if (r.chat) choice["message"] = {{"role", "assistant"}, {"content", r.text}};
-  else choice["text"] = r.text;
-  if (r.return_ids) choice["token_ids"] = r.ids;
+  json choices = json::array();
+  for (uint32_t i = 0; i < r.choices.size(); ++i) {
+    const choice& c = r.choices[i];
+    json ch = {{"index", i}, {"logprobs", r.want_logprobs ? c.logprobs : json(nullptr)},
+               {"finish_reason", c.finish_reason}};
+    if (r.chat) ch["message"] = {{"role", "assistant"}, {"content", c.text}};
+    else ch["text"] = c.text;
+    if (r.return_ids) ch["token_ids"] = c.ids;
+    choices.push_back(std::move(ch));
+  }
   json body = {{"id", r.response_id}, {"object", r.chat ? "chat.completion" : "text_completion"},
-               {"created", created_}, {"model", opt_.model_name}, {"choices", json::array({std::move(choice)})},
-               {"usage", usage_json(e.prompt_tokens, e.completion_tokens)}};
+               {"created", created_}, {"model", opt_.model_name}, {"choices", std::move(choices)},
+               {"usage", usage_json(prompt_tokens, completion_tokens, cached_tokens)}};
   count_response(r.route, 200);
   r.reply->respond({200, "application/json", dump(body), {}});
 }
 
 void openai_service::cancel_all() {
   post_([this] {
-    for (auto& [id, r] : live_) engine_.cancel(id);
+    for (auto& [id, ref] : live_) engine_.cancel(id);
   });
 }
 

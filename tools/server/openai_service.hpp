@@ -3,8 +3,12 @@
 //   GET /v1/models, GET /health, GET /metrics          (Prometheus text)
 // A generation request is checked (openai_request), tokenized (chat: the model's template with
 // message text never parsed for control tokens), checked against the context window, and
-// submitted to the engine (continuous batching, speculation, plugins). Its events come back on
-// CAF threads and are moved to the HTTP I/O thread, where all per-request state lives.
+// submitted to the engine (continuous batching, speculation, plugins): one engine request per
+// choice (a batch of completions prompts x n). A prompt's first choice is submitted at once, its
+// others when the first one's prefill is done (its first event), so they copy the prompt's KV
+// from the prefix cache instead of recomputing it. With a seed, choice j samples with seed + j.
+// Events come back on CAF threads and are moved to the HTTP I/O thread, where all per-request
+// state lives.
 // The response starts when the first event arrives: an engine refusal (queue full: 429 with
 // Retry-After) is then still a proper status even for a stream. A client that disconnects cancels
 // its request, which frees its KV blocks.
@@ -61,13 +65,24 @@ class openai_service {
   std::string metrics_text();
 
  private:
-  struct live;
+  struct choice;
+  struct response;
+  /// Where an engine request's events go: its response and the choice's index there.
+  struct choice_ref {
+    std::shared_ptr<response> r;
+    uint32_t index = 0;
+  };
   void generate(const http_request& req, std::shared_ptr<reply_channel> reply, bool chat);
+  void submit_choice(const std::shared_ptr<response>& r, uint32_t index);
+  /// The prompt's other choices, once its first one has an event.
+  void submit_rest(const std::shared_ptr<response>& r, uint32_t index);
   void on_event(uint64_t id, const actors::stream_event& e);
-  void finish(live& r, const actors::stream_event& e);
+  void choice_done(response& r, uint32_t index, const actors::stream_event& e);
+  void fail(response& r, const actors::stream_event& e);
+  void complete(response& r);
   void reply_error(reply_channel& reply, const api_error& e, const char* route);
   bool authorized(const http_request& req) const;
-  std::string chunk(const live& r, const std::string& text, const std::vector<int32_t>& ids,
+  std::string chunk(const response& r, uint32_t index, const std::string& text, const std::vector<int32_t>& ids,
                     const char* finish_reason, const nlohmann::json* logprobs = nullptr) const;
   void count_response(const char* route, unsigned status);
 
@@ -76,7 +91,7 @@ class openai_service {
   std::function<void(std::function<void()>)> post_;
   std::atomic<bool> draining_{false};
   std::atomic<size_t> in_flight_{0};
-  std::unordered_map<uint64_t, std::unique_ptr<live>> live_;  // I/O thread only
+  std::unordered_map<uint64_t, choice_ref> live_;  // engine request id -> its choice; I/O thread only
   alert_monitor alerts_;
   admin_routes admin_;
   int64_t created_ = 0;

@@ -198,6 +198,7 @@ TEST_F(scheduler_test, the_prefix_cache_serves_a_repeated_prompt_from_copied_blo
   start(std::move(su));
   auto d = to_decode(1, 13);  // 12 prefilled tokens: 3 whole blocks cached after the prefill
   EXPECT_EQ(s_->stats().prefix_cache_blocks, 3u);
+  EXPECT_EQ(d.cached_tokens, 0u);
   (void)finish(d);
   auto p = one<run_prefill>(s_->submit(request(2, 14)));
   EXPECT_EQ(p.job.kv.n_tokens, 12u) << "the cached 12 tokens were copied into its own blocks";
@@ -205,6 +206,8 @@ TEST_F(scheduler_test, the_prefix_cache_serves_a_repeated_prompt_from_copied_blo
   const auto st = s_->stats();
   EXPECT_EQ(st.prefix_cache_hits, 1u);
   EXPECT_EQ(st.prefix_cache_hit_tokens, 12u);
+  // The decode job tells the client's usage how much of the prompt the cache served.
+  EXPECT_EQ(one<run_decode>(s_->prefill_finished(p.worker, prefilled(p))).job.cached_tokens, 12u);
 }
 
 TEST_F(scheduler_test, a_finished_sequence_s_whole_blocks_enter_the_prefix_cache_from_its_returned_kv) {

@@ -56,7 +56,8 @@ TEST(openai_request, defaults_stay_when_fields_are_absent_or_null) {
   EXPECT_FLOAT_EQ(g.params.temperature, 0.7f);
   EXPECT_EQ(g.params.max_tokens, 33);
   EXPECT_FALSE(g.max_tokens_set);
-  EXPECT_EQ(g.prompt, "x");
+  ASSERT_EQ(g.prompts.size(), 1u);
+  EXPECT_EQ(g.prompts[0].text, "x");
 }
 
 TEST(openai_request, logprobs_forms_and_caps) {
@@ -73,13 +74,52 @@ TEST(openai_request, logprobs_forms_and_caps) {
 }
 
 TEST(openai_request, completion_prompt_forms) {
-  EXPECT_EQ(ok(R"({"prompt":["only one"]})", false).prompt, "only one");
+  const auto one = ok(R"({"prompt":["only one"]})", false);
+  ASSERT_EQ(one.prompts.size(), 1u);
+  EXPECT_EQ(one.prompts[0].text, "only one");
+  EXPECT_FALSE(one.prompts[0].is_ids);
   const auto ids = ok(R"({"prompt":[1,2,3]})", false);
-  EXPECT_TRUE(ids.prompt_is_ids);
-  EXPECT_EQ(ids.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
-  EXPECT_NE(refused(R"({"prompt":["a","b"]})", false).message.find("one request per prompt"), std::string::npos);
+  ASSERT_EQ(ids.prompts.size(), 1u);
+  EXPECT_TRUE(ids.prompts[0].is_ids);
+  EXPECT_EQ(ids.prompts[0].ids, (std::vector<int32_t>{1, 2, 3}));
+  const auto texts = ok(R"({"prompt":["a","b",""]})", false);
+  ASSERT_EQ(texts.prompts.size(), 3u);
+  EXPECT_EQ(texts.prompts[1].text, "b");
+  EXPECT_EQ(texts.prompts[2].text, "");
+  const auto lists = ok(R"({"prompt":[[5],[6,7]]})", false);
+  ASSERT_EQ(lists.prompts.size(), 2u);
+  EXPECT_TRUE(lists.prompts[1].is_ids);
+  EXPECT_EQ(lists.prompts[1].ids, (std::vector<int32_t>{6, 7}));
   EXPECT_NE(refused(R"({"prompt":[1,"a"]})", false).message.find("integers only"), std::string::npos);
+  EXPECT_NE(refused(R"({"prompt":["a",1]})", false).message.find("prompt[1]: a batch of strings"), std::string::npos);
+  EXPECT_NE(refused(R"({"prompt":[[1],"a"]})", false).message.find("prompt[1]: a batch of token-id arrays"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"prompt":[[1],[]]})", false).message.find("prompt[1] is an empty token-id array"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"prompt":[[1],[2.5]]})", false).message.find("prompt[1]: a token-id array holds integers"),
+            std::string::npos);
+  EXPECT_NE(refused(R"({"prompt":[{"a":1}]})", false).message.find("got an object"), std::string::npos);
   EXPECT_NE(refused(R"({"prompt":[4294967296]})", false).message.find("out of range"), std::string::npos);
+}
+
+TEST(openai_request, choices_per_prompt) {
+  EXPECT_EQ(ok(R"({"prompt":"x"})", false).n, 1u);
+  EXPECT_EQ(ok(R"({"prompt":"x","n":3,"best_of":3})", false).n, 3u);
+  EXPECT_EQ(ok(R"({"messages":[{"role":"user","content":"x"}],"n":64})", true).n, 64u);
+  EXPECT_EQ(ok(R"({"prompt":["a","b"],"n":32})", false).n, 32u);
+  EXPECT_EQ(refused(R"({"prompt":"x","n":0})", false).param, "n");
+  EXPECT_EQ(refused(R"({"messages":[{"role":"user","content":"x"}],"n":65})", true).param, "n");
+  const api_error many = refused(R"({"prompt":["a","b","c"],"n":22})", false);
+  EXPECT_EQ(many.param, "prompt");
+  EXPECT_NE(many.message.find("66 choices; at most 64"), std::string::npos) << many.message;
+  const api_error best = refused(R"({"prompt":"x","n":2,"best_of":4})", false);
+  EXPECT_EQ(best.param, "best_of");
+  EXPECT_NE(best.message.find("send best_of = n"), std::string::npos);
+  parse_limits small;
+  small.max_choices = 4;
+  EXPECT_TRUE(std::holds_alternative<api_error>(parse_generation_request(R"({"prompt":"x","n":5})", false, {}, small)));
+  EXPECT_TRUE(std::holds_alternative<generation_request>(
+      parse_generation_request(R"({"prompt":["x","y"],"n":2})", false, {}, small)));
 }
 
 TEST(openai_request, refusals_name_the_field) {
@@ -97,7 +137,7 @@ TEST(openai_request, refusals_name_the_field) {
       {R"({"prompt":"x","max_tokens":"5"})", false, "max_tokens", "must be an integer"},
       {R"({"prompt":"x","seed":-3})", false, "seed", "0 to 18446744073709551615"},
       {R"({"prompt":"x","seed":1e30})", false, "seed", "0 to"},
-      {R"({"prompt":"x","n":3})", false, "n", "n = 3"},
+      {R"({"prompt":"x","n":65})", false, "n", "n = 65"},
       {R"({"prompt":"x","echo":true})", false, "echo", "not supported"},
       {R"({"prompt":"x","stop":[1]})", false, "stop", "must hold strings"},
       {R"({"prompt":"x","stream_options":{"include_usage":true}})", false, "stream_options", "only allowed"},
