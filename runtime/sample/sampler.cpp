@@ -24,6 +24,14 @@ float max_logit(std::span<const candidate> c) {
   return m;
 }
 
+// OpenAI's logit_bias: added to the listed tokens' logits. cands is indexed by token id here.
+void apply_bias(const sampling_params& sp, std::vector<candidate>& cands) {
+  for (size_t i = 0; i < sp.logit_bias_ids.size(); ++i) {
+    const auto tok = static_cast<size_t>(sp.logit_bias_ids[i]);
+    if (tok < cands.size()) cands[tok].logit += sp.logit_bias[i];
+  }
+}
+
 // Repeat penalty as llama.cpp: a seen token's positive logit is divided by the penalty, a negative
 // one multiplied; then frequency (per occurrence) and presence (once) penalties are subtracted.
 // cands is still indexed by token id here.
@@ -168,14 +176,16 @@ expected<sampler> sampler::make(const sampling_params& params, int32_t n_vocab) 
     return make_error(errc::invalid_argument,
                       "sampler needs a vocabulary of at least one token, got n_vocab = " +
                           std::to_string(n_vocab));
+  if (auto ok = params.validate_token_ids(static_cast<uint32_t>(n_vocab)); !ok) return ok.err();
   return sampler(params, n_vocab);
 }
 
 void sampler::run_chain(const sampling_params& sp, std::span<const float> logits,
                         std::span<const int32_t> history, std::vector<candidate>& out,
                         std::vector<int32_t>& window) {
-  const bool penalties =
-      sp.repeat_penalty != 1.0f || sp.frequency_penalty != 0.0f || sp.presence_penalty != 0.0f;
+  // Penalties and biases change logits by token id: they need the whole list below.
+  const bool penalties = sp.repeat_penalty != 1.0f || sp.frequency_penalty != 0.0f || sp.presence_penalty != 0.0f ||
+                         !sp.logit_bias_ids.empty();
   if (sp.temperature <= 0.0f && !penalties && !logits.empty()) {
     // Greedy without penalties: the argmax straight from the logits (no candidate list; a
     // batched decode step samples every row). Same result as the chain below: NaN counts as
@@ -220,6 +230,7 @@ void sampler::run_chain(const sampling_params& sp, std::span<const float> logits
     }
   }
   if (out.empty()) return;
+  apply_bias(sp, out);
   apply_penalties(sp, history, out, window);
 
   if (sp.temperature <= 0.0f) {  // greedy: strict > keeps the lowest id among equal logits

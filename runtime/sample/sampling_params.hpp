@@ -15,8 +15,8 @@
 
 namespace fw {
 
-/// Sampling settings of one request. Chain order (as llama.cpp): penalties, top-k, top-p, min-p,
-/// temperature, softmax, seeded draw.
+/// Sampling settings of one request. Chain order (as llama.cpp): logit bias, penalties, top-k,
+/// top-p, min-p, temperature, softmax, seeded draw.
 struct sampling_params {
   float temperature = 0.8f;      ///< <= 0: greedy argmax (ties -> lowest token id)
   int32_t top_k = 40;            ///< 0: disabled
@@ -30,6 +30,14 @@ struct sampling_params {
   int32_t max_tokens = 128;      ///< tokens to generate; -1: until end of sequence / context
   std::vector<std::string> stop; ///< stop strings (each non-empty)
   bool ignore_eos = false;       ///< keep generating past the end-of-sequence token
+  /// Tokens that end the sequence like end-of-sequence (finish reason "stop"; not part of the
+  /// output), even with ignore_eos. Ids below the vocabulary size (sampler::make checks).
+  std::vector<int32_t> stop_token_ids;
+  /// OpenAI's logit_bias: logit_bias[i] (-100 to 100) is added to token logit_bias_ids[i]'s
+  /// logit before every filter (-100 all but bans a token, +100 all but forces it). Parallel
+  /// arrays, ids below the vocabulary size (sampler::make checks).
+  std::vector<int32_t> logit_bias_ids;
+  std::vector<float> logit_bias;
   /// Speculative decoding for this request: -1 the runtime's draft and k policy; 0 none (plain
   /// decoding); 1..16 at most that many draft tokens per step. Not a sampling knob, but it travels
   /// with the request the same way.
@@ -81,12 +89,35 @@ struct sampling_params {
       return bad("logprobs", logprobs, "-1 (none) or 0 to 20 alternatives");
     if (max_draft_k < -1 || max_draft_k > 16)
       return bad("max_draft_k", max_draft_k, "-1 (the runtime's policy), 0 (no speculation) or 1 to 16");
+    if (logit_bias_ids.size() != logit_bias.size())
+      return make_error(errc::invalid_argument, "sampling parameter logit_bias: " + std::to_string(logit_bias_ids.size()) +
+                                                    " token ids for " + std::to_string(logit_bias.size()) + " biases");
+    for (size_t i = 0; i < logit_bias.size(); ++i) {
+      if (logit_bias_ids[i] < 0) return bad("logit_bias token id", logit_bias_ids[i], "a token id >= 0");
+      if (!(logit_bias[i] >= -100.0f && logit_bias[i] <= 100.0f)) return bad("logit_bias", logit_bias[i], "-100 to 100");
+    }
+    for (int32_t id : stop_token_ids)
+      if (id < 0) return bad("stop_token_ids", id, "token ids >= 0");
     for (size_t i = 0; i < stop.size(); ++i) {
       if (stop[i].empty())
         return make_error(errc::invalid_argument,
                           "sampling parameter stop[" + std::to_string(i) + "] is an empty string");
     }
     return {};
+  }
+
+  /// The token ids it names (logit_bias, stop_token_ids) are below n_vocab.
+  [[nodiscard]] expected<void> validate_token_ids(uint32_t n_vocab) const {
+    auto outside = [&](const std::vector<int32_t>& ids, const char* what) -> expected<void> {
+      for (int32_t id : ids)
+        if (id < 0 || static_cast<uint32_t>(id) >= n_vocab)
+          return make_error(errc::invalid_argument, std::string(what) + ": token id " + std::to_string(id) +
+                                                        " is outside the vocabulary (" + std::to_string(n_vocab) +
+                                                        " tokens)");
+      return {};
+    };
+    if (auto ok = outside(logit_bias_ids, "logit_bias"); !ok) return ok;
+    return outside(stop_token_ids, "stop_token_ids");
   }
 };
 

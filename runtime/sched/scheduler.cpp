@@ -75,6 +75,7 @@ scheduler_actions scheduler::flush() {
 
 scheduler_actions scheduler::submit(client_request req) {
   if (auto ok = req.params.validate(); !ok) return reject(req.id, ok.err()), flush();
+  if (auto ok = req.params.validate_token_ids(cfg_.n_vocab); !ok) return reject(req.id, ok.err()), flush();
   auto budget = admit_request(req.prompt, cfg_.n_vocab, cfg_.n_ctx, req.params.max_tokens);
   if (!budget) return reject(req.id, budget.err()), flush();
   if (requests_.count(req.id)) return reject(req.id, make_error(errc::invalid_argument, "duplicate request id")), flush();

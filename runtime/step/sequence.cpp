@@ -1,5 +1,7 @@
 #include "runtime/step/sequence.hpp"
 
+#include <algorithm>
+
 namespace fw {
 
 sequence::sequence(uint64_t id, std::vector<int32_t> prompt, const sampling_params& params,
@@ -37,7 +39,8 @@ token_outcome sequence::push(int32_t tok, const tokenizer& vocab) {
     out.finish_reason = reason;
     if (!stops_.stopped()) out.text += stops_.feed(utf8_.flush()).emit + stops_.flush();
   };
-  if (vocab.is_eog(tok) && !params_.ignore_eos) {
+  const auto& stop_ids = params_.stop_token_ids;
+  if ((vocab.is_eog(tok) && !params_.ignore_eos) || std::find(stop_ids.begin(), stop_ids.end(), tok) != stop_ids.end()) {
     finish("stop");
     return out;
   }

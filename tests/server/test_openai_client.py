@@ -234,6 +234,44 @@ class OpenAIClient(unittest.TestCase):
         self.assertTrue(wait_until(lambda: metric(self.server.port, "flywheel:num_requests_running") == 0, 30))
         self.assertTrue(wait_until(lambda: metric(self.server.port, "flywheel:num_requests_waiting") == 0, 30))
 
+    def test_logit_bias_stop_token_ids_and_ignore_eos(self):
+        def ids(**kw):
+            status, _, body = post(self.server.port, "/v1/completions",
+                                   {"model": MODEL_ID, "prompt": "The capital of France is", "max_tokens": 6,
+                                    "temperature": 0, "return_token_ids": True, **kw})
+            self.assertEqual(status, 200, body)
+            c = json.loads(body)["choices"][0]
+            return c["token_ids"], c["finish_reason"]
+        greedy, _ = ids()
+        self.assertEqual(len(greedy), 6)
+        # -100 bans the greedy first token; +100 all but forces a token everywhere.
+        banned, _ = ids(logit_bias={str(greedy[0]): -100})
+        self.assertNotEqual(banned[0], greedy[0])
+        forced, _ = ids(logit_bias={"1000": 100}, max_tokens=3)
+        self.assertEqual(forced, [1000] * 3)
+        # The OpenAI client sends logit_bias too.
+        r = self.client.completions.create(model=MODEL_ID, prompt="The capital of France is", max_tokens=3,
+                                           temperature=0.9, seed=3, logit_bias={"1000": 100})
+        self.assertEqual(r.choices[0].text, self.client.completions.create(
+            model=MODEL_ID, prompt="x", max_tokens=3, temperature=0, logit_bias={"1000": 100}).choices[0].text)
+        # A stop token id ends the answer before it (the first token not seen before the third).
+        at = next((i for i in range(2, 6) if greedy[i] not in greedy[:i]), None)
+        if at is not None:
+            cut, reason = ids(stop_token_ids=[greedy[at]])
+            self.assertEqual((cut, reason), (greedy[:at], "stop"))
+        # An answer that ends early ends at max_tokens with ignore_eos.
+        short = self.client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "What is 2+2? Answer with a number only."}],
+                                                    max_tokens=64, temperature=0)
+        self.assertEqual(short.choices[0].finish_reason, "stop")
+        longer = self.client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "What is 2+2? Answer with a number only."}],
+                                                     max_tokens=64, temperature=0, extra_body={"ignore_eos": True})
+        self.assertEqual(longer.choices[0].finish_reason, "length")
+        self.assertEqual(longer.usage.completion_tokens, 64)
+        # Token ids outside the vocabulary are the engine's 400.
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=2, logit_bias={"99999999": 5})
+        self.assertIn("outside the vocabulary", str(e.exception))
+
     def test_raw_sse_with_curl(self):
         body = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6,
                            "temperature": 0, "stream": True})

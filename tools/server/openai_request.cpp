@@ -248,6 +248,45 @@ void read_sampling(reader& r, generation_request& out) {
     p.max_draft_k = static_cast<int32_t>(v);
 }
 
+// logit_bias {"token id": bias}; vLLM's stop_token_ids and ignore_eos.
+void read_token_controls(reader& r, generation_request& out, const parse_limits& limits) {
+  sampling_params& p = out.params;
+  if (const json* b = r.field("logit_bias")) {
+    if (!b->is_object()) return r.fail(std::string("logit_bias must be an object, got ") + kind(*b), "logit_bias");
+    if (b->size() > limits.max_logit_bias)
+      return r.fail("logit_bias has " + std::to_string(b->size()) + " entries; at most " +
+                        std::to_string(limits.max_logit_bias),
+                    "logit_bias");
+    for (const auto& [key, value] : b->items()) {
+      const bool digits = !key.empty() && key.size() <= 10 &&
+                          key.find_first_not_of("0123456789") == std::string::npos;
+      const long long id = digits ? std::stoll(key) : -1;
+      if (!digits || id > INT32_MAX)
+        return r.fail("logit_bias: key \"" + key + "\" is not a token id (a decimal integer string)", "logit_bias");
+      if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100 ||
+          value.get<double>() > 100)
+        return r.fail("logit_bias[\"" + key + "\"] = " + value.dump() + " is out of range; allowed: -100 to 100",
+                      "logit_bias");
+      p.logit_bias_ids.push_back(static_cast<int32_t>(id));
+      p.logit_bias.push_back(static_cast<float>(value.get<double>()));
+    }
+  }
+  if (const json* s = r.field("stop_token_ids")) {
+    if (!s->is_array()) return r.fail(std::string("stop_token_ids must be an array, got ") + kind(*s), "stop_token_ids");
+    if (s->size() > limits.max_stop_token_ids)
+      return r.fail("stop_token_ids has " + std::to_string(s->size()) + " ids; at most " +
+                        std::to_string(limits.max_stop_token_ids),
+                    "stop_token_ids");
+    for (const json& id : *s) {
+      if (!id.is_number_integer() || (id.is_number_unsigned() ? id.get<uint64_t>() > uint64_t{INT32_MAX}
+                                                               : id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX))
+        return r.fail("stop_token_ids holds token ids (integers 0 to 2147483647), got " + id.dump(), "stop_token_ids");
+      p.stop_token_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+    }
+  }
+  r.boolean("ignore_eos", p.ignore_eos);
+}
+
 // Completions: logprobs = N (alternatives per token). Chat: logprobs = true, top_logprobs = N.
 void read_logprobs(reader& r, generation_request& out, int cap) {
   const std::string range = "0 to " + std::to_string(cap);
@@ -314,6 +353,7 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
     }
   }
   read_logprobs(r, out, limits.max_logprobs);
+  read_token_controls(r, out, limits);
   int64_t n = 1;
   const std::string choices = "1 to " + std::to_string(limits.max_choices) + " (choices per prompt)";
   if (r.integer("n", n, 1, limits.max_choices, choices.c_str())) out.n = static_cast<uint32_t>(n);
@@ -334,6 +374,10 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   r.refuse("suffix", "no fill-in-the-middle");
   r.refuse("tools", "no tool calling");
   r.refuse("functions", "no function calling");
+  r.refuse("min_tokens", "no minimum length (end-of-sequence can be turned off with ignore_eos)");
+  r.refuse("prompt_logprobs", "no log-probabilities of prompt tokens");
+  for (const char* guided : {"guided_json", "guided_regex", "guided_choice", "guided_grammar"})
+    r.refuse(guided, "no guided decoding");
   if (const json* rf = r.field("response_format")) {
     if (!rf->is_object() || !rf->contains("type") || (*rf)["type"] != "text")
       r.fail("response_format is not supported by this server (only {\"type\": \"text\"})", "response_format");

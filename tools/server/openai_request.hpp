@@ -15,8 +15,10 @@
 //   index * n + j); best_of 1 or n; stream a boolean; stream_options ({include_usage: bool}) only
 //   when streaming.
 // - logprobs: completions logprobs = N, chat logprobs = true with top_logprobs = N (N <= 20).
+// - logit_bias: {"token id": -100..100}; vLLM's stop_token_ids (token ids) and ignore_eos (bool).
+//   Token ids beyond the vocabulary are the engine's 400.
 // - Not built (refused, not ignored): echo, suffix, tools/functions, response_format other than
-//   text, best_of > 1.
+//   text, best_of other than 1 or n, and vLLM's min_tokens, prompt_logprobs and guided_*.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
 //   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
 // Unknown fields are ignored, as vLLM does (clients send vendor fields).
@@ -61,6 +63,8 @@ struct parse_limits {
   size_t max_stop = 16;
   int max_logprobs = 20;  ///< most alternatives per token
   uint32_t max_choices = 64;  ///< most choices per request (prompts x n)
+  size_t max_logit_bias = 1024;     ///< most logit_bias entries
+  size_t max_stop_token_ids = 256;  ///< most stop_token_ids
 };
 
 /// The request, or the 400 that answers it.

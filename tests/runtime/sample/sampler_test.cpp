@@ -289,6 +289,58 @@ TEST(sampler_test, presence_and_frequency_penalties) {
   EXPECT_EQ(probs[1], 1.0f);
 }
 
+TEST(sampler_test, logit_bias_shifts_the_listed_logits_before_every_filter) {
+  const auto logits = random_logits(500, 11);
+  const auto top = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  sampling_params p = plain(0.0f);
+  p.top_k = 40;  // also the path that keeps the best k straight from the logits
+  // -100 on the argmax: greedy takes the second best.
+  p.logit_bias_ids = {top};
+  p.logit_bias = {-100.0f};
+  auto rest = logits;
+  rest[top] = -1e30f;
+  const auto second = static_cast<int32_t>(std::max_element(rest.begin(), rest.end()) - rest.begin());
+  EXPECT_EQ(sampler(p, 500).sample(logits, {}), second);
+  // +100 on a weak token: chosen by greedy and by every draw at temperature 1 (top-k keeps it).
+  const auto weak = static_cast<int32_t>(std::min_element(logits.begin(), logits.end()) - logits.begin());
+  p.logit_bias_ids = {weak, top};
+  p.logit_bias = {100.0f, -100.0f};
+  EXPECT_EQ(sampler(p, 500).sample(logits, {}), weak);
+  p.temperature = 1.0f;
+  sampler s(p, 500);
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(s.sample(logits, {}), weak);
+  // A small bias moves the distribution as a shifted logit would, under a penalty too.
+  p.logit_bias_ids = {3, 7};
+  p.logit_bias = {1.5f, -0.5f};
+  p.top_k = 0;
+  p.presence_penalty = 0.25f;
+  auto shifted = logits;
+  shifted[3] += 1.5f, shifted[7] -= 0.5f;
+  shifted[9] -= 0.25f;  // token 9 is in the history
+  sampling_params q = plain(1.0f);
+  q.top_k = 0;
+  const std::vector<int32_t> history = {9};
+  const auto got = sampler(p, 500).probabilities(logits, history);
+  const auto want = sampler(q, 500).probabilities(shifted, {});
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-6) << i;
+  // The ids must lie in the vocabulary and the biases in -100..100.
+  p.logit_bias_ids = {500};
+  p.logit_bias = {1.0f};
+  EXPECT_FALSE(sampler::make(p, 500));
+  EXPECT_TRUE(sampler::make(p, 501));
+  p.logit_bias = {100.5f};
+  EXPECT_FALSE(p.validate());
+  p.logit_bias = {std::nanf("")};
+  EXPECT_FALSE(p.validate());
+  p.logit_bias = {1.0f, 2.0f};
+  EXPECT_FALSE(p.validate()) << "one bias per id";
+  p = plain(1.0f);
+  p.stop_token_ids = {2, 600};
+  EXPECT_TRUE(p.validate());
+  EXPECT_FALSE(sampler::make(p, 500));
+  EXPECT_NE(p.validate_token_ids(500).err().message.find("stop_token_ids: token id 600"), std::string::npos);
+}
+
 TEST(sampler_test, invalid_params_are_errors) {
   auto expect_error = [](sampling_params p, const char* field) {
     auto ok = p.validate();

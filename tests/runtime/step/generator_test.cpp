@@ -121,6 +121,31 @@ TEST_F(generator_test, stop_string_cuts_the_text_before_it) {
   EXPECT_LT(cut.tokens.size(), full.tokens.size());
 }
 
+TEST_F(generator_test, a_stop_token_id_ends_the_answer_before_it) {
+  const auto full = run(prompt(), greedy(40));
+  ASSERT_GT(full.tokens.size(), 6u);
+  // The first token not seen earlier in the answer from the fourth on: the answer stops there.
+  size_t at = 3;
+  while (at < full.tokens.size() &&
+         std::find(full.tokens.begin(), full.tokens.begin() + at, full.tokens[at]) != full.tokens.begin() + at)
+    ++at;
+  if (at == full.tokens.size()) GTEST_SKIP() << "every token repeats an earlier one in this tiny model's output";
+  auto p = greedy(40);
+  p.stop_token_ids = {full.tokens[at]};
+  const auto cut = run(prompt(), p);
+  EXPECT_EQ(cut.finish_reason, "stop");
+  EXPECT_EQ(cut.tokens, std::vector<int32_t>(full.tokens.begin(), full.tokens.begin() + at));
+  // A logit bias of -100 on that token: the answer takes another turn there.
+  p.stop_token_ids.clear();
+  p.logit_bias_ids = {full.tokens[at]};
+  p.logit_bias = {-100.0f};
+  const auto turned = run(prompt(), p);
+  ASSERT_GT(turned.tokens.size(), at);
+  EXPECT_EQ(std::vector<int32_t>(turned.tokens.begin(), turned.tokens.begin() + at),
+            std::vector<int32_t>(full.tokens.begin(), full.tokens.begin() + at));
+  EXPECT_NE(turned.tokens[at], full.tokens[at]);
+}
+
 TEST_F(generator_test, callback_returning_false_cancels) {
   int calls = 0;
   const auto r = run(prompt(), greedy(40), [&](std::string_view) { return ++calls < 3; });

@@ -1,6 +1,7 @@
 // openai_request: what a request body becomes, and which bodies are refused with which message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "tools/server/openai_request.hpp"
@@ -100,6 +101,41 @@ TEST(openai_request, completion_prompt_forms) {
             std::string::npos);
   EXPECT_NE(refused(R"({"prompt":[{"a":1}]})", false).message.find("got an object"), std::string::npos);
   EXPECT_NE(refused(R"({"prompt":[4294967296]})", false).message.find("out of range"), std::string::npos);
+}
+
+TEST(openai_request, logit_bias_stop_token_ids_and_ignore_eos) {
+  const auto g = ok(R"({"prompt":"x","logit_bias":{"17":-100,"2":5.5},"stop_token_ids":[3,4],"ignore_eos":true})", false);
+  std::vector<std::pair<int32_t, float>> bias;
+  for (size_t i = 0; i < g.params.logit_bias_ids.size(); ++i) bias.push_back({g.params.logit_bias_ids[i], g.params.logit_bias[i]});
+  std::sort(bias.begin(), bias.end());
+  EXPECT_EQ(bias, (std::vector<std::pair<int32_t, float>>{{2, 5.5f}, {17, -100.0f}}));
+  EXPECT_EQ(g.params.stop_token_ids, (std::vector<int32_t>{3, 4}));
+  EXPECT_TRUE(g.params.ignore_eos);
+  EXPECT_TRUE(ok(R"({"prompt":"x","logit_bias":{},"min_tokens":0,"guided_json":null})", false).params.logit_bias.empty());
+  struct c {
+    const char* body;
+    const char* param;
+    const char* text;
+  };
+  const c cases[] = {
+      {R"({"prompt":"x","logit_bias":[1]})", "logit_bias", "must be an object"},
+      {R"({"prompt":"x","logit_bias":{"abc":1}})", "logit_bias", "not a token id"},
+      {R"({"prompt":"x","logit_bias":{"-1":1}})", "logit_bias", "not a token id"},
+      {R"({"prompt":"x","logit_bias":{"99999999999":1}})", "logit_bias", "not a token id"},
+      {R"({"prompt":"x","logit_bias":{"5":101}})", "logit_bias", "-100 to 100"},
+      {R"({"prompt":"x","logit_bias":{"5":"1"}})", "logit_bias", "-100 to 100"},
+      {R"({"prompt":"x","stop_token_ids":[1.5]})", "stop_token_ids", "token ids"},
+      {R"({"prompt":"x","stop_token_ids":5})", "stop_token_ids", "must be an array"},
+      {R"({"prompt":"x","ignore_eos":1})", "ignore_eos", "must be a boolean"},
+      {R"({"prompt":"x","min_tokens":4})", "min_tokens", "not supported"},
+      {R"({"prompt":"x","guided_regex":"a+"})", "guided_regex", "not supported"},
+      {R"({"prompt":"x","prompt_logprobs":1})", "prompt_logprobs", "not supported"},
+  };
+  for (const auto& x : cases) {
+    const api_error e = refused(x.body, false);
+    EXPECT_EQ(e.param, x.param) << x.body;
+    EXPECT_NE(e.message.find(x.text), std::string::npos) << x.body << " -> " << e.message;
+  }
 }
 
 TEST(openai_request, choices_per_prompt) {
