@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/attention_math.hpp"
+#include "kernels/cuda/q8_act.hpp"
 #include "kernels/cuda/weight_chunk.hpp"
 
 namespace fw::cuda {
@@ -42,8 +43,12 @@ struct kv_rows {
 };
 
 /// y[r][0, n) = x[r] . w^T for r < m; rows ldx / ldy floats apart (x rows 16-byte aligned).
-/// false (nothing launched) for a misaligned x or a k that is not a multiple of 32.
-bool matmul(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy, cudaStream_t s);
+/// act_scratch (16-byte aligned, q8_act_bytes(m, w.k) bytes; may be null): Q4_0 / Q4_1 / Q8_0
+/// products then quantize x to int8 blocks there first and use integer dot products, the CPU's
+/// semantics (q8_act.hpp); without it, and for the other formats, x stays f32.
+/// false (nothing launched) for a misaligned x or scratch, or a k that is not a multiple of 32.
+bool matmul(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy, cudaStream_t s,
+            void* act_scratch = nullptr);
 
 /// x[r] = the embedding row of tokens[r] (n_embd = width), decoded to floats.
 void embed(const weight_desc& table, const int32_t* tokens, int64_t rows, float* x, cudaStream_t s);

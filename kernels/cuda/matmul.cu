@@ -1,10 +1,17 @@
-// matmul: y = x w^T for quantized or float weights, dequantizing in registers. One warp per
-// output channel and M input rows at a time: each lane decodes 32-element chunks of the weight
-// row (chunk j = lane, lane + 32, ...) and multiplies them into its M accumulators, then the warp
-// reduces. Decode (M = 1..8) streams each weight byte once; longer batches run ceil(m / 8)
-// column blocks of the grid, which reread the weights from L2 (a tensor-core GEMM for prefill is
-// the next step). Thread-safety: see cuda_kernels.hpp.
+// matmul: y = x w^T for quantized or float weights, dequantizing in registers. Two paths:
+// - Q4_0 / Q4_1 / Q8_0 with activation scratch (q8_act.hpp): the activations are quantized to
+//   int8 blocks once (a warp per 32-block), then a warp per output channel and M rows at a time:
+//   lane l takes the weight blocks l, l + 32, ... whole (their quants as 32-bit words, dp4a against
+//   the activation block's 8 words), two blocks in flight, and the warp reduces. What a lane reads
+//   besides the weights is 32 bytes of activations a block and row (128 as floats).
+// - every format, f32 activations: each lane decodes 32-element chunks of the weight row
+//   (chunk j = lane, lane + 32, ...) and multiplies them into its M accumulators, then the warp
+//   reduces.
+// Decode (M = 1..8) streams each weight byte once; longer batches run ceil(m / 8) column blocks
+// of the grid, which reread the weights from L2 (a tensor-core GEMM for prefill is the next
+// step). Thread-safety: see cuda_kernels.hpp.
 #include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/q8_act.hpp"
 
 namespace fw::cuda {
 namespace {
@@ -50,6 +57,84 @@ __global__ void matmul_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, 
   }
 }
 
+// Rows of k floats (ldx apart) -> int8 blocks and their (scale, sum) pairs: a warp per block.
+__global__ void quantize_act_kernel(const float* __restrict__ x, int64_t ldx, int64_t m, int64_t k,
+                                    int8_t* __restrict__ qs, float2* __restrict__ ds) {
+  const int lane = threadIdx.x & 31;
+  const int64_t nb = k / 32;
+  const int64_t blk = static_cast<int64_t>(blockIdx.x) * warps_per_block + (threadIdx.x >> 5);
+  if (blk >= m * nb) return;
+  const int64_t r = blk / nb, b = blk % nb;
+  const float v = x[r * ldx + 32 * b + lane];
+  float amax = fabsf(v);
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = act_block_scale(amax);
+  const int8_t q = act_quant(v, d != 0.f ? 1.f / d : 0.f);
+  int sum = q;
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  qs[r * k + 32 * b + lane] = q;
+  if (lane == 0) ds[r * nb + b] = make_float2(d, static_cast<float>(sum));
+}
+
+template <wfmt F, int M>
+__device__ __forceinline__ void add_block(const uint8_t* __restrict__ wrow, int64_t b, int64_t k, int64_t nb,
+                                          const int8_t* __restrict__ qs, const float2* __restrict__ ds, int64_t r0,
+                                          int rows, float* acc) {
+  q_block w;
+  load_q_block<F>(wrow, b, w);
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    // Rows past m read row r0 again (no branch: the loads of both blocks in flight can be
+    // issued together); their sums are never written.
+    const int64_t row = r0 + (r < rows ? r : 0);
+    const int4* xv = reinterpret_cast<const int4*>(qs + row * k + 32 * b);
+    const int4 lo = __ldg(xv), hi = __ldg(xv + 1);
+    const int32_t x[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const float2 s = __ldg(ds + row * nb + b);
+    acc[r] += q_block_dot<F>(w, x, s.x, static_cast<int32_t>(s.y));
+  }
+}
+
+template <wfmt F, int M>
+__global__ void matmul_q8_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n, int64_t k,
+                                 const int8_t* __restrict__ qs, const float2* __restrict__ ds, int64_t m,
+                                 float* __restrict__ y, int64_t ldy) {
+  const int lane = threadIdx.x & 31;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * warps_per_block + (threadIdx.x >> 5);
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * M;
+  if (col >= n) return;
+  const int rows = static_cast<int>(m - r0 < M ? m - r0 : M);
+  const uint8_t* wrow = w + col * row_bytes;
+  const int64_t nb = k / 32;
+  float acc[M];
+#pragma unroll
+  for (int r = 0; r < M; ++r) acc[r] = 0.f;
+  for_lane_blocks(lane, nb, [&](int64_t b) { add_block<F, M>(wrow, b, k, nb, qs, ds, r0, rows, acc); });
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    float v = acc[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0 && r < rows) y[(r0 + r) * ldy + col] = v;
+  }
+}
+
+template <wfmt F>
+void launch_q8(const weight_desc& w, const int8_t* qs, const float2* ds, int64_t m, float* y, int64_t ldy,
+               cudaStream_t s) {
+  const dim3 block(32 * warps_per_block);
+  const auto cols = static_cast<unsigned>((w.n + warps_per_block - 1) / warps_per_block);
+  if (m == 1) {
+    matmul_q8_kernel<F, 1><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
+  } else if (m == 2) {
+    matmul_q8_kernel<F, 2><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
+  } else if (m <= 4) {
+    matmul_q8_kernel<F, 4><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
+  } else {
+    const auto groups = static_cast<unsigned>((m + 7) / 8);
+    matmul_q8_kernel<F, 8><<<dim3(cols, groups), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
+  }
+}
+
 template <wfmt F>
 void launch(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy, cudaStream_t s) {
   const dim3 block(32 * warps_per_block);
@@ -68,9 +153,24 @@ void launch(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float*
 
 }  // namespace
 
-bool matmul(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy, cudaStream_t s) {
+bool matmul(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy, cudaStream_t s,
+            void* act_scratch) {
   if (m <= 0 || w.n <= 0) return true;
   if (w.k % 32 != 0 || ldx % 4 != 0 || reinterpret_cast<uintptr_t>(x) % 16 != 0) return false;
+  if (act_scratch && int8_act_format(w.fmt)) {
+    if (reinterpret_cast<uintptr_t>(act_scratch) % 16 != 0) return false;
+    auto* qs = static_cast<int8_t*>(act_scratch);
+    auto* ds = reinterpret_cast<float2*>(qs + q8_act_scales_offset(m, w.k));
+    const int64_t blocks = m * (w.k / 32);
+    quantize_act_kernel<<<static_cast<unsigned>((blocks + warps_per_block - 1) / warps_per_block),
+                          32 * warps_per_block, 0, s>>>(x, ldx, m, w.k, qs, ds);
+    switch (w.fmt) {
+      case wfmt::q4_0: launch_q8<wfmt::q4_0>(w, qs, ds, m, y, ldy, s); break;
+      case wfmt::q4_1: launch_q8<wfmt::q4_1>(w, qs, ds, m, y, ldy, s); break;
+      default: launch_q8<wfmt::q8_0>(w, qs, ds, m, y, ldy, s); break;
+    }
+    return true;
+  }
   switch (w.fmt) {
     case wfmt::f32: launch<wfmt::f32>(w, x, ldx, m, y, ldy, s); break;
     case wfmt::f16: launch<wfmt::f16>(w, x, ldx, m, y, ldy, s); break;

@@ -14,6 +14,8 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/attention_math.hpp"
 #include "kernels/cuda/cuda_compat.hpp"
+#include "kernels/cuda/q8_act.hpp"
+#include "kernels/ref/vec_dot_ref.hpp"
 #include "kernels/cuda/weight_chunk.hpp"
 #include "kernels/format/ggml_type.hpp"
 #include "kernels/format/quant_ref.hpp"
@@ -89,6 +91,117 @@ TEST(cuda_math_test, every_weight_format_decodes_as_its_reference_conversion) {
     t.to_float(row.data(), want.data(), k);
     for (int64_t j = 0; j < k / 32; ++j) fw::cuda::decode_chunk(c.f, row.data(), j, got.data() + 32 * j);
     for (int64_t i = 0; i < k; ++i) ASSERT_EQ(bits_of(got[i]), bits_of(want[i])) << "element " << i;
+  }
+}
+
+// The activation quantization of the integer products, element by element as the kernel does it
+// (its warp supplies the block's largest magnitude and sums the quants).
+std::vector<fw::cpu::block_q8x> quantize_like_the_kernel(const std::vector<float>& x) {
+  std::vector<fw::cpu::block_q8x> out(x.size() / 32);
+  for (size_t b = 0; b < out.size(); ++b) {
+    float amax = 0.f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[32 * b + i]));
+    const float d = fw::cuda::act_block_scale(amax);
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) sum += out[b].qs[i] = fw::cuda::act_quant(x[32 * b + i], d != 0.f ? 1.f / d : 0.f);
+    out[b].d = d, out[b].sum = sum;
+  }
+  return out;
+}
+
+std::vector<float> activations(size_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> x(k);
+  for (auto& v : x) v = dist(rng);
+  x[5] = 40.f;                                                      // an outlier block
+  for (size_t i = 64; i < std::min<size_t>(96, k); ++i) x[i] = 0.f;  // an all-zero block (scale 0)
+  for (size_t i = 96; i < std::min<size_t>(128, k); ++i) x[i] = (i % 2 ? 1.f : -1.f) * 0.5f;  // equal magnitudes
+  return x;
+}
+
+TEST(cuda_math_test, activations_quantize_as_the_reference_int8_blocks) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const auto x = activations(1024, seed);
+    std::vector<fw::cpu::block_q8x> want(x.size() / 32);
+    fw::cpu::ref::quantize_q8x(x.data(), want.data(), static_cast<int64_t>(x.size()));
+    const auto got = quantize_like_the_kernel(x);
+    for (size_t b = 0; b < want.size(); ++b) {
+      ASSERT_EQ(bits_of(got[b].d), bits_of(want[b].d)) << "block " << b;
+      ASSERT_EQ(got[b].sum, want[b].sum) << "block " << b;
+      for (int i = 0; i < 32; ++i) ASSERT_EQ(got[b].qs[i], want[b].qs[i]) << "block " << b << " element " << i;
+    }
+  }
+  EXPECT_EQ(fw::cuda::act_quant(1e9f, 1.f), 127);
+  EXPECT_EQ(fw::cuda::act_quant(-1e9f, 1.f), -127);
+  EXPECT_EQ(fw::cuda::dp4a(0x01ff7f80, 0x0201ff7f, 5), 5 + 1 * 2 + (-1) * 1 + 127 * (-1) + (-128) * 127);
+  // The device layout: each row's k int8 values, then 16-byte aligned (scale, sum) pairs.
+  EXPECT_EQ(fw::cuda::q8_act_scales_offset(3, 96), 288);
+  EXPECT_EQ(fw::cuda::q8_act_scales_offset(1, 32), 32);
+  EXPECT_EQ(fw::cuda::q8_act_scales_offset(3, 32), 96);
+  EXPECT_EQ(fw::cuda::q8_act_bytes(3, 96), 288 + 3 * 3 * 8);
+  EXPECT_EQ(fw::cuda::q8_act_scales_offset(1, 32 * 7 + 16) % 16, 0);
+}
+
+template <wfmt F>
+float row_dot_in_order(const std::vector<uint8_t>& row, const std::vector<fw::cpu::block_q8x>& x, const std::vector<int64_t>& order) {
+  float s = 0.f;
+  for (int64_t b : order) {
+    fw::cuda::q_block w;
+    fw::cuda::load_q_block<F>(row.data(), b, w);
+    int32_t words[8];
+    std::memcpy(words, x[static_cast<size_t>(b)].qs, 32);
+    s += fw::cuda::q_block_dot<F>(w, words, x[static_cast<size_t>(b)].d, x[static_cast<size_t>(b)].sum);
+  }
+  return s;
+}
+
+TEST(cuda_math_test, integer_block_products_equal_the_reference_dot_products) {
+  struct fcase {
+    fw::ggml_type type;
+    wfmt f;
+    float (*ref)(int64_t, const void*, const void*);
+  };
+  const fcase cases[] = {{fw::ggml_type::q4_0, wfmt::q4_0, fw::cpu::ref::dot_q4_0},
+                         {fw::ggml_type::q4_1, wfmt::q4_1, fw::cpu::ref::dot_q4_1},
+                         {fw::ggml_type::q8_0, wfmt::q8_0, fw::cpu::ref::dot_q8_0}};
+  for (int64_t k : {int64_t{32}, int64_t{64 * 32}, int64_t{97 * 32}}) {  // 1, 64 and 97 blocks per row
+    const auto w_src = activations(static_cast<size_t>(k), 7);
+    const auto x = quantize_like_the_kernel(activations(static_cast<size_t>(k), 8));
+    for (const auto& c : cases) {
+      SCOPED_TRACE(std::string(fw::type_traits(c.type).name) + " k " + std::to_string(k));
+      EXPECT_TRUE(fw::cuda::int8_act_format(c.f));
+      const auto t = fw::type_traits(c.type);
+      std::vector<uint8_t> aligned(fw::row_bytes(t, k));
+      t.from_float(w_src.data(), aligned.data(), k);
+      const float want = c.ref(k, aligned.data(), x.data());
+      // In the reference's order the sum is the reference's, bit for bit.
+      std::vector<int64_t> in_order(static_cast<size_t>(k / 32));
+      std::iota(in_order.begin(), in_order.end(), 0);
+      float got = 0.f;
+      switch (c.f) {
+        case wfmt::q4_0: got = row_dot_in_order<wfmt::q4_0>(aligned, x, in_order); break;
+        case wfmt::q4_1: got = row_dot_in_order<wfmt::q4_1>(aligned, x, in_order); break;
+        default: got = row_dot_in_order<wfmt::q8_0>(aligned, x, in_order); break;
+      }
+      ASSERT_EQ(bits_of(got), bits_of(want));
+      // In the kernel's order: each lane its blocks (every block once), then the warp's sum.
+      std::vector<int> seen(static_cast<size_t>(k / 32), 0);
+      double total = 0, mag = 0;
+      for (int lane = 0; lane < 32; ++lane) {
+        std::vector<int64_t> mine;
+        fw::cuda::for_lane_blocks(lane, k / 32, [&](int64_t b) { mine.push_back(b), ++seen[static_cast<size_t>(b)]; });
+        for (int64_t b : mine) EXPECT_EQ(b % 32, lane);
+        switch (c.f) {
+          case wfmt::q4_0: total += row_dot_in_order<wfmt::q4_0>(aligned, x, mine); break;
+          case wfmt::q4_1: total += row_dot_in_order<wfmt::q4_1>(aligned, x, mine); break;
+          default: total += row_dot_in_order<wfmt::q8_0>(aligned, x, mine); break;
+        }
+      }
+      for (int n : seen) ASSERT_EQ(n, 1);
+      for (size_t i = 0; i < w_src.size(); ++i) mag += std::abs(double(w_src[i]) * 40.0);
+      EXPECT_NEAR(total, want, 1e-6 * mag);
+    }
   }
 }
 

@@ -91,24 +91,33 @@ expected<nlohmann::json> run_gpu_bench(runtime_parts& parts, const gpu_bench_opt
       std::vector<uint8_t> host(bytes);
       // Scales must be finite: small random bytes everywhere (an fp16 of exponent <= 0x0f is tiny).
       for (auto& x : host) x = static_cast<uint8_t>(rng() & 0x3f);
-      device_mem w(bytes), x(16 * s.k * 4), y(16 * s.n * 4);
-      if (!w.p || !x.p || !y.p) return make_error(errc::out_of_memory, "GPU memory for the product test");
+      device_mem w(bytes), x(16 * s.k * 4), y(16 * s.n * 4), xq(static_cast<size_t>(cuda::q8_act_bytes(16, s.k)));
+      if (!w.p || !x.p || !y.p || !xq.p) return make_error(errc::out_of_memory, "GPU memory for the product test");
       cudaMemcpy(w.p, host.data(), bytes, cudaMemcpyHostToDevice);
       cudaMemset(x.p, 0, 16 * s.k * 4);
       const cuda::weight_desc d{f, static_cast<const uint8_t*>(w.p), rb, s.n, s.k};
       nlohmann::json row = {{"format", fname}, {"matrix", s.name}, {"n", s.n}, {"k", s.k}, {"mib", bytes / 1048576.0}};
-      for (int m : {1, 16}) {
-        for (int i = 0; i < 3; ++i) cuda::matmul(d, static_cast<float*>(x.p), s.k, m, static_cast<float*>(y.p), s.n, nullptr);
-        gpu_timer t;
-        t.start();
-        for (int i = 0; i < o.reps; ++i) cuda::matmul(d, static_cast<float*>(x.p), s.k, m, static_cast<float*>(y.p), s.n, nullptr);
-        const double sec = t.stop_s() / o.reps;
-        if (m == 1) {
-          row["us_b1"] = sec * 1e6;
-          row["gbs_b1"] = bytes / sec / 1e9;
-          row["share_of_copy"] = bytes / sec / 1e9 / copy_gbs;
-        } else {
-          row["us_b16"] = sec * 1e6;
+      // Both activation paths where the format has the integer one (keys with "_int8": the
+      // activations quantized, then dp4a; the time includes the quantization).
+      for (const bool int8 : {false, true}) {
+        if (int8 && !cuda::int8_act_format(f)) continue;
+        const std::string tag = int8 ? "_int8" : "";
+        for (int m : {1, 16}) {
+          auto run = [&] {
+            cuda::matmul(d, static_cast<float*>(x.p), s.k, m, static_cast<float*>(y.p), s.n, nullptr, int8 ? xq.p : nullptr);
+          };
+          for (int i = 0; i < 3; ++i) run();
+          gpu_timer t;
+          t.start();
+          for (int i = 0; i < o.reps; ++i) run();
+          const double sec = t.stop_s() / o.reps;
+          if (m == 1) {
+            row["us_b1" + tag] = sec * 1e6;
+            row["gbs_b1" + tag] = bytes / sec / 1e9;
+            row["share_of_copy" + tag] = bytes / sec / 1e9 / copy_gbs;
+          } else {
+            row["us_b16" + tag] = sec * 1e6;
+          }
         }
       }
       gemv.push_back(row);
@@ -152,11 +161,17 @@ expected<nlohmann::json> run_gpu_bench(runtime_parts& parts, const gpu_bench_opt
 void print_gpu_bench(const nlohmann::json& r) {
   std::printf("device: %s\n", r.value("device", std::string("?")).c_str());
   std::printf("copy bandwidth (bytes read + written per second): %.0f GB/s\n", r.value("copy_gbs", 0.0));
-  std::printf("\n%-7s %-8s %8s %10s %10s %12s %10s\n", "format", "matrix", "MiB", "us (b=1)", "GB/s", "of copy", "us (b=16)");
-  for (const auto& g : r["gemv"])
-    std::printf("%-7s %-8s %8.1f %10.1f %10.0f %11.0f%% %10.1f\n", g["format"].get<std::string>().c_str(),
+  std::printf("\n%-7s %-8s %8s %10s %10s %12s %10s   int8 activations: %10s %12s %10s\n", "format", "matrix", "MiB",
+              "us (b=1)", "GB/s", "of copy", "us (b=16)", "us (b=1)", "of copy", "us (b=16)");
+  for (const auto& g : r["gemv"]) {
+    std::printf("%-7s %-8s %8.1f %10.1f %10.0f %11.0f%% %10.1f", g["format"].get<std::string>().c_str(),
                 g["matrix"].get<std::string>().c_str(), g["mib"].get<double>(), g["us_b1"].get<double>(),
                 g["gbs_b1"].get<double>(), 100 * g["share_of_copy"].get<double>(), g["us_b16"].get<double>());
+    if (g.contains("us_b1_int8"))
+      std::printf("   %28.1f %11.0f%% %10.1f", g["us_b1_int8"].get<double>(), 100 * g["share_of_copy_int8"].get<double>(),
+                  g["us_b16_int8"].get<double>());
+    std::printf("\n");
+  }
   if (r.contains("decode")) {
     const auto& d = r["decode"];
     std::printf("\ndecode (%s, %.2f GB of weights): %.3f ms per step at batch 1 (%.0f tokens/s); weights / bandwidth = "

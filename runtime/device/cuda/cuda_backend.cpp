@@ -137,6 +137,7 @@ struct cuda_backend::impl {
     // capacities (the metadata offsets depend on them: a growth drops the captured graphs)
     size_t cap_rows = 0, cap_out = 0, cap_blocks = 0;
     device_buffer x, xn, qkv, att, gu, tmp, scratch, entropy, xo, logits, meta_i, meta_f;
+    device_buffer xq;  ///< a product's activations as int8 blocks (cuda::q8_act_bytes), when im.int8_act
     pinned_buffer h_meta_i, h_meta_f, h_logits, h_entropy, h_hidden;
     // the forward in progress
     int64_t rows = 0, n_out = 0;
@@ -188,6 +189,10 @@ struct cuda_backend::impl {
                             {&scratch, std::max<size_t>(scratch_floats, 1)}})
         if (auto ok = grow(*buf, n * F); !ok) return ok;
       if (auto ok = grow(meta_i, (4 * R + O + cap_blocks) * sizeof(int32_t)); !ok) return ok;
+      if (im.int8_act) {  // the widest product input: n_embd, q_dim (o) or n_ff (down)
+        const int64_t k = std::max<int64_t>({cfg.n_embd, cfg.q_dim(), cfg.n_ff});
+        if (auto ok = grow(xq, static_cast<size_t>(cuda::q8_act_bytes(static_cast<int64_t>(R), k))); !ok) return ok;
+      }
       for (auto [buf, n] : {std::pair{&h_meta_i, (4 * R + O + cap_blocks) * sizeof(int32_t)},
                             {&h_meta_f, R * std::max<size_t>(cfg.n_rot, 1) * F}, {&h_logits, O * size_t{cfg.n_vocab} * F},
                             {&h_entropy, R * cfg.n_head * F}, {&h_hidden, O * e * F}})
@@ -201,7 +206,7 @@ struct cuda_backend::impl {
     }
 
     void mm(const cuda::weight_desc& w, const float* in, int64_t ldx, int64_t m, float* y, int64_t ldy) {
-      if (!cuda::matmul(w, in, ldx, m, y, ldy, stream) && failure.empty())
+      if (!cuda::matmul(w, in, ldx, m, y, ldy, stream, im.int8_act ? xq.p : nullptr) && failure.empty())
         failure = "matrix product of k = " + std::to_string(w.k) + " cannot run (k must be a multiple of 32)";
     }
 
@@ -285,6 +290,7 @@ struct cuda_backend::impl {
   std::vector<std::string> formats;          ///< weight types uploaded, for kernel_paths
   const float* rope_freqs = nullptr;         ///< host copy (the model's): rope angles are made on the host
   std::atomic<bool> graphs_ok{true};         ///< false after capture_failures_max failures: eager from then on
+  bool int8_act = true;                      ///< cuda_backend_options::int8_activations
   int capture_failures = 0;                  ///< (the urgent lane's; under its mutex)
   static constexpr int capture_failures_max = 3;
   static constexpr size_t graphs_max = 64;   ///< captured shapes kept per lane; more: the cache starts over
@@ -354,7 +360,9 @@ bool fusable(std::initializer_list<const cpu::weight_view*> parts) {
 }  // namespace
 
 cuda_backend::cuda_backend(const model_config& config, cuda_backend_options opts)
-    : cfg_(config), opts_(opts), impl_(std::make_unique<impl>()) {}
+    : cfg_(config), opts_(opts), impl_(std::make_unique<impl>()) {
+  impl_->int8_act = opts.int8_activations;
+}
 
 cuda_backend::~cuda_backend() {
   cudaSetDevice(opts_.device);
@@ -586,7 +594,8 @@ std::vector<kernel_report> cuda_backend::kernel_paths() const {
   for (const auto& f : impl_->formats) {
     kernel_report r;
     r.weight_type = f;
-    r.path = sm + " (decoded in registers, f32 activations)";
+    const bool int8 = impl_->int8_act && (f == "q4_0" || f == "q4_1" || f == "q8_0");
+    r.path = sm + (int8 ? " (decoded in registers, int8 activations, dp4a)" : " (decoded in registers, f32 activations)");
     if (f == "fw_w8a8") r.note = "int8 weights with f32 activations on the GPU (no int8 tensor-core path yet)";
     out.push_back(std::move(r));
   }
