@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/attention_math.hpp"
+#include "kernels/cuda/q16_act.hpp"
 #include "kernels/cuda/q8_act.hpp"
 #include "kernels/cuda/weight_chunk.hpp"
 
@@ -42,10 +43,18 @@ struct kv_rows {
   const uint32_t* blocks;
 };
 
+/// Formats whose products quantize their activations first when given scratch (integer products).
+inline bool integer_act_format(wfmt f) { return int8_act_format(f) || int16_act_format(f); }
+/// Bytes of the activation scratch a product of m rows of k takes in format f (0: none).
+inline int64_t act_scratch_bytes(wfmt f, int64_t m, int64_t k) {
+  return int8_act_format(f) ? q8_act_bytes(m, k) : int16_act_format(f) ? q16_act_bytes(m, k) : 0;
+}
+
 /// y[r][0, n) = x[r] . w^T for r < m; rows ldx / ldy floats apart (x rows 16-byte aligned).
-/// act_scratch (16-byte aligned, q8_act_bytes(m, w.k) bytes; may be null): Q4_0 / Q4_1 / Q8_0
-/// products then quantize x to int8 blocks there first and use integer dot products, the CPU's
-/// semantics (q8_act.hpp); without it, and for the other formats, x stays f32.
+/// act_scratch (16-byte aligned, act_scratch_bytes(w.fmt, m, w.k) bytes; may be null): Q4_0 /
+/// Q4_1 / Q8_0 products then quantize x to int8 blocks there first (q8_act.hpp), W4A16 products
+/// to int16 rows (q16_act.hpp), and use integer dot products, the CPU's semantics; without it,
+/// and for the other formats, x stays f32.
 /// false (nothing launched) for a misaligned x or scratch, or a k that is not a multiple of 32.
 bool matmul(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy, cudaStream_t s,
             void* act_scratch = nullptr);

@@ -11,6 +11,7 @@
 // of the grid, which reread the weights from L2 (a tensor-core GEMM for prefill is the next
 // step). Thread-safety: see cuda_kernels.hpp.
 #include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/q16_act.hpp"
 #include "kernels/cuda/q8_act.hpp"
 
 namespace fw::cuda {
@@ -118,6 +119,95 @@ __global__ void matmul_q8_kernel(const uint8_t* __restrict__ w, int64_t row_byte
   }
 }
 
+// Rows of k floats (ldx apart) -> int16 values under one scale per row, and a sum per 32 values:
+// a block per row (its largest magnitude first).
+__global__ void quantize_act16_kernel(const float* __restrict__ x, int64_t ldx, int64_t k, int16_t* __restrict__ qs,
+                                      int32_t* __restrict__ sums, float* __restrict__ scales) {
+  __shared__ float part[warps_per_block];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * ldx;
+  float amax = 0.f;
+  for (int64_t i = threadIdx.x; i < k; i += blockDim.x) amax = fmaxf(amax, fabsf(xr[i]));
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  if (lane == 0) part[warp] = amax;
+  __syncthreads();
+  amax = part[0];
+  for (int i = 1; i < warps_per_block; ++i) amax = fmaxf(amax, part[i]);
+  const float d = act16_row_scale(amax);
+  const float id = d > 0.f ? 1.f / d : 0.f;
+  for (int64_t c = warp; c < k / 32; c += warps_per_block) {
+    const int16_t q = act16_quant(xr[32 * c + lane], id);
+    int sum = q;
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    qs[r * k + 32 * c + lane] = q;
+    if (lane == 0) sums[r * (k / 32) + c] = sum;
+  }
+  if (threadIdx.x == 0) scales[r] = d;
+}
+
+template <int G, int M>
+__global__ void matmul_w4_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n, int64_t k,
+                                 const int16_t* __restrict__ qs, const int32_t* __restrict__ sums,
+                                 const float* __restrict__ scales, int64_t m, float* __restrict__ y, int64_t ldy) {
+  constexpr int chunks = G / 32;
+  const int lane = threadIdx.x & 31;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * warps_per_block + (threadIdx.x >> 5);
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * M;
+  if (col >= n) return;
+  const int rows = static_cast<int>(m - r0 < M ? m - r0 : M);
+  const uint8_t* wrow = w + col * row_bytes;
+  const int64_t nc = k / 32;
+  float acc[M];
+#pragma unroll
+  for (int r = 0; r < M; ++r) acc[r] = 0.f;
+  for_lane_groups(lane, k / G, [&](int64_t g) {
+    const uint8_t* grp = wrow + g * (4 + G / 2);
+    const auto hdr = static_cast<uint32_t>(load_i32_a4(grp));
+    int32_t wq[4 * chunks];
+#pragma unroll
+    for (int i = 0; i < 4 * chunks; ++i) wq[i] = load_i32_a4(grp + 4 + 4 * i);
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      const int64_t row = r0 + (r < rows ? r : 0);  // rows past m reread row r0, never written
+      int32_t isum = 0, xsum = 0;
+#pragma unroll
+      for (int c = 0; c < chunks; ++c) {
+        const int4* xv = reinterpret_cast<const int4*>(qs + row * k + g * G + 32 * c);
+        const int4 a = __ldg(xv), b = __ldg(xv + 1), e = __ldg(xv + 2), f = __ldg(xv + 3);
+        const int32_t xw[16] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w, e.x, e.y, e.z, e.w, f.x, f.y, f.z, f.w};
+        isum = w4_chunk_isum(wq + 4 * c, xw, isum);
+        xsum += __ldg(sums + row * nc + g * chunks + c);
+      }
+      acc[r] += w4_group_term(static_cast<uint16_t>(hdr & 0xffffu), static_cast<uint16_t>(hdr >> 16), isum, xsum);
+    }
+  });
+#pragma unroll
+  for (int r = 0; r < M; ++r) {
+    float v = acc[r];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if (lane == 0 && r < rows) y[(r0 + r) * ldy + col] = v * scales[r0 + r];
+  }
+}
+
+template <int G>
+void launch_w4(const weight_desc& w, const int16_t* qs, const int32_t* sums, const float* scales, int64_t m, float* y,
+               int64_t ldy, cudaStream_t s) {
+  const dim3 block(32 * warps_per_block);
+  const auto cols = static_cast<unsigned>((w.n + warps_per_block - 1) / warps_per_block);
+  if (m == 1) {
+    matmul_w4_kernel<G, 1><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, sums, scales, m, y, ldy);
+  } else if (m == 2) {
+    matmul_w4_kernel<G, 2><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, sums, scales, m, y, ldy);
+  } else if (m <= 4) {
+    matmul_w4_kernel<G, 4><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, sums, scales, m, y, ldy);
+  } else {
+    const auto groups = static_cast<unsigned>((m + 7) / 8);
+    matmul_w4_kernel<G, 8><<<dim3(cols, groups), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, sums, scales, m, y,
+                                                                ldy);
+  }
+}
+
 template <wfmt F>
 void launch_q8(const weight_desc& w, const int8_t* qs, const float2* ds, int64_t m, float* y, int64_t ldy,
                cudaStream_t s) {
@@ -168,6 +258,20 @@ bool matmul(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float*
       case wfmt::q4_0: launch_q8<wfmt::q4_0>(w, qs, ds, m, y, ldy, s); break;
       case wfmt::q4_1: launch_q8<wfmt::q4_1>(w, qs, ds, m, y, ldy, s); break;
       default: launch_q8<wfmt::q8_0>(w, qs, ds, m, y, ldy, s); break;
+    }
+    return true;
+  }
+  if (act_scratch && int16_act_format(w.fmt)) {
+    if (reinterpret_cast<uintptr_t>(act_scratch) % 16 != 0 || w.k % w4_group(w.fmt) != 0) return false;
+    auto* base = static_cast<uint8_t*>(act_scratch);
+    auto* qs = reinterpret_cast<int16_t*>(base);
+    auto* sums = reinterpret_cast<int32_t*>(base + q16_act_sums_offset(m, w.k));
+    auto* scales = reinterpret_cast<float*>(base + q16_act_scales_offset(m, w.k));
+    quantize_act16_kernel<<<static_cast<unsigned>(m), 32 * warps_per_block, 0, s>>>(x, ldx, w.k, qs, sums, scales);
+    switch (w.fmt) {
+      case wfmt::w4g32: launch_w4<32>(w, qs, sums, scales, m, y, ldy, s); break;
+      case wfmt::w4g64: launch_w4<64>(w, qs, sums, scales, m, y, ldy, s); break;
+      default: launch_w4<128>(w, qs, sums, scales, m, y, ldy, s); break;
     }
     return true;
   }

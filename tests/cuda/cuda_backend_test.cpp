@@ -27,8 +27,8 @@ using namespace fw;
 constexpr float near_tie = 0.25f;
 // Logits of the GPU and of the CPU agree within this share of the logits' range (tiny models):
 // float weights against the same weights dequantized to f32 (both f32 activations), Q4_0 / Q4_1 /
-// Q8_0 against the CPU's own integer products (both int8 activations, quantized alike); the
-// sums run in other orders.
+// Q8_0 / W4A16 against the CPU's own integer products (int8 / int16 activations, quantized
+// alike); the sums run in other orders.
 constexpr double logit_tolerance = 2e-3;
 
 cuda_backend_options gpu_options(uint32_t kv_tokens = 4096) {
@@ -92,11 +92,12 @@ TEST(cuda_backend_test, every_architecture_and_weight_format_of_the_tiny_models_
     auto gpu = cuda_backend::create(m->config(), m->weights(), gpu_options(1024));
     ASSERT_TRUE(gpu) << gpu.err().message;
     // The reference, on the CPU backend: for the formats with integer products the same file
-    // (int8 activations on both sides), for the others the file with every matrix dequantized to
+    // (int8 / int16 activations on both sides), for the others the file with every matrix dequantized to
     // f32 at load (exactly the values the GPU decodes, f32 activations on both sides).
-    const bool int8 = c.type == ggml_type::q4_0 || c.type == ggml_type::q4_1 || c.type == ggml_type::q8_0;
+    const bool integer = c.type == ggml_type::q4_0 || c.type == ggml_type::q4_1 || c.type == ggml_type::q8_0 ||
+                         c.type == ggml_type::fw_w4a16_g128;
     weight_load_options f32;
-    if (!int8) f32.convert_to = ggml_type::f32;
+    if (!integer) f32.convert_to = ggml_type::f32;
     auto ref = model::load(test::temp_dir() + "/" + tag + ".gguf", f32);
     ASSERT_TRUE(ref) << ref.err().message;
     auto cpu = cpu_of(**ref, 1024);

@@ -12,6 +12,8 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/format/ggml_type.hpp"
+#include "kernels/format/fw_formats.hpp"
+#include "kernels/ref/fw_dot_ref.hpp"
 #include "kernels/ref/vec_dot_ref.hpp"
 #include "runtime/kv/kv_block_pool.hpp"
 
@@ -22,8 +24,8 @@ using fw::cuda::wfmt;
 
 // Named tolerances: relative to the sum of |terms| of each output.
 constexpr double matmul_tolerance = 2e-6;     // f32 accumulation over k = 512
-// The integer path against the CPU reference's integer products: the same per-block terms, the
-// float sums in another order.
+// The integer path against the CPU reference's integer products: the same per-block (per-group)
+// terms, the float sums in another order.
 constexpr double integer_matmul_tolerance = 2e-6;
 constexpr double elementwise_tolerance = 1e-6;
 constexpr double attention_tolerance = 1e-5;  // softmax-weighted sums over up to 1,000 keys
@@ -57,7 +59,7 @@ TEST(cuda_kernels_test, matmul_of_every_weight_format_matches_the_dequantized_pr
       t.to_float(w.data() + r * rb, deq.data() + r * k, k);
     }
     device_array<uint8_t> dw(w);
-    const bool int8 = fw::cuda::int8_act_format(f);
+    const bool integer = fw::cuda::integer_act_format(f);
     for (int64_t m : {1, 2, 3, 8, 13}) {
       const int64_t ldy = n + 4;
       const auto x = normal(m * k, 2 + static_cast<uint32_t>(m));
@@ -71,21 +73,27 @@ TEST(cuda_kernels_test, matmul_of_every_weight_format_matches_the_dequantized_pr
           for (int64_t i = 0; i < k; ++i) want += double(deq[c * k + i]) * x[r * k + i], mag += std::abs(double(deq[c * k + i]) * x[r * k + i]);
           ASSERT_NEAR(y[r * ldy + c], want, matmul_tolerance * mag + 1e-7) << "m " << m << " row " << r << " col " << c;
         }
-      if (!int8) continue;
-      // The integer path: x quantized to int8 blocks in the scratch, then dp4a; equal to the CPU
-      // reference's integer dot products up to the order of the float sums.
-      device_array<uint8_t> scratch(static_cast<size_t>(fw::cuda::q8_act_bytes(m, k)) + 16);
+      if (!integer) continue;
+      // The integer path: x quantized in the scratch (int8 blocks, or int16 rows for W4A16), then
+      // dp4a / dp2a; equal to the CPU reference's integer dot products up to the order of the
+      // float sums.
+      device_array<uint8_t> scratch(static_cast<size_t>(fw::cuda::act_scratch_bytes(f, m, k)) + 16);
       ASSERT_FALSE(fw::cuda::matmul(d, dx.p, k, m, dy.p, ldy, nullptr, scratch.p + 1)) << "a misaligned scratch";
       ASSERT_TRUE(fw::cuda::matmul(d, dx.p, k, m, dy.p, ldy, nullptr, scratch.p));
       const auto yi = dy.get();
       std::vector<fw::cpu::block_q8x> xq(k / 32);
+      std::vector<uint8_t> x16(fw::act_i16_row_bytes(k));
       for (int64_t r = 0; r < m; ++r) {
         fw::cpu::ref::quantize_q8x(x.data() + r * k, xq.data(), k);
+        fw::cpu::ref::quantize_act_i16(x.data() + r * k, x16.data(), k, 0.f);
         for (int64_t c = 0; c < n; ++c) {
           const void* row = w.data() + c * rb;
-          const float want = f == wfmt::q4_0   ? fw::cpu::ref::dot_q4_0(k, row, xq.data())
-                             : f == wfmt::q4_1 ? fw::cpu::ref::dot_q4_1(k, row, xq.data())
-                                               : fw::cpu::ref::dot_q8_0(k, row, xq.data());
+          const float want = f == wfmt::q4_0     ? fw::cpu::ref::dot_q4_0(k, row, xq.data())
+                             : f == wfmt::q4_1   ? fw::cpu::ref::dot_q4_1(k, row, xq.data())
+                             : f == wfmt::q8_0   ? fw::cpu::ref::dot_q8_0(k, row, xq.data())
+                             : f == wfmt::w4g32  ? fw::cpu::ref::dot_w4a16<32>(k, row, x16.data())
+                             : f == wfmt::w4g64  ? fw::cpu::ref::dot_w4a16<64>(k, row, x16.data())
+                                                 : fw::cpu::ref::dot_w4a16<128>(k, row, x16.data());
           double mag = 0;
           for (int64_t i = 0; i < k; ++i) mag += std::abs(double(deq[c * k + i]) * x[r * k + i]);
           ASSERT_NEAR(yi[r * ldy + c], want, integer_matmul_tolerance * mag + 1e-7)

@@ -14,7 +14,10 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/attention_math.hpp"
 #include "kernels/cuda/cuda_compat.hpp"
+#include "kernels/cuda/q16_act.hpp"
 #include "kernels/cuda/q8_act.hpp"
+#include "kernels/format/fw_formats.hpp"
+#include "kernels/ref/fw_dot_ref.hpp"
 #include "kernels/ref/vec_dot_ref.hpp"
 #include "kernels/cuda/weight_chunk.hpp"
 #include "kernels/format/ggml_type.hpp"
@@ -203,6 +206,96 @@ TEST(cuda_math_test, integer_block_products_equal_the_reference_dot_products) {
       EXPECT_NEAR(total, want, 1e-6 * mag);
     }
   }
+}
+
+// W4A16's int16 activation row as the kernel makes it: its scale, its values, a sum per 32.
+struct act16_row {
+  float d = 0;
+  std::vector<int16_t> q;
+  std::vector<int32_t> sums;
+};
+act16_row quantize16_like_the_kernel(const std::vector<float>& x) {
+  float amax = 0.f;
+  for (float v : x) amax = std::max(amax, std::fabs(v));
+  act16_row r;
+  r.d = fw::cuda::act16_row_scale(amax);
+  const float id = r.d > 0.f ? 1.f / r.d : 0.f;
+  for (size_t c = 0; c < x.size() / 32; ++c) {
+    int32_t s = 0;
+    for (int i = 0; i < 32; ++i) s += r.q.emplace_back(fw::cuda::act16_quant(x[32 * c + i], id));
+    r.sums.push_back(s);
+  }
+  return r;
+}
+
+// One fw_w4a16 row's product with an int16 activation row, the groups summed in `order`.
+float w4_row_dot_in_order(const std::vector<uint8_t>& row, int g, const act16_row& x, const std::vector<int64_t>& order) {
+  float acc = 0.f;
+  const int chunks = g / 32;
+  for (int64_t grp : order) {
+    const uint8_t* p = row.data() + grp * static_cast<int64_t>(fw::w4_group_bytes(g));
+    const auto hdr = static_cast<uint32_t>(fw::cuda::load_i32_a4(p));
+    int32_t isum = 0, xsum = 0;
+    for (int c = 0; c < chunks; ++c) {
+      int32_t w[4], xw[16];
+      for (int i = 0; i < 4; ++i) w[i] = fw::cuda::load_i32_a4(p + 4 + 16 * c + 4 * i);
+      std::memcpy(xw, x.q.data() + grp * g + 32 * c, 64);
+      isum = fw::cuda::w4_chunk_isum(w, xw, isum);
+      xsum += x.sums[static_cast<size_t>(grp * chunks + c)];
+    }
+    acc += fw::cuda::w4_group_term(static_cast<uint16_t>(hdr & 0xffffu), static_cast<uint16_t>(hdr >> 16), isum, xsum);
+  }
+  return acc;
+}
+
+TEST(cuda_math_test, w4a16_integer_products_equal_the_reference) {
+  for (int64_t k : {int64_t{128}, int64_t{4096}, int64_t{97 * 128}}) {
+    const auto xf = activations(static_cast<size_t>(k), 21);
+    const auto x = quantize16_like_the_kernel(xf);
+    // The activation row: the reference's, value for value.
+    std::vector<uint8_t> ref_row(fw::act_i16_row_bytes(k));
+    fw::cpu::ref::quantize_act_i16(xf.data(), ref_row.data(), k, 0.f);
+    float ref_d;
+    std::memcpy(&ref_d, ref_row.data(), 4);
+    ASSERT_EQ(bits_of(x.d), bits_of(ref_d));
+    ASSERT_EQ(std::memcmp(x.q.data(), ref_row.data() + fw::act_row_header, 2 * k), 0);
+    ASSERT_EQ(std::memcmp(x.sums.data(), ref_row.data() + fw::act_row_header + 2 * k, 4 * (k / 32)), 0);
+    for (int g : {32, 64, 128}) {
+      SCOPED_TRACE("k " + std::to_string(k) + " group " + std::to_string(g));
+      const auto w_src = activations(static_cast<size_t>(k), 22);
+      std::vector<uint8_t> row(static_cast<size_t>(k / g) * fw::w4_group_bytes(g));
+      for (int64_t grp = 0; grp < k / g; ++grp)
+        fw::fw_format::quantize_w4_group(w_src.data() + grp * g, g, row.data() + grp * fw::w4_group_bytes(g));
+      const wfmt f = g == 32 ? wfmt::w4g32 : g == 64 ? wfmt::w4g64 : wfmt::w4g128;
+      EXPECT_TRUE(fw::cuda::int16_act_format(f));
+      EXPECT_EQ(static_cast<size_t>(fw::cuda::row_bytes_of(f, k)), row.size());
+      const float want = g == 32 ? fw::cpu::ref::dot_w4a16<32>(k, row.data(), ref_row.data())
+                         : g == 64 ? fw::cpu::ref::dot_w4a16<64>(k, row.data(), ref_row.data())
+                                   : fw::cpu::ref::dot_w4a16<128>(k, row.data(), ref_row.data());
+      std::vector<int64_t> in_order(static_cast<size_t>(k / g));
+      std::iota(in_order.begin(), in_order.end(), 0);
+      ASSERT_EQ(bits_of(w4_row_dot_in_order(row, g, x, in_order) * x.d), bits_of(want));
+      // The kernel's order: each lane its groups (every group once), the warp's sum, then the scale.
+      std::vector<int> seen(static_cast<size_t>(k / g), 0);
+      double total = 0, mag = 0;
+      for (int lane = 0; lane < 32; ++lane) {
+        std::vector<int64_t> mine;
+        fw::cuda::for_lane_groups(lane, k / g, [&](int64_t grp) { mine.push_back(grp), ++seen[static_cast<size_t>(grp)]; });
+        total += w4_row_dot_in_order(row, g, x, mine);
+      }
+      for (int n : seen) ASSERT_EQ(n, 1);
+      for (size_t i = 0; i < w_src.size(); ++i) mag += std::abs(double(w_src[i]) * xf[i]);
+      EXPECT_NEAR(total * x.d, want, 1e-6 * mag + 1e-6);
+    }
+  }
+  EXPECT_EQ(fw::cuda::dp2a_lo(static_cast<int32_t>(0x8001fffeu), 0x7f80ff02, 9), 9 + (-2) * 2 + (-32767) * (-1));
+  EXPECT_EQ(fw::cuda::dp2a_hi(static_cast<int32_t>(0x8001fffeu), 0x7f80ff02, 9), 9 + (-2) * (-128) + (-32767) * 127);
+  EXPECT_EQ(fw::cuda::act16_quant(1e9f, 1.f), 32767);
+  EXPECT_EQ(fw::cuda::act16_quant(-1e9f, 1.f), -32767);
+  EXPECT_EQ(fw::cuda::q16_act_sums_offset(3, 96), 576);
+  EXPECT_EQ(fw::cuda::q16_act_scales_offset(3, 96), 576 + 48);
+  EXPECT_EQ(fw::cuda::q16_act_bytes(3, 96), 576 + 48 + 12);
+  EXPECT_EQ(fw::cuda::q16_act_scales_offset(1, 32) % 16, 0);
 }
 
 /// Direct double-precision softmax statistics of scores s: weights' sum of values and entropy.

@@ -91,16 +91,17 @@ expected<nlohmann::json> run_gpu_bench(runtime_parts& parts, const gpu_bench_opt
       std::vector<uint8_t> host(bytes);
       // Scales must be finite: small random bytes everywhere (an fp16 of exponent <= 0x0f is tiny).
       for (auto& x : host) x = static_cast<uint8_t>(rng() & 0x3f);
-      device_mem w(bytes), x(16 * s.k * 4), y(16 * s.n * 4), xq(static_cast<size_t>(cuda::q8_act_bytes(16, s.k)));
+      device_mem w(bytes), x(16 * s.k * 4), y(16 * s.n * 4),
+          xq(static_cast<size_t>(std::max<int64_t>(cuda::act_scratch_bytes(f, 16, s.k), 16)));
       if (!w.p || !x.p || !y.p || !xq.p) return make_error(errc::out_of_memory, "GPU memory for the product test");
       cudaMemcpy(w.p, host.data(), bytes, cudaMemcpyHostToDevice);
       cudaMemset(x.p, 0, 16 * s.k * 4);
       const cuda::weight_desc d{f, static_cast<const uint8_t*>(w.p), rb, s.n, s.k};
       nlohmann::json row = {{"format", fname}, {"matrix", s.name}, {"n", s.n}, {"k", s.k}, {"mib", bytes / 1048576.0}};
       // Both activation paths where the format has the integer one (keys with "_int8": the
-      // activations quantized, then dp4a; the time includes the quantization).
+      // activations quantized to int8 / int16, then dp4a / dp2a; the time includes the quantization).
       for (const bool int8 : {false, true}) {
-        if (int8 && !cuda::int8_act_format(f)) continue;
+        if (int8 && !cuda::integer_act_format(f)) continue;
         const std::string tag = int8 ? "_int8" : "";
         for (int m : {1, 16}) {
           auto run = [&] {
@@ -161,7 +162,7 @@ expected<nlohmann::json> run_gpu_bench(runtime_parts& parts, const gpu_bench_opt
 void print_gpu_bench(const nlohmann::json& r) {
   std::printf("device: %s\n", r.value("device", std::string("?")).c_str());
   std::printf("copy bandwidth (bytes read + written per second): %.0f GB/s\n", r.value("copy_gbs", 0.0));
-  std::printf("\n%-7s %-8s %8s %10s %10s %12s %10s   int8 activations: %10s %12s %10s\n", "format", "matrix", "MiB",
+  std::printf("\n%-7s %-8s %8s %10s %10s %12s %10s   integer activations: %7s %12s %10s\n", "format", "matrix", "MiB",
               "us (b=1)", "GB/s", "of copy", "us (b=16)", "us (b=1)", "of copy", "us (b=16)");
   for (const auto& g : r["gemv"]) {
     std::printf("%-7s %-8s %8.1f %10.1f %10.0f %11.0f%% %10.1f", g["format"].get<std::string>().c_str(),

@@ -137,7 +137,7 @@ struct cuda_backend::impl {
     // capacities (the metadata offsets depend on them: a growth drops the captured graphs)
     size_t cap_rows = 0, cap_out = 0, cap_blocks = 0;
     device_buffer x, xn, qkv, att, gu, tmp, scratch, entropy, xo, logits, meta_i, meta_f;
-    device_buffer xq;  ///< a product's activations as int8 blocks (cuda::q8_act_bytes), when im.int8_act
+    device_buffer xq;  ///< a product's activations as integers (cuda::act_scratch_bytes), when im.int8_act
     pinned_buffer h_meta_i, h_meta_f, h_logits, h_entropy, h_hidden;
     // the forward in progress
     int64_t rows = 0, n_out = 0;
@@ -191,7 +191,9 @@ struct cuda_backend::impl {
       if (auto ok = grow(meta_i, (4 * R + O + cap_blocks) * sizeof(int32_t)); !ok) return ok;
       if (im.int8_act) {  // the widest product input: n_embd, q_dim (o) or n_ff (down)
         const int64_t k = std::max<int64_t>({cfg.n_embd, cfg.q_dim(), cfg.n_ff});
-        if (auto ok = grow(xq, static_cast<size_t>(cuda::q8_act_bytes(static_cast<int64_t>(R), k))); !ok) return ok;
+        const auto rows = static_cast<int64_t>(R);
+        const int64_t bytes = std::max(cuda::q8_act_bytes(rows, k), cuda::q16_act_bytes(rows, k));
+        if (auto ok = grow(xq, static_cast<size_t>(bytes)); !ok) return ok;
       }
       for (auto [buf, n] : {std::pair{&h_meta_i, (4 * R + O + cap_blocks) * sizeof(int32_t)},
                             {&h_meta_f, R * std::max<size_t>(cfg.n_rot, 1) * F}, {&h_logits, O * size_t{cfg.n_vocab} * F},
@@ -595,7 +597,10 @@ std::vector<kernel_report> cuda_backend::kernel_paths() const {
     kernel_report r;
     r.weight_type = f;
     const bool int8 = impl_->int8_act && (f == "q4_0" || f == "q4_1" || f == "q8_0");
-    r.path = sm + (int8 ? " (decoded in registers, int8 activations, dp4a)" : " (decoded in registers, f32 activations)");
+    const bool int16 = impl_->int8_act && f.rfind("fw_w4a16", 0) == 0;
+    r.path = sm + (int8    ? " (decoded in registers, int8 activations, dp4a)"
+                   : int16 ? " (decoded in registers, int16 activations, dp2a)"
+                           : " (decoded in registers, f32 activations)");
     if (f == "fw_w8a8") r.note = "int8 weights with f32 activations on the GPU (no int8 tensor-core path yet)";
     out.push_back(std::move(r));
   }
