@@ -5,6 +5,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -92,6 +93,18 @@ FW_HD float bf16_to_float(uint16_t h) {
   std::memcpy(&f, &bits, sizeof f);
 #endif
   return f;
+}
+
+/// v rounded to the nearest integer (ties to even, the default rounding) and clamped to
+/// [-limit, limit]: the activation quantizers' step (kernels/ref: nearbyint, then clamp).
+FW_HD int round_clamp(float v, int limit) {
+#if defined(__CUDA_ARCH__)
+  const int q = __float2int_rn(v);
+#else
+  const float r = std::nearbyint(v);
+  const int q = r >= 2147483520.f ? 2147483647 : r <= -2147483648.f ? -2147483647 : static_cast<int>(r);
+#endif
+  return q < -limit ? -limit : q > limit ? limit : q;
 }
 
 /// Little-endian u16 at p (any alignment).

@@ -10,6 +10,8 @@
 // Decode (M = 1..8) streams each weight byte once; longer batches run ceil(m / 8) column blocks
 // of the grid, which reread the weights from L2 (a tensor-core GEMM for prefill is the next
 // step). Thread-safety: see cuda_kernels.hpp.
+#include <type_traits>
+
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/q16_act.hpp"
 #include "kernels/cuda/q8_act.hpp"
@@ -19,15 +21,37 @@ namespace {
 
 constexpr int warps_per_block = 8;
 
+// What a warp of a product computes: output channel col (blockIdx.x's warps, one channel each)
+// for the batch rows [r0, r0 + rows) (blockIdx.y's group of M).
+template <int M>
+struct warp_task {
+  int lane;
+  int64_t col, r0;
+  int rows;
+  __device__ explicit warp_task(int64_t m)
+      : lane(static_cast<int>(threadIdx.x & 31)),
+        col(static_cast<int64_t>(blockIdx.x) * warps_per_block + (threadIdx.x >> 5)),
+        r0(static_cast<int64_t>(blockIdx.y) * M),
+        rows(static_cast<int>(m - r0 < M ? m - r0 : M)) {}
+  /// Sums each row's lane partials over the warp; lane 0 writes them (times scales[row] if given).
+  __device__ void store(const float* acc, float* __restrict__ y, int64_t ldy, const float* scales = nullptr) const {
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      float v = acc[r];
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      if (lane == 0 && r < rows) y[(r0 + r) * ldy + col] = scales ? v * scales[r0 + r] : v;
+    }
+  }
+};
+
 template <wfmt F, int M>
 __global__ void matmul_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n, int64_t k,
                               const float* __restrict__ x, int64_t ldx, int64_t m, float* __restrict__ y,
                               int64_t ldy) {
-  const int lane = threadIdx.x & 31;
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * warps_per_block + (threadIdx.x >> 5);
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * M;
-  if (col >= n) return;
-  const int rows = static_cast<int>(m - r0 < M ? m - r0 : M);
+  const warp_task<M> t(m);
+  if (t.col >= n) return;
+  const int lane = t.lane, rows = t.rows;
+  const int64_t col = t.col, r0 = t.r0;
   const uint8_t* wrow = w + col * row_bytes;
   float acc[M];
 #pragma unroll
@@ -50,12 +74,7 @@ __global__ void matmul_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, 
       }
     }
   }
-#pragma unroll
-  for (int r = 0; r < M; ++r) {
-    float v = acc[r];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0 && r < rows) y[(r0 + r) * ldy + col] = v;
-  }
+  t.store(acc, y, ldy);
 }
 
 // Rows of k floats (ldx apart) -> int8 blocks and their (scale, sum) pairs: a warp per block.
@@ -100,23 +119,17 @@ template <wfmt F, int M>
 __global__ void matmul_q8_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n, int64_t k,
                                  const int8_t* __restrict__ qs, const float2* __restrict__ ds, int64_t m,
                                  float* __restrict__ y, int64_t ldy) {
-  const int lane = threadIdx.x & 31;
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * warps_per_block + (threadIdx.x >> 5);
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * M;
-  if (col >= n) return;
-  const int rows = static_cast<int>(m - r0 < M ? m - r0 : M);
+  const warp_task<M> t(m);
+  if (t.col >= n) return;
+  const int lane = t.lane, rows = t.rows;
+  const int64_t col = t.col, r0 = t.r0;
   const uint8_t* wrow = w + col * row_bytes;
   const int64_t nb = k / 32;
   float acc[M];
 #pragma unroll
   for (int r = 0; r < M; ++r) acc[r] = 0.f;
   for_lane_blocks(lane, nb, [&](int64_t b) { add_block<F, M>(wrow, b, k, nb, qs, ds, r0, rows, acc); });
-#pragma unroll
-  for (int r = 0; r < M; ++r) {
-    float v = acc[r];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0 && r < rows) y[(r0 + r) * ldy + col] = v;
-  }
+  t.store(acc, y, ldy);
 }
 
 // Rows of k floats (ldx apart) -> int16 values under one scale per row, and a sum per 32 values:
@@ -151,11 +164,10 @@ __global__ void matmul_w4_kernel(const uint8_t* __restrict__ w, int64_t row_byte
                                  const int16_t* __restrict__ qs, const int32_t* __restrict__ sums,
                                  const float* __restrict__ scales, int64_t m, float* __restrict__ y, int64_t ldy) {
   constexpr int chunks = G / 32;
-  const int lane = threadIdx.x & 31;
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * warps_per_block + (threadIdx.x >> 5);
-  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * M;
-  if (col >= n) return;
-  const int rows = static_cast<int>(m - r0 < M ? m - r0 : M);
+  const warp_task<M> t(m);
+  if (t.col >= n) return;
+  const int lane = t.lane, rows = t.rows;
+  const int64_t col = t.col, r0 = t.r0;
   const uint8_t* wrow = w + col * row_bytes;
   const int64_t nc = k / 32;
   float acc[M];
@@ -182,63 +194,44 @@ __global__ void matmul_w4_kernel(const uint8_t* __restrict__ w, int64_t row_byte
       acc[r] += w4_group_term(static_cast<uint16_t>(hdr & 0xffffu), static_cast<uint16_t>(hdr >> 16), isum, xsum);
     }
   });
-#pragma unroll
-  for (int r = 0; r < M; ++r) {
-    float v = acc[r];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (lane == 0 && r < rows) y[(r0 + r) * ldy + col] = v * scales[r0 + r];
-  }
+  t.store(acc, y, ldy, scales);
+}
+
+// Calls launch(rows, grid, block) with the kernel's rows per pass (an integral_constant): M = 1, 2
+// or 4 rows in one pass over the weights, else 8 rows per column block of the grid (ceil(m / 8)
+// of them, which reread the weights from L2).
+template <class Launch>
+void by_rows(int64_t n, int64_t m, Launch&& launch) {
+  const dim3 block(32 * warps_per_block);
+  const auto cols = static_cast<unsigned>((n + warps_per_block - 1) / warps_per_block);
+  if (m == 1) launch(std::integral_constant<int, 1>{}, dim3(cols, 1), block);
+  else if (m == 2) launch(std::integral_constant<int, 2>{}, dim3(cols, 1), block);
+  else if (m <= 4) launch(std::integral_constant<int, 4>{}, dim3(cols, 1), block);
+  else launch(std::integral_constant<int, 8>{}, dim3(cols, static_cast<unsigned>((m + 7) / 8)), block);
 }
 
 template <int G>
 void launch_w4(const weight_desc& w, const int16_t* qs, const int32_t* sums, const float* scales, int64_t m, float* y,
                int64_t ldy, cudaStream_t s) {
-  const dim3 block(32 * warps_per_block);
-  const auto cols = static_cast<unsigned>((w.n + warps_per_block - 1) / warps_per_block);
-  if (m == 1) {
-    matmul_w4_kernel<G, 1><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, sums, scales, m, y, ldy);
-  } else if (m == 2) {
-    matmul_w4_kernel<G, 2><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, sums, scales, m, y, ldy);
-  } else if (m <= 4) {
-    matmul_w4_kernel<G, 4><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, sums, scales, m, y, ldy);
-  } else {
-    const auto groups = static_cast<unsigned>((m + 7) / 8);
-    matmul_w4_kernel<G, 8><<<dim3(cols, groups), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, sums, scales, m, y,
-                                                                ldy);
-  }
+  by_rows(w.n, m, [&](auto rows, dim3 grid, dim3 block) {
+    matmul_w4_kernel<G, decltype(rows)::value>
+        <<<grid, block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, sums, scales, m, y, ldy);
+  });
 }
 
 template <wfmt F>
 void launch_q8(const weight_desc& w, const int8_t* qs, const float2* ds, int64_t m, float* y, int64_t ldy,
                cudaStream_t s) {
-  const dim3 block(32 * warps_per_block);
-  const auto cols = static_cast<unsigned>((w.n + warps_per_block - 1) / warps_per_block);
-  if (m == 1) {
-    matmul_q8_kernel<F, 1><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
-  } else if (m == 2) {
-    matmul_q8_kernel<F, 2><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
-  } else if (m <= 4) {
-    matmul_q8_kernel<F, 4><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
-  } else {
-    const auto groups = static_cast<unsigned>((m + 7) / 8);
-    matmul_q8_kernel<F, 8><<<dim3(cols, groups), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
-  }
+  by_rows(w.n, m, [&](auto rows, dim3 grid, dim3 block) {
+    matmul_q8_kernel<F, decltype(rows)::value><<<grid, block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
+  });
 }
 
 template <wfmt F>
 void launch(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy, cudaStream_t s) {
-  const dim3 block(32 * warps_per_block);
-  const auto cols = static_cast<unsigned>((w.n + warps_per_block - 1) / warps_per_block);
-  if (m == 1) {
-    matmul_kernel<F, 1><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, x, ldx, m, y, ldy);
-  } else if (m == 2) {
-    matmul_kernel<F, 2><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, x, ldx, m, y, ldy);
-  } else if (m <= 4) {
-    matmul_kernel<F, 4><<<dim3(cols, 1), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, x, ldx, m, y, ldy);
-  } else {
-    const auto groups = static_cast<unsigned>((m + 7) / 8);
-    matmul_kernel<F, 8><<<dim3(cols, groups), block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, x, ldx, m, y, ldy);
-  }
+  by_rows(w.n, m, [&](auto rows, dim3 grid, dim3 block) {
+    matmul_kernel<F, decltype(rows)::value><<<grid, block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, x, ldx, m, y, ldy);
+  });
 }
 
 }  // namespace

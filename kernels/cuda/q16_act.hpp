@@ -35,13 +35,7 @@ FW_HD float act16_row_scale(float amax) { return amax / 32767.f; }
 /// One activation quantized with the row's inverse scale: round to nearest even, clamped to
 /// +-32767 (as ref::quantize_act_i16).
 FW_HD int16_t act16_quant(float v, float inv_scale) {
-#if defined(__CUDA_ARCH__)
-  int q = __float2int_rn(v * inv_scale);
-#else
-  int q = static_cast<int>(std::nearbyint(v * inv_scale));
-#endif
-  q = q < -32767 ? -32767 : q > 32767 ? 32767 : q;
-  return static_cast<int16_t>(q);
+  return static_cast<int16_t>(round_clamp(v * inv_scale, 32767));
 }
 
 /// The two int16 halves of a times bytes 0 and 1 (lo) or 2 and 3 (hi) of b, added to c (the

@@ -31,15 +31,7 @@ FW_HD float act_block_scale(float amax) { return half_to_float(float_to_half(ama
 
 /// One activation quantized with the block's inverse scale: round to nearest even, clamped to
 /// +-127 (as ref::quantize_q8x).
-FW_HD int8_t act_quant(float v, float inv_scale) {
-#if defined(__CUDA_ARCH__)
-  int q = __float2int_rn(v * inv_scale);
-#else
-  int q = static_cast<int>(std::nearbyint(v * inv_scale));
-#endif
-  q = q < -127 ? -127 : q > 127 ? 127 : q;
-  return static_cast<int8_t>(q);
-}
+FW_HD int8_t act_quant(float v, float inv_scale) { return static_cast<int8_t>(round_clamp(v * inv_scale, 127)); }
 
 /// Four int8 products of a and b added to c (the dp4a instruction; signed bytes).
 FW_HD int32_t dp4a(int32_t a, int32_t b, int32_t c) {
