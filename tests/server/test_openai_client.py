@@ -224,10 +224,11 @@ class OpenAIClient(unittest.TestCase):
         self.assertEqual(again.usage.prompt_tokens, r.usage.prompt_tokens)
 
     def test_disconnect_cancels_every_choice(self):
-        body = json.dumps({"model": MODEL_ID, "prompt": "Count to a thousand:", "max_tokens": 400, "n": 4,
-                           "stream": True, "temperature": 0.7})
+        # ignore_eos: every choice runs until it is cancelled (2000 tokens take many seconds here).
+        body = json.dumps({"model": MODEL_ID, "prompt": "Count to a thousand:", "max_tokens": 2000, "n": 4,
+                           "stream": True, "temperature": 0.7, "ignore_eos": True})
         proc = subprocess.Popen(["curl", "-sN", "-H", "Content-Type: application/json", "-d", body,
-                                 self.server.base + "/v1/completions"], stdout=subprocess.PIPE)
+                                 self.server.base + "/v1/completions"], stdout=subprocess.DEVNULL)
         self.assertTrue(wait_until(lambda: metric(self.server.port, "flywheel:num_requests_running") >= 4, 30))
         proc.kill()
         proc.wait()
