@@ -268,10 +268,18 @@ class OpenAIClient(unittest.TestCase):
                                                      max_tokens=64, temperature=0, extra_body={"ignore_eos": True})
         self.assertEqual(longer.choices[0].finish_reason, "length")
         self.assertEqual(longer.usage.completion_tokens, 64)
-        # Token ids outside the vocabulary are the engine's 400.
-        with self.assertRaises(openai.BadRequestError) as e:
-            self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=2, logit_bias={"99999999": 5})
-        self.assertIn("outside the vocabulary", str(e.exception))
+        # Token ids outside the vocabulary are the engine's 400 (with several choices: the first
+        # one's failure answers the request, streamed or not).
+        for n in (1, 3):
+            with self.assertRaises(openai.BadRequestError) as e:
+                self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=2, n=n,
+                                               logit_bias={"99999999": 5})
+            self.assertIn("outside the vocabulary", str(e.exception))
+        with self.assertRaises(openai.BadRequestError):
+            for _ in self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=2, n=3, stream=True,
+                                                    logit_bias={"99999999": 5}):
+                pass
+        self.assertTrue(wait_until(lambda: metric(self.server.port, "flywheel:num_requests_running") == 0, 30))
 
     def test_raw_sse_with_curl(self):
         body = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6,

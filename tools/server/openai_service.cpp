@@ -359,8 +359,8 @@ void openai_service::on_event(uint64_t id, const actors::stream_event& e) {
     --r.outstanding;
     c.finished = true;
     if (!r.gone && !r.failed) {
-      submit_rest(rp, index);
       choice_done(r, index, e);
+      submit_rest(rp, index);  // nothing when that failed the request
     }
     if (r.outstanding == 0) complete(r);
     return;
