@@ -180,12 +180,12 @@ expected<sampler> sampler::make(const sampling_params& params, int32_t n_vocab) 
   return sampler(params, n_vocab);
 }
 
-void sampler::run_chain(const sampling_params& sp, std::span<const float> logits,
-                        std::span<const int32_t> history, std::vector<candidate>& out,
-                        std::vector<int32_t>& window) {
+void sampler::run_chain(const sampling_params& sp, std::span<const int32_t> banned,
+                        std::span<const float> logits, std::span<const int32_t> history,
+                        std::vector<candidate>& out, std::vector<int32_t>& window) {
   // Penalties and biases change logits by token id: they need the whole list below.
   const bool penalties = sp.repeat_penalty != 1.0f || sp.frequency_penalty != 0.0f || sp.presence_penalty != 0.0f ||
-                         !sp.logit_bias_ids.empty();
+                         !sp.logit_bias_ids.empty() || !banned.empty();
   if (sp.temperature <= 0.0f && !penalties && !logits.empty()) {
     // Greedy without penalties: the argmax straight from the logits (no candidate list; a
     // batched decode step samples every row). Same result as the chain below: NaN counts as
@@ -231,6 +231,8 @@ void sampler::run_chain(const sampling_params& sp, std::span<const float> logits
   }
   if (out.empty()) return;
   apply_bias(sp, out);
+  for (int32_t tok : banned)
+    if (tok >= 0 && static_cast<size_t>(tok) < out.size()) out[static_cast<size_t>(tok)].logit = neg_inf;
   apply_penalties(sp, history, out, window);
 
   if (sp.temperature <= 0.0f) {  // greedy: strict > keeps the lowest id among equal logits
@@ -252,7 +254,7 @@ void sampler::run_chain(const sampling_params& sp, std::span<const float> logits
 
 int32_t sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
   assert(logits.size() == static_cast<size_t>(n_vocab_));
-  run_chain(params_, logits, history, cands_, window_);
+  run_chain(params_, banned_, logits, history, cands_, window_);
   if (cands_.empty()) return -1;
   if (cands_.size() == 1) return cands_.front().id;
   const double u = uniform();
@@ -271,7 +273,7 @@ std::vector<float> sampler::probabilities(std::span<const float> logits,
                                           std::span<const int32_t> history) const {
   std::vector<candidate> cands;
   std::vector<int32_t> window;
-  run_chain(params_, logits, history, cands, window);
+  run_chain(params_, banned_, logits, history, cands, window);
   std::vector<float> probs(logits.size(), 0.0f);
   for (const candidate& c : cands) probs[static_cast<size_t>(c.id)] = c.p;
   return probs;
@@ -281,7 +283,7 @@ std::vector<std::pair<int32_t, float>> sampler::candidates_probs(
     std::span<const float> logits, std::span<const int32_t> history) const {
   std::vector<candidate> cands;
   std::vector<int32_t> window;
-  run_chain(params_, logits, history, cands, window);
+  run_chain(params_, banned_, logits, history, cands, window);
   std::sort(cands.begin(), cands.end(), [](const candidate& a, const candidate& b) {
     return a.p > b.p || (a.p == b.p && a.id < b.id);
   });

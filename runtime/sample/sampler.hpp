@@ -58,6 +58,11 @@ class sampler {
   /// decoding accepts a draft token when uniform() < p / q.
   [[nodiscard]] double uniform();
 
+  /// Tokens that cannot be chosen until cleared (logit -inf before every filter; a sequence bans
+  /// end-of-generation before its min_tokens). Empty: none.
+  void set_banned(std::vector<int32_t> ids) { banned_ = std::move(ids); }
+  [[nodiscard]] bool has_banned() const { return !banned_.empty(); }
+
   /// Reseeds the random engine; 0 picks a random seed (see seed()).
   void reset(uint64_t seed);
 
@@ -69,15 +74,16 @@ class sampler {
  private:
   // Runs the filter chain into out (cleared first) with probabilities filled in; the order of out
   // is unspecified but deterministic. window is scratch for the penalty counts.
-  static void run_chain(const sampling_params& params, std::span<const float> logits,
-                        std::span<const int32_t> history, std::vector<candidate>& out,
-                        std::vector<int32_t>& window);
+  static void run_chain(const sampling_params& params, std::span<const int32_t> banned,
+                        std::span<const float> logits, std::span<const int32_t> history,
+                        std::vector<candidate>& out, std::vector<int32_t>& window);
 
   sampling_params params_;
   int32_t n_vocab_;
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
   std::vector<candidate> cands_;  // scratch of sample()
+  std::vector<int32_t> banned_;
   std::vector<int32_t> window_;   // scratch of sample()
 };
 

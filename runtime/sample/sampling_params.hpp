@@ -33,6 +33,9 @@ struct sampling_params {
   /// Tokens that end the sequence like end-of-sequence (finish reason "stop"; not part of the
   /// output), even with ignore_eos. Ids below the vocabulary size (sampler::make checks).
   std::vector<int32_t> stop_token_ids;
+  /// vLLM's min_tokens: end-of-sequence and stop_token_ids cannot be sampled before this many
+  /// tokens were generated (stop strings still stop).
+  int32_t min_tokens = 0;
   /// OpenAI's logit_bias: logit_bias[i] (-100 to 100) is added to token logit_bias_ids[i]'s
   /// logit before every filter (-100 all but bans a token, +100 all but forces it). Parallel
   /// arrays, ids below the vocabulary size (sampler::make checks).
@@ -98,6 +101,7 @@ struct sampling_params {
     }
     for (int32_t id : stop_token_ids)
       if (id < 0) return bad("stop_token_ids", id, "token ids >= 0");
+    if (min_tokens < 0) return bad("min_tokens", min_tokens, ">= 0");
     for (size_t i = 0; i < stop.size(); ++i) {
       if (stop[i].empty())
         return make_error(errc::invalid_argument,

@@ -20,7 +20,17 @@ token_outcome sequence::advance(std::span<const float> logits, const tokenizer& 
     out.finished = true;
     return out;
   }
+  ban_endings(vocab);
   return push(sampler_.sample(logits, history_), vocab);
+}
+
+void sequence::ban_endings(const tokenizer& vocab) {
+  const bool early = generated_.size() < static_cast<size_t>(std::max(params_.min_tokens, 0));
+  if (early == sampler_.has_banned()) return;
+  if (!early) return sampler_.set_banned({});
+  std::vector<int32_t> ids = vocab.eog_ids();
+  ids.insert(ids.end(), params_.stop_token_ids.begin(), params_.stop_token_ids.end());
+  sampler_.set_banned(std::move(ids));
 }
 
 bool sequence::resume(std::span<const int32_t> tokens, const tokenizer& vocab) {
@@ -66,6 +76,7 @@ std::vector<token_outcome> sequence::advance_speculative(std::span<const float> 
   const bool greedy = params_.temperature <= 0.0f;
   for (size_t i = 0; i <= k && !finished_; ++i) {
     const std::span<const float> row = rows.subspan(i * nv, nv);
+    ban_endings(vocab);  // position i is sampled after i more tokens
     if (i == k) {  // every proposal accepted: the bonus token from the last row
       outs.push_back(push(sampler_.sample(row, history_), vocab));
       break;

@@ -79,6 +79,8 @@ class sequence {
  private:
   /// Appends a chosen token (or ends on EOS) and reports what to stream.
   token_outcome push(int32_t tok, const tokenizer& vocab);
+  /// Before min_tokens tokens, end-of-generation and the stop token ids cannot be sampled.
+  void ban_endings(const tokenizer& vocab);
 
   uint64_t id_;
   sampling_params params_;

@@ -285,6 +285,12 @@ std::string tokenizer::token_to_piece(int32_t id, bool render_special) const {
   return pieces_[id];
 }
 
+std::vector<int32_t> tokenizer::eog_ids() const {
+  std::vector<int32_t> ids(eog_.begin(), eog_.end());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 bool tokenizer::is_control(int32_t id) const {
   return id >= 0 && id < n_vocab() && (attrs_[id] & attr_control) != 0;
 }

@@ -118,6 +118,8 @@ class tokenizer {
   /// End of generation: eos plus tokens llama.cpp recognises by text ("<|im_end|>",
   /// "<|endoftext|>", "<|eot_id|>", "<end_of_turn>", ...) and FIM pad/repo/sep tokens.
   [[nodiscard]] bool is_eog(int32_t id) const { return eog_.count(id) != 0; }
+  /// Every end-of-generation token, ascending.
+  [[nodiscard]] std::vector<int32_t> eog_ids() const;
   [[nodiscard]] bool is_control(int32_t id) const;
   [[nodiscard]] token_type type(int32_t id) const;
   /// The raw vocabulary text of a token (byte-level encoded, e.g. "Ġworld"); empty if invalid.

@@ -268,6 +268,12 @@ class OpenAIClient(unittest.TestCase):
                                                      max_tokens=64, temperature=0, extra_body={"ignore_eos": True})
         self.assertEqual(longer.choices[0].finish_reason, "length")
         self.assertEqual(longer.usage.completion_tokens, 64)
+        # min_tokens: end-of-sequence is barred before that many tokens, then allowed again.
+        at_least = self.client.chat.completions.create(
+            model=MODEL_ID, messages=[{"role": "user", "content": "What is 2+2? Answer with a number only."}],
+            max_tokens=200, temperature=0, extra_body={"min_tokens": 20})
+        self.assertGreaterEqual(at_least.usage.completion_tokens, 20)
+        self.assertLess(short.usage.completion_tokens, 20)
         # Token ids outside the vocabulary are the engine's 400 (with several choices: the first
         # one's failure answers the request, streamed or not).
         for n in (1, 3):

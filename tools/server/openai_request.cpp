@@ -248,7 +248,7 @@ void read_sampling(reader& r, generation_request& out) {
     p.max_draft_k = static_cast<int32_t>(v);
 }
 
-// logit_bias {"token id": bias}; vLLM's stop_token_ids and ignore_eos.
+// logit_bias {"token id": bias}; vLLM's stop_token_ids, ignore_eos and min_tokens.
 void read_token_controls(reader& r, generation_request& out, const parse_limits& limits) {
   sampling_params& p = out.params;
   if (const json* b = r.field("logit_bias")) {
@@ -285,6 +285,8 @@ void read_token_controls(reader& r, generation_request& out, const parse_limits&
     }
   }
   r.boolean("ignore_eos", p.ignore_eos);
+  int64_t v = 0;
+  if (r.integer("min_tokens", v, 0, int64_t{1} << 20, "0 to 1048576")) p.min_tokens = static_cast<int32_t>(v);
 }
 
 // Completions: logprobs = N (alternatives per token). Chat: logprobs = true, top_logprobs = N.
@@ -354,6 +356,10 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   }
   read_logprobs(r, out, limits.max_logprobs);
   read_token_controls(r, out, limits);
+  if (!r.err && out.max_tokens_set && out.params.min_tokens > out.params.max_tokens)
+    r.fail("min_tokens = " + std::to_string(out.params.min_tokens) + " is above max_tokens = " +
+               std::to_string(out.params.max_tokens),
+           "min_tokens");
   int64_t n = 1;
   const std::string choices = "1 to " + std::to_string(limits.max_choices) + " (choices per prompt)";
   if (r.integer("n", n, 1, limits.max_choices, choices.c_str())) out.n = static_cast<uint32_t>(n);
@@ -374,7 +380,6 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   r.refuse("suffix", "no fill-in-the-middle");
   r.refuse("tools", "no tool calling");
   r.refuse("functions", "no function calling");
-  r.refuse("min_tokens", "no minimum length (end-of-sequence can be turned off with ignore_eos)");
   r.refuse("prompt_logprobs", "no log-probabilities of prompt tokens");
   for (const char* guided : {"guided_json", "guided_regex", "guided_choice", "guided_grammar"})
     r.refuse(guided, "no guided decoding");

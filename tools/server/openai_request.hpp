@@ -15,10 +15,11 @@
 //   index * n + j); best_of 1 or n; stream a boolean; stream_options ({include_usage: bool}) only
 //   when streaming.
 // - logprobs: completions logprobs = N, chat logprobs = true with top_logprobs = N (N <= 20).
-// - logit_bias: {"token id": -100..100}; vLLM's stop_token_ids (token ids) and ignore_eos (bool).
+// - logit_bias: {"token id": -100..100}; vLLM's stop_token_ids (token ids), ignore_eos (bool) and
+//   min_tokens (end-of-sequence and stop_token_ids barred before that many tokens).
 //   Token ids beyond the vocabulary are the engine's 400.
 // - Not built (refused, not ignored): echo, suffix, tools/functions, response_format other than
-//   text, best_of other than 1 or n, and vLLM's min_tokens, prompt_logprobs and guided_*.
+//   text, best_of other than 1 or n, and vLLM's prompt_logprobs and guided_*.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
 //   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
 // Unknown fields are ignored, as vLLM does (clients send vendor fields).

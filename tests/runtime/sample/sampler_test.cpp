@@ -341,6 +341,25 @@ TEST(sampler_test, logit_bias_shifts_the_listed_logits_before_every_filter) {
   EXPECT_NE(p.validate_token_ids(500).err().message.find("stop_token_ids: token id 600"), std::string::npos);
 }
 
+TEST(sampler_test, banned_tokens_are_never_chosen_until_cleared) {
+  const auto logits = random_logits(300, 12);
+  const auto top = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  for (int32_t top_k : {0, 40}) {
+    sampling_params p = plain(0.0f);
+    p.top_k = top_k;
+    sampler s(p, 300);
+    s.set_banned({top, 299});
+    EXPECT_NE(s.sample(logits, {}), top);
+    EXPECT_EQ(s.probabilities(logits, {})[static_cast<size_t>(top)], 0.0f);
+    s.set_banned({});
+    EXPECT_EQ(s.sample(logits, {}), top);
+    p.temperature = 1.0f;
+    sampler t(p, 300);
+    t.set_banned({top});
+    for (int i = 0; i < 300; ++i) ASSERT_NE(t.sample(logits, {}), top);
+  }
+}
+
 TEST(sampler_test, invalid_params_are_errors) {
   auto expect_error = [](sampling_params p, const char* field) {
     auto ok = p.validate();

@@ -104,7 +104,9 @@ TEST(openai_request, completion_prompt_forms) {
 }
 
 TEST(openai_request, logit_bias_stop_token_ids_and_ignore_eos) {
-  const auto g = ok(R"({"prompt":"x","logit_bias":{"17":-100,"2":5.5},"stop_token_ids":[3,4],"ignore_eos":true})", false);
+  const auto g = ok(R"({"prompt":"x","logit_bias":{"17":-100,"2":5.5},"stop_token_ids":[3,4],"ignore_eos":true,
+      "min_tokens":9})", false);
+  EXPECT_EQ(g.params.min_tokens, 9);
   std::vector<std::pair<int32_t, float>> bias;
   for (size_t i = 0; i < g.params.logit_bias_ids.size(); ++i) bias.push_back({g.params.logit_bias_ids[i], g.params.logit_bias[i]});
   std::sort(bias.begin(), bias.end());
@@ -127,7 +129,8 @@ TEST(openai_request, logit_bias_stop_token_ids_and_ignore_eos) {
       {R"({"prompt":"x","stop_token_ids":[1.5]})", "stop_token_ids", "token ids"},
       {R"({"prompt":"x","stop_token_ids":5})", "stop_token_ids", "must be an array"},
       {R"({"prompt":"x","ignore_eos":1})", "ignore_eos", "must be a boolean"},
-      {R"({"prompt":"x","min_tokens":4})", "min_tokens", "not supported"},
+      {R"({"prompt":"x","min_tokens":-1})", "min_tokens", "out of range"},
+      {R"({"prompt":"x","min_tokens":9,"max_tokens":8})", "min_tokens", "above max_tokens = 8"},
       {R"({"prompt":"x","guided_regex":"a+"})", "guided_regex", "not supported"},
       {R"({"prompt":"x","prompt_logprobs":1})", "prompt_logprobs", "not supported"},
   };
