@@ -287,6 +287,28 @@ class OpenAIClient(unittest.TestCase):
                 pass
         self.assertTrue(wait_until(lambda: metric(self.server.port, "flywheel:num_requests_running") == 0, 30))
 
+    def test_echo_starts_each_choice_with_its_prompt(self):
+        prompts = ["The capital of France is", "1, 2, 3, 4,"]
+        plain = self.client.completions.create(model=MODEL_ID, prompt=prompts, max_tokens=6, temperature=0)
+        echoed = self.client.completions.create(model=MODEL_ID, prompt=prompts, max_tokens=6, temperature=0, n=2,
+                                                echo=True)
+        for c in echoed.choices:
+            p = c.index // 2
+            self.assertEqual(c.text, prompts[p] + plain.choices[p].text)
+        self.assertEqual(echoed.usage.completion_tokens, 2 * plain.usage.completion_tokens)
+        streamed = {}
+        for chunk in self.client.completions.create(model=MODEL_ID, prompt=prompts[0], max_tokens=6, temperature=0,
+                                                    echo=True, stream=True):
+            for c in chunk.choices:
+                streamed[c.index] = streamed.get(c.index, "") + c.text
+        self.assertEqual(streamed, {0: echoed.choices[0].text})
+        ids = self.client.completions.create(model=MODEL_ID, prompt=[[504, 984, 282]], max_tokens=2, temperature=0,
+                                             echo=True)
+        self.assertTrue(ids.choices[0].text.startswith("The art of"), ids.choices[0].text)
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=2, echo=True, logprobs=1)
+        self.assertIn("echo", str(e.exception))
+
     def test_raw_sse_with_curl(self):
         body = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6,
                            "temperature": 0, "stream": True})

@@ -376,7 +376,14 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
                std::to_string(prompts * out.n) + " choices; at most " + std::to_string(limits.max_choices) +
                " per request",
            prompts > 1 ? "prompt" : "n");
-  r.refuse("echo", "send the prompt back yourself");
+  if (chat) {
+    r.refuse("echo", "send the prompt back yourself");
+  } else {
+    r.boolean("echo", out.echo);
+    if (out.echo && out.params.logprobs >= 0 && !r.err)
+      r.fail("echo with logprobs is not supported by this server: the prompt tokens' log-probabilities are not computed",
+             "echo");
+  }
   r.refuse("suffix", "no fill-in-the-middle");
   r.refuse("tools", "no tool calling");
   r.refuse("functions", "no function calling");

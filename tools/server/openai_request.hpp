@@ -18,7 +18,8 @@
 // - logit_bias: {"token id": -100..100}; vLLM's stop_token_ids (token ids), ignore_eos (bool) and
 //   min_tokens (end-of-sequence and stop_token_ids barred before that many tokens).
 //   Token ids beyond the vocabulary are the engine's 400.
-// - Not built (refused, not ignored): echo, suffix, tools/functions, response_format other than
+// - echo (completions): each choice's text starts with its prompt's text.
+// - Not built (refused, not ignored): chat's echo, echo with logprobs, suffix, tools/functions, response_format other than
 //   text, best_of other than 1 or n, and vLLM's prompt_logprobs and guided_*.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
 //   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
@@ -57,6 +58,7 @@ struct generation_request {
   bool stream = false;
   bool include_usage = false;
   bool return_token_ids = false;
+  bool echo = false;  ///< completions: each choice's text starts with its prompt
 };
 
 struct parse_limits {

@@ -115,6 +115,7 @@ struct openai_service::response {
   uint32_t n = 1;                               // choices per prompt
   std::vector<std::vector<int32_t>> prompts;    // token ids (cleared once all its choices are submitted)
   std::vector<int32_t> max_tokens;              // per prompt: what the window leaves
+  std::vector<std::string> echo;                // per prompt, with echo: the text each choice starts with
   std::vector<uint32_t> prompt_tokens;          // per prompt, from the engine's final events
   std::vector<uint32_t> cached_tokens;          // per prompt: of its first choice, from the prefix cache
   sampling_params params;
@@ -249,10 +250,12 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
                                   route);
     r->prompts.push_back(encode_chat(m.vocab(), *tmpl, g.messages, true));
   } else {
-    for (auto& p : g.prompts)
+    for (auto& p : g.prompts) {
       // A raw completion prompt is the client's whole text, control tokens included (as OpenAI's
       // and llama.cpp's completion endpoints).
+      if (g.echo) r->echo.push_back(p.is_ids ? m.vocab().decode(p.ids) : p.text);
       r->prompts.push_back(p.is_ids ? std::move(p.ids) : m.vocab().encode(p.text, true, true));
+    }
   }
   // The runtime's admission rules (runtime/sched/admission: tokens in the vocabulary, prompt and
   // max_tokens within the window), answered with OpenAI's codes. An unset max_tokens is the
@@ -338,7 +341,8 @@ std::string openai_service::chunk(const response& r, uint32_t index, const std::
     if (!text.empty() || !c.started) delta["content"] = text;
     ch["delta"] = std::move(delta);
   } else {
-    ch["text"] = text;
+    // echo: a choice's first chunk starts with its prompt.
+    ch["text"] = !c.started && !r.echo.empty() ? r.echo[index / r.n] + text : text;
   }
   if (r.return_ids) ch["token_ids"] = ids;
   json out = {{"id", r.response_id}, {"object", r.chat ? "chat.completion.chunk" : "text_completion"},
@@ -444,7 +448,7 @@ void openai_service::complete(response& r) {
     json ch = {{"index", i}, {"logprobs", r.want_logprobs ? c.logprobs : json(nullptr)},
                {"finish_reason", c.finish_reason}};
     if (r.chat) ch["message"] = {{"role", "assistant"}, {"content", c.text}};
-    else ch["text"] = c.text;
+    else ch["text"] = r.echo.empty() ? c.text : r.echo[i / r.n] + c.text;
     if (r.return_ids) ch["token_ids"] = c.ids;
     choices.push_back(std::move(ch));
   }
