@@ -137,6 +137,12 @@ void read_messages(reader& r, generation_request& out) {
   }
 }
 
+// A JSON integer that is a token id (0 to 2^31 - 1).
+bool is_token_id(const json& id) {
+  return id.is_number_integer() && (id.is_number_unsigned() ? id.get<uint64_t>() <= uint64_t{INT32_MAX}
+                                                            : id.get<int64_t>() >= 0 && id.get<int64_t>() <= INT32_MAX);
+}
+
 // A token-id array (one prompt) into `out`; false (and r.err set) when it holds anything else.
 bool read_ids(reader& r, const json& a, const std::string& where, std::vector<int32_t>& out) {
   if (a.empty()) {
@@ -148,8 +154,7 @@ bool read_ids(reader& r, const json& a, const std::string& where, std::vector<in
       r.fail(where + ": a token-id array holds integers only, got " + kind(id), "prompt");
       return false;
     }
-    if (id.is_number_unsigned() ? id.get<uint64_t>() > uint64_t{INT32_MAX}
-                                : id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+    if (!is_token_id(id)) {
       r.fail(where + ": token id " + id.dump() + " is out of range", "prompt");
       return false;
     }
@@ -278,8 +283,7 @@ void read_token_controls(reader& r, generation_request& out, const parse_limits&
                         std::to_string(limits.max_stop_token_ids),
                     "stop_token_ids");
     for (const json& id : *s) {
-      if (!id.is_number_integer() || (id.is_number_unsigned() ? id.get<uint64_t>() > uint64_t{INT32_MAX}
-                                                               : id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX))
+      if (!is_token_id(id))
         return r.fail("stop_token_ids holds token ids (integers 0 to 2147483647), got " + id.dump(), "stop_token_ids");
       p.stop_token_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
