@@ -16,6 +16,7 @@
 #include "kernels/cuda/attention_math.hpp"
 #include "kernels/cuda/q16_act.hpp"
 #include "kernels/cuda/q8_act.hpp"
+#include "kernels/cuda/w8_act.hpp"
 #include "kernels/cuda/weight_chunk.hpp"
 
 namespace fw::cuda {
@@ -27,6 +28,7 @@ struct weight_desc {
   int64_t row_bytes = 0;
   int64_t n = 0;
   int64_t k = 0;
+  float act_scale = 0.f;  ///< fw_w8a8: the static activation scale from calibration (0: each group's own)
 };
 
 /// The KV pool's memory: base of block 0, its tiles' layout, f16 or f32 elements.
@@ -44,17 +46,21 @@ struct kv_rows {
 };
 
 /// Formats whose products quantize their activations first when given scratch (integer products).
-inline bool integer_act_format(wfmt f) { return int8_act_format(f) || int16_act_format(f); }
+inline bool integer_act_format(wfmt f) { return int8_act_format(f) || w8_act_format(f) || int16_act_format(f); }
 /// Bytes of the activation scratch a product of m rows of k takes in format f (0: none).
 inline int64_t act_scratch_bytes(wfmt f, int64_t m, int64_t k) {
-  return int8_act_format(f) ? q8_act_bytes(m, k) : int16_act_format(f) ? q16_act_bytes(m, k) : 0;
+  return int8_act_format(f)    ? q8_act_bytes(m, k)
+         : w8_act_format(f)    ? w8_act_bytes(m, k)
+         : int16_act_format(f) ? q16_act_bytes(m, k)
+                               : 0;
 }
 
 /// y[r][0, n) = x[r] . w^T for r < m; rows ldx / ldy floats apart (x rows 16-byte aligned).
 /// act_scratch (16-byte aligned, act_scratch_bytes(w.fmt, m, w.k) bytes; may be null): Q4_0 /
-/// Q4_1 / Q8_0 products then quantize x to int8 blocks there first (q8_act.hpp), W4A16 products
-/// to int16 rows (q16_act.hpp), and use integer dot products, the CPU's semantics; without it,
-/// and for the other formats, x stays f32.
+/// Q4_1 / Q8_0 products then quantize x to int8 blocks there first (q8_act.hpp), W8A8 products
+/// to int8 groups (w8_act.hpp; w.act_scale), W4A16 products to int16 rows (q16_act.hpp), and use
+/// integer dot products, the CPU's semantics (from mma_min_rows rows on the int8 ones run on the
+/// tensor cores, mma_frag.hpp); without it, and for the float formats, x stays f32.
 /// false (nothing launched) for a misaligned x or scratch, or a k that is not a multiple of 32.
 bool matmul(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float* y, int64_t ldy, cudaStream_t s,
             void* act_scratch = nullptr);

@@ -7,12 +7,14 @@
 // - every format, f32 activations: each lane decodes 32-element chunks of the weight row
 //   (chunk j = lane, lane + 32, ...) and multiplies them into its M accumulators, then the warp
 //   reduces.
-// Decode (M = 1..8) streams each weight byte once; longer batches run ceil(m / 8) column blocks
-// of the grid, which reread the weights from L2 (a tensor-core GEMM for prefill is the next
-// step). Thread-safety: see cuda_kernels.hpp.
+// Decode (M = 1..8) streams each weight byte once. From mma_min_rows (9) rows the integer
+// products of Q4_0 / Q4_1 / Q8_0 run on the tensor cores instead (mma.sync m16n8k32 int8,
+// mma_frag.hpp): prefills and large batches. The other formats' longer batches run ceil(m / 8)
+// column blocks of the grid, which reread the weights from L2. Thread-safety: see cuda_kernels.hpp.
 #include <type_traits>
 
 #include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/mma_frag.hpp"
 #include "kernels/cuda/q16_act.hpp"
 #include "kernels/cuda/q8_act.hpp"
 
@@ -132,6 +134,168 @@ __global__ void matmul_q8_kernel(const uint8_t* __restrict__ w, int64_t row_byte
   t.store(acc, y, ldy);
 }
 
+// The tensor-core product (mma_frag.hpp) of m >= mma_min_rows rows: a thread block of mma_warps
+// warps takes mma_block_channels channels x mma_tokens tokens, each warp mma_warp_channels of the
+// channels (mma_m_tiles m16 tiles) x the tokens (mma_n_tiles n8 tiles) over all of k, a scale
+// group of GB blocks at a time (Q4_0 / Q4_1 / Q8_0: 1 block, each with its own scales; W8A8: the
+// activations' group of 64 or 32), each int32 result then taking its group's float term in group
+// order. blockIdx.x walks the token tiles, so the thread blocks that run together share their
+// channels' weights in L2: a weight byte comes from memory about once a product, and the int8
+// activations (m k bytes) stay in L2. Rows past n and tokens past m are read as the last one
+// (every lane takes part in an mma) and never written. xs: Q4_0 / Q4_1 / Q8_0 the activations'
+// (scale, sum) float2 per block, W8A8 their float scale per group.
+template <wfmt F, int GB>
+__global__ void __launch_bounds__(32 * mma_warps)
+    matmul_mma_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n, int64_t k,
+                      const int8_t* __restrict__ qs, const void* __restrict__ xs, int64_t m, float* __restrict__ y,
+                      int64_t ldy) {
+  constexpr bool w8 = F == wfmt::w8;
+  const mma_lane l = mma_lane_of(static_cast<int>(threadIdx.x & 31));
+  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * mma_tokens;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.y) * mma_block_channels + (threadIdx.x >> 5) * mma_warp_channels;
+  const int64_t groups = k / 32 / GB;
+  const uint8_t* wr[mma_m_tiles][2];  // channels group and group + 8 of each m16 tile (A and C)
+#pragma unroll
+  for (int mt = 0; mt < mma_m_tiles; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) wr[mt][h] = w + min(c0 + 16 * mt + l.group + 8 * h, n - 1) * row_bytes;
+  const int8_t* xr[mma_n_tiles];  // token group of each n8 tile (B)
+  int64_t sr[mma_n_tiles][2];     // tokens 2 quad and 2 quad + 1 of each n8 tile (C): their first scale
+#pragma unroll
+  for (int nt = 0; nt < mma_n_tiles; ++nt) {
+    xr[nt] = qs + min(t0 + 8 * nt + l.group, m - 1) * k;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) sr[nt][j] = min(t0 + 8 * nt + 2 * l.quad + j, m - 1) * groups;
+  }
+  float acc[mma_m_tiles][mma_n_tiles][4] = {};
+#pragma unroll(GB == 1 ? 2 : 1)
+  for (int64_t g = 0; g < groups; ++g) {
+    int32_t c[mma_m_tiles][mma_n_tiles][4] = {};
+#pragma unroll
+    for (int j = 0; j < GB; ++j) {
+      const int64_t b = g * GB + j;
+      uint32_t a[mma_m_tiles][4], bf[mma_n_tiles][2];
+#pragma unroll
+      for (int mt = 0; mt < mma_m_tiles; ++mt) mma_a_frag<F>(wr[mt][0], wr[mt][1], b, l.quad, a[mt]);
+#pragma unroll
+      for (int nt = 0; nt < mma_n_tiles; ++nt) mma_b_frag(xr[nt], b, l.quad, bf[nt]);
+#pragma unroll
+      for (int mt = 0; mt < mma_m_tiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < mma_n_tiles; ++nt) mma_s8(c[mt][nt], a[mt], bf[nt]);
+    }
+    if constexpr (w8) {
+      float sc[mma_n_tiles][2];
+#pragma unroll
+      for (int nt = 0; nt < mma_n_tiles; ++nt)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) sc[nt][j] = __ldg(static_cast<const float*>(xs) + sr[nt][j] + g);
+#pragma unroll
+      for (int mt = 0; mt < mma_m_tiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < mma_n_tiles; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[mt][nt][i] = w8_group_term(sc[nt][i & 1], c[mt][nt][i], acc[mt][nt][i]);
+    } else {
+      float wd[mma_m_tiles][2], wm[mma_m_tiles][2];
+      float2 sc[mma_n_tiles][2];
+#pragma unroll
+      for (int mt = 0; mt < mma_m_tiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) q_block_scales<F>(wr[mt][h], g, wd[mt][h], wm[mt][h]);
+#pragma unroll
+      for (int nt = 0; nt < mma_n_tiles; ++nt)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) sc[nt][j] = __ldg(static_cast<const float2*>(xs) + sr[nt][j] + g);
+#pragma unroll
+      for (int mt = 0; mt < mma_m_tiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < mma_n_tiles; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const float2 x = sc[nt][i & 1];
+            acc[mt][nt][i] += q_block_term<F>(wd[mt][i >> 1], wm[mt][i >> 1], x.x, static_cast<int32_t>(x.y), c[mt][nt][i]);
+          }
+    }
+  }
+#pragma unroll
+  for (int mt = 0; mt < mma_m_tiles; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < mma_n_tiles; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int64_t ch = c0 + 16 * mt + mma_c_channel(l, i), tok = t0 + 8 * nt + mma_c_token(l, i);
+        float v = acc[mt][nt][i];
+        if constexpr (w8) v *= w8_row_scale(wr[mt][i >> 1]);
+        if (ch < n && tok < m) y[tok * ldy + ch] = v;
+      }
+}
+
+// W8A8 activations: rows of k floats (ldx apart) -> int8 values with a float scale per group of G
+// (w8_act.hpp): a warp per group, G / 32 values a lane. fixed > 0: the matrix's static scale.
+template <int G>
+__global__ void quantize_act_w8_kernel(const float* __restrict__ x, int64_t ldx, int64_t m, int64_t k, float fixed,
+                                       int8_t* __restrict__ qs, float* __restrict__ scales) {
+  constexpr int per_lane = G / 32;
+  const int lane = threadIdx.x & 31;
+  const int64_t ng = k / G;
+  const int64_t grp = static_cast<int64_t>(blockIdx.x) * warps_per_block + (threadIdx.x >> 5);
+  if (grp >= m * ng) return;
+  const int64_t r = grp / ng, g = grp % ng;
+  float v[per_lane];
+  float amax = 0.f;
+#pragma unroll
+  for (int i = 0; i < per_lane; ++i) v[i] = x[r * ldx + G * g + 32 * i + lane], amax = fmaxf(amax, fabsf(v[i]));
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float d = w8_act_scale(amax, fixed);
+  const float id = d > 0.f ? 1.f / d : 0.f;
+#pragma unroll
+  for (int i = 0; i < per_lane; ++i) qs[r * k + G * g + 32 * i + lane] = act_quant(v[i], id);
+  if (lane == 0) scales[r * ng + g] = d;
+}
+
+// W8A8 decode (M rows per pass, dp4a): a warp per output channel, lane l the groups l, l + 32, ...
+// of G int8 values (128-bit loads of weights and activations), each taking the reference's group
+// step; the warp's sum times the channel's scale.
+template <int G, int M>
+__global__ void matmul_w8_kernel(const uint8_t* __restrict__ w, int64_t row_bytes, int64_t n, int64_t k,
+                                 const int8_t* __restrict__ qs, const float* __restrict__ scales, int64_t m,
+                                 float* __restrict__ y, int64_t ldy) {
+  constexpr int words = G / 4;
+  const warp_task<M> t(m);
+  if (t.col >= n) return;
+  const uint8_t* wrow = w + t.col * row_bytes;
+  const int64_t ng = k / G;
+  float acc[M];
+#pragma unroll
+  for (int r = 0; r < M; ++r) acc[r] = 0.f;
+  for_lane_blocks(t.lane, ng, [&](int64_t g) {
+    int32_t wq[words];
+    const int4* wv = reinterpret_cast<const int4*>(wrow + w8_row_header + G * g);
+#pragma unroll
+    for (int i = 0; i < words / 4; ++i) {
+      const int4 v = __ldg(wv + i);
+      wq[4 * i] = v.x, wq[4 * i + 1] = v.y, wq[4 * i + 2] = v.z, wq[4 * i + 3] = v.w;
+    }
+#pragma unroll
+    for (int r = 0; r < M; ++r) {
+      const int64_t row = t.r0 + (r < t.rows ? r : 0);  // rows past m reread row r0, never written
+      const int4* xv = reinterpret_cast<const int4*>(qs + row * k + G * g);
+      int32_t xq[words];
+#pragma unroll
+      for (int i = 0; i < words / 4; ++i) {
+        const int4 v = __ldg(xv + i);
+        xq[4 * i] = v.x, xq[4 * i + 1] = v.y, xq[4 * i + 2] = v.z, xq[4 * i + 3] = v.w;
+      }
+      acc[r] = w8_group_term(__ldg(scales + row * ng + g), i8_words_dot(wq, xq, words, 0), acc[r]);
+    }
+  });
+  const float dw = w8_row_scale(wrow);
+#pragma unroll
+  for (int r = 0; r < M; ++r) acc[r] *= dw;
+  t.store(acc, y, ldy);
+}
+
 // Rows of k floats (ldx apart) -> int16 values under one scale per row, and a sum per 32 values:
 // a block per row (its largest magnitude first).
 __global__ void quantize_act16_kernel(const float* __restrict__ x, int64_t ldx, int64_t k, int16_t* __restrict__ qs,
@@ -219,9 +383,30 @@ void launch_w4(const weight_desc& w, const int16_t* qs, const int32_t* sums, con
   });
 }
 
+template <wfmt F, int GB>
+void launch_mma(const weight_desc& w, const int8_t* qs, const void* xs, int64_t m, float* y, int64_t ldy,
+                cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>((m + mma_tokens - 1) / mma_tokens),
+                  static_cast<unsigned>((w.n + mma_block_channels - 1) / mma_block_channels));
+  matmul_mma_kernel<F, GB><<<grid, 32 * mma_warps, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, xs, m, y, ldy);
+}
+
+template <int G>
+void launch_w8(const weight_desc& w, const float* x, int64_t ldx, int64_t m, int8_t* qs, float* scales, float* y,
+               int64_t ldy, cudaStream_t s) {
+  const int64_t groups = m * (w.k / G);
+  quantize_act_w8_kernel<G><<<static_cast<unsigned>((groups + warps_per_block - 1) / warps_per_block),
+                              32 * warps_per_block, 0, s>>>(x, ldx, m, w.k, w.act_scale, qs, scales);
+  if (m >= mma_min_rows) return launch_mma<wfmt::w8, G / 32>(w, qs, scales, m, y, ldy, s);
+  by_rows(w.n, m, [&](auto rows, dim3 grid, dim3 block) {
+    matmul_w8_kernel<G, decltype(rows)::value><<<grid, block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, scales, m, y, ldy);
+  });
+}
+
 template <wfmt F>
 void launch_q8(const weight_desc& w, const int8_t* qs, const float2* ds, int64_t m, float* y, int64_t ldy,
                cudaStream_t s) {
+  if (m >= mma_min_rows) return launch_mma<F, 1>(w, qs, ds, m, y, ldy, s);
   by_rows(w.n, m, [&](auto rows, dim3 grid, dim3 block) {
     matmul_q8_kernel<F, decltype(rows)::value><<<grid, block, 0, s>>>(w.data, w.row_bytes, w.n, w.k, qs, ds, m, y, ldy);
   });
@@ -252,6 +437,14 @@ bool matmul(const weight_desc& w, const float* x, int64_t ldx, int64_t m, float*
       case wfmt::q4_1: launch_q8<wfmt::q4_1>(w, qs, ds, m, y, ldy, s); break;
       default: launch_q8<wfmt::q8_0>(w, qs, ds, m, y, ldy, s); break;
     }
+    return true;
+  }
+  if (act_scratch && w8_act_format(w.fmt)) {
+    if (reinterpret_cast<uintptr_t>(act_scratch) % 16 != 0 || w.row_bytes % 16 != 0) return false;
+    auto* qs = static_cast<int8_t*>(act_scratch);
+    auto* scales = reinterpret_cast<float*>(qs + w8_act_scales_offset(m, w.k));
+    if (w8_group(w.k) == 64) launch_w8<64>(w, x, ldx, m, qs, scales, y, ldy, s);
+    else launch_w8<32>(w, x, ldx, m, qs, scales, y, ldy, s);
     return true;
   }
   if (act_scratch && int16_act_format(w.fmt)) {

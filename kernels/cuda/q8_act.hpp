@@ -97,23 +97,30 @@ FW_HD void load_q_block(const uint8_t* row, int64_t b, q_block& out) {
   }
 }
 
+/// A block's float term from its integer dot acc (Q4 nibbles taken as stored, 0..15) with an
+/// activation block of scale xd and sum xsum: the reference's expression (ref::dot_q4_0 /
+/// dot_q4_1 / dot_q8_0), so equal bit for bit. wm: Q4_1's minimum (unused otherwise).
+template <wfmt F>
+FW_HD float q_block_term(float wd, float wm, float xd, int32_t xsum, int32_t acc) {
+  if constexpr (F == wfmt::q8_0) return wd * xd * static_cast<float>(acc);
+  else if constexpr (F == wfmt::q4_0) return wd * xd * static_cast<float>(acc - 8 * xsum);
+  else return wd * xd * static_cast<float>(acc) + wm * xd * static_cast<float>(xsum);
+}
+
 /// The block's term of the product with one activation block: its 32 int8 values as 8 words
-/// (element 4 i + j in byte j of word i), scale xd and sum xsum. The same expression as the
-/// reference's per-block term (ref::dot_q4_0 / dot_q4_1 / dot_q8_0), so equal bit for bit.
+/// (element 4 i + j in byte j of word i), scale xd and sum xsum.
 template <wfmt F>
 FW_HD float q_block_dot(const q_block& w, const int32_t* x, float xd, int32_t xsum) {
   int32_t acc = 0;
   if constexpr (F == wfmt::q8_0) {
     FW_UNROLL for (int i = 0; i < 8; ++i) acc = dp4a(w.q[i], x[i], acc);
-    return w.d * xd * static_cast<float>(acc);
   } else {
     FW_UNROLL for (int i = 0; i < 4; ++i) {
       acc = dp4a(w.q[i] & 0x0f0f0f0f, x[i], acc);                                  // elements 4 i ..
       acc = dp4a(static_cast<int32_t>((static_cast<uint32_t>(w.q[i]) >> 4) & 0x0f0f0f0fu), x[4 + i], acc);  // 16 + 4 i ..
     }
-    if constexpr (F == wfmt::q4_0) return w.d * xd * static_cast<float>(acc - 8 * xsum);
-    else return w.d * xd * static_cast<float>(acc) + w.m * xd * static_cast<float>(xsum);
   }
+  return q_block_term<F>(w.d, w.m, xd, xsum, acc);
 }
 
 /// Calls f(b) for the blocks a lane takes of a row of nb blocks (b = lane, lane + 32, ...), two

@@ -60,7 +60,7 @@ TEST(cuda_kernels_test, matmul_of_every_weight_format_matches_the_dequantized_pr
     }
     device_array<uint8_t> dw(w);
     const bool integer = fw::cuda::integer_act_format(f);
-    for (int64_t m : {1, 2, 3, 8, 13}) {
+    for (int64_t m : {1, 2, 3, 8, 13, 40, 77}) {  // 13, 40, 77: the tensor-core path of the integer products
       const int64_t ldy = n + 4;
       const auto x = normal(m * k, 2 + static_cast<uint32_t>(m));
       device_array<float> dx(x), dy(static_cast<size_t>(m * ldy));
@@ -82,15 +82,17 @@ TEST(cuda_kernels_test, matmul_of_every_weight_format_matches_the_dequantized_pr
       ASSERT_TRUE(fw::cuda::matmul(d, dx.p, k, m, dy.p, ldy, nullptr, scratch.p));
       const auto yi = dy.get();
       std::vector<fw::cpu::block_q8x> xq(k / 32);
-      std::vector<uint8_t> x16(fw::act_i16_row_bytes(k));
+      std::vector<uint8_t> x16(fw::act_i16_row_bytes(k)), x8(fw::act_i8_row_bytes(k));
       for (int64_t r = 0; r < m; ++r) {
         fw::cpu::ref::quantize_q8x(x.data() + r * k, xq.data(), k);
         fw::cpu::ref::quantize_act_i16(x.data() + r * k, x16.data(), k, 0.f);
+        fw::cpu::ref::quantize_act_i8(x.data() + r * k, x8.data(), k, 0.f);
         for (int64_t c = 0; c < n; ++c) {
           const void* row = w.data() + c * rb;
           const float want = f == wfmt::q4_0     ? fw::cpu::ref::dot_q4_0(k, row, xq.data())
                              : f == wfmt::q4_1   ? fw::cpu::ref::dot_q4_1(k, row, xq.data())
                              : f == wfmt::q8_0   ? fw::cpu::ref::dot_q8_0(k, row, xq.data())
+                             : f == wfmt::w8     ? fw::cpu::ref::dot_w8a8(k, row, x8.data())
                              : f == wfmt::w4g32  ? fw::cpu::ref::dot_w4a16<32>(k, row, x16.data())
                              : f == wfmt::w4g64  ? fw::cpu::ref::dot_w4a16<64>(k, row, x16.data())
                                                  : fw::cpu::ref::dot_w4a16<128>(k, row, x16.data());
@@ -98,6 +100,21 @@ TEST(cuda_kernels_test, matmul_of_every_weight_format_matches_the_dequantized_pr
           for (int64_t i = 0; i < k; ++i) mag += std::abs(double(deq[c * k + i]) * x[r * k + i]);
           ASSERT_NEAR(yi[r * ldy + c], want, integer_matmul_tolerance * mag + 1e-7)
               << "int8 activations, m " << m << " row " << r << " col " << c;
+        }
+      }
+      if (f != wfmt::w8) continue;
+      // W8A8 with a static activation scale from calibration (values beyond it saturate).
+      d.act_scale = 0.02f;
+      ASSERT_TRUE(fw::cuda::matmul(d, dx.p, k, m, dy.p, ldy, nullptr, scratch.p));
+      const auto ys = dy.get();
+      for (int64_t r = 0; r < m; ++r) {
+        fw::cpu::ref::quantize_act_i8(x.data() + r * k, x8.data(), k, d.act_scale);
+        for (int64_t c = 0; c < n; ++c) {
+          const float want = fw::cpu::ref::dot_w8a8(k, w.data() + c * rb, x8.data());
+          double mag = 0;  // the saturated activations are smaller than x
+          for (int64_t i = 0; i < k; ++i) mag += std::abs(double(deq[c * k + i]) * x[r * k + i]);
+          ASSERT_NEAR(ys[r * ldy + c], want, integer_matmul_tolerance * mag + 1e-7)
+              << "static scale, m " << m << " row " << r << " col " << c;
         }
       }
     }

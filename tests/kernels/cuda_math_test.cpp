@@ -14,8 +14,10 @@
 #include "kernels/cpu/ops.hpp"
 #include "kernels/cuda/attention_math.hpp"
 #include "kernels/cuda/cuda_compat.hpp"
+#include "kernels/cuda/mma_frag.hpp"
 #include "kernels/cuda/q16_act.hpp"
 #include "kernels/cuda/q8_act.hpp"
+#include "kernels/cuda/w8_act.hpp"
 #include "kernels/format/fw_formats.hpp"
 #include "kernels/ref/fw_dot_ref.hpp"
 #include "kernels/ref/vec_dot_ref.hpp"
@@ -205,6 +207,248 @@ TEST(cuda_math_test, integer_block_products_equal_the_reference_dot_products) {
       for (size_t i = 0; i < w_src.size(); ++i) mag += std::abs(double(w_src[i]) * 40.0);
       EXPECT_NEAR(total, want, 1e-6 * mag);
     }
+  }
+}
+
+// mma.sync.m16n8k32 with .s8 operands as the PTX ISA's fragment tables define it, written here
+// on its own (not from mma_frag.hpp's helpers): lane = 4 g + q; A (16 x 32, row-major) from
+// a0 = A[g][4q..], a1 = A[g + 8][4q..], a2 = A[g][16 + 4q..], a3 = A[g + 8][16 + 4q..]; B
+// (32 x 8, column-major) from b0 = B[4q..][g], b1 = B[16 + 4q..][g]; lane's results c0 = D[g][2q],
+// c1 = D[g][2q + 1], c2 = D[g + 8][2q], c3 = D[g + 8][2q + 1]. Every A and B element must come
+// from exactly one register byte.
+void emulate_mma_s8(const uint32_t a[32][4], const uint32_t b[32][2], int32_t c[32][4]) {
+  int8_t A[16][32], B[32][8];
+  int a_seen[16][32] = {}, b_seen[32][8] = {};
+  auto byte = [](uint32_t w, int j) { return static_cast<int8_t>(static_cast<uint8_t>(w >> (8 * j))); };
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, q = lane % 4;
+    for (int j = 0; j < 4; ++j) {
+      A[g][4 * q + j] = byte(a[lane][0], j), ++a_seen[g][4 * q + j];
+      A[g + 8][4 * q + j] = byte(a[lane][1], j), ++a_seen[g + 8][4 * q + j];
+      A[g][16 + 4 * q + j] = byte(a[lane][2], j), ++a_seen[g][16 + 4 * q + j];
+      A[g + 8][16 + 4 * q + j] = byte(a[lane][3], j), ++a_seen[g + 8][16 + 4 * q + j];
+      B[4 * q + j][g] = byte(b[lane][0], j), ++b_seen[4 * q + j][g];
+      B[16 + 4 * q + j][g] = byte(b[lane][1], j), ++b_seen[16 + 4 * q + j][g];
+    }
+  }
+  for (int r = 0; r < 16; ++r)
+    for (int e = 0; e < 32; ++e) ASSERT_EQ(a_seen[r][e], 1);
+  for (int e = 0; e < 32; ++e)
+    for (int t = 0; t < 8; ++t) ASSERT_EQ(b_seen[e][t], 1);
+  auto d = [&](int r, int t) {
+    int32_t s = 0;
+    for (int e = 0; e < 32; ++e) s += int32_t{A[r][e]} * int32_t{B[e][t]};
+    return s;
+  };
+  for (int lane = 0; lane < 32; ++lane) {
+    const int g = lane / 4, q = lane % 4;
+    c[lane][0] = d(g, 2 * q), c[lane][1] = d(g, 2 * q + 1), c[lane][2] = d(g + 8, 2 * q), c[lane][3] = d(g + 8, 2 * q + 1);
+  }
+}
+
+// One warp's m16n8 tile of the tensor-core product as matmul_mma_kernel computes it, block by
+// block: the fragments from mma_frag.hpp, the mma from the PTX table, each result's block term
+// added in block order. out[channel][token].
+template <wfmt F>
+void mma_tile_like_the_kernel(const std::vector<std::vector<uint8_t>>& rows, const std::vector<std::vector<int8_t>>& xq,
+                              const std::vector<std::vector<fw::cpu::block_q8x>>& xb, int64_t nb, float out[16][8]) {
+  for (int r = 0; r < 16; ++r)
+    for (int t = 0; t < 8; ++t) out[r][t] = 0.f;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint32_t a[32][4], bf[32][2];
+    for (int lane = 0; lane < 32; ++lane) {
+      const auto l = fw::cuda::mma_lane_of(lane);
+      fw::cuda::mma_a_frag<F>(rows[static_cast<size_t>(l.group)].data(), rows[static_cast<size_t>(l.group + 8)].data(), b,
+                              l.quad, a[lane]);
+      fw::cuda::mma_b_frag(xq[static_cast<size_t>(l.group)].data(), b, l.quad, bf[lane]);
+    }
+    int32_t c[32][4];
+    emulate_mma_s8(a, bf, c);
+    for (int lane = 0; lane < 32; ++lane) {
+      const auto l = fw::cuda::mma_lane_of(lane);
+      for (int i = 0; i < 4; ++i) {
+        const int ch = fw::cuda::mma_c_channel(l, i), tok = fw::cuda::mma_c_token(l, i);
+        float wd, wm;
+        fw::cuda::q_block_scales<F>(rows[static_cast<size_t>(ch)].data(), b, wd, wm);
+        const auto& x = xb[static_cast<size_t>(tok)][static_cast<size_t>(b)];
+        out[ch][tok] += fw::cuda::q_block_term<F>(wd, wm, x.d, x.sum, c[lane][i]);
+      }
+    }
+  }
+}
+
+TEST(cuda_math_test, tensor_core_fragments_multiply_to_the_reference_dot_products) {
+  // The lanes' results cover the 16 x 8 tile once each.
+  int seen[16][8] = {};
+  for (int lane = 0; lane < 32; ++lane)
+    for (int i = 0; i < 4; ++i) {
+      const auto l = fw::cuda::mma_lane_of(lane);
+      ++seen[fw::cuda::mma_c_channel(l, i)][fw::cuda::mma_c_token(l, i)];
+    }
+  for (const auto& row : seen)
+    for (int v : row) ASSERT_EQ(v, 1);
+  struct fcase {
+    fw::ggml_type type;
+    wfmt f;
+    float (*ref)(int64_t, const void*, const void*);
+  };
+  const fcase cases[] = {{fw::ggml_type::q4_0, wfmt::q4_0, fw::cpu::ref::dot_q4_0},
+                         {fw::ggml_type::q4_1, wfmt::q4_1, fw::cpu::ref::dot_q4_1},
+                         {fw::ggml_type::q8_0, wfmt::q8_0, fw::cpu::ref::dot_q8_0}};
+  for (const int64_t k : {int64_t{32}, int64_t{5 * 32}}) {
+    const int64_t nb = k / 32;
+    std::vector<std::vector<int8_t>> xq(8);
+    std::vector<std::vector<fw::cpu::block_q8x>> xb(8);
+    for (size_t t = 0; t < 8; ++t) {
+      xb[t] = quantize_like_the_kernel(activations(static_cast<size_t>(k), 20 + static_cast<uint32_t>(t)));
+      for (const auto& blk : xb[t]) xq[t].insert(xq[t].end(), blk.qs, blk.qs + 32);  // the device's int8 rows
+    }
+    for (const auto& c : cases) {
+      SCOPED_TRACE(std::string(fw::type_traits(c.type).name) + " k " + std::to_string(k));
+      const auto t = fw::type_traits(c.type);
+      std::vector<std::vector<uint8_t>> rows(16, std::vector<uint8_t>(fw::row_bytes(t, k)));
+      for (size_t r = 0; r < 16; ++r) {
+        auto src = activations(static_cast<size_t>(k), 40 + static_cast<uint32_t>(r));
+        if (r == 3) std::fill(src.begin(), src.end(), -2.f);  // every quant at one end
+        t.from_float(src.data(), rows[r].data(), k);
+      }
+      float got[16][8];
+      switch (c.f) {
+        case wfmt::q4_0: mma_tile_like_the_kernel<wfmt::q4_0>(rows, xq, xb, nb, got); break;
+        case wfmt::q4_1: mma_tile_like_the_kernel<wfmt::q4_1>(rows, xq, xb, nb, got); break;
+        default: mma_tile_like_the_kernel<wfmt::q8_0>(rows, xq, xb, nb, got); break;
+      }
+      for (size_t r = 0; r < 16; ++r)
+        for (size_t tok = 0; tok < 8; ++tok)
+          ASSERT_EQ(bits_of(got[r][tok]), bits_of(c.ref(k, rows[r].data(), xb[tok].data())))
+              << "channel " << r << " token " << tok << ": " << got[r][tok];
+    }
+  }
+}
+
+// W8A8's int8 activation row as the kernel makes it (w8_act.hpp): values, then a scale per group.
+struct act8_row {
+  std::vector<int8_t> q;
+  std::vector<float> scales;
+};
+act8_row quantize8_like_the_kernel(const std::vector<float>& x, float fixed) {
+  const int64_t k = static_cast<int64_t>(x.size()), g = fw::cuda::w8_group(k);
+  act8_row r;
+  for (int64_t grp = 0; grp < k / g; ++grp) {
+    float amax = 0.f;
+    for (int64_t i = grp * g; i < (grp + 1) * g; ++i) amax = std::max(amax, std::fabs(x[static_cast<size_t>(i)]));
+    const float d = fw::cuda::w8_act_scale(amax, fixed);
+    for (int64_t i = grp * g; i < (grp + 1) * g; ++i)
+      r.q.push_back(fw::cuda::act_quant(x[static_cast<size_t>(i)], d > 0.f ? 1.f / d : 0.f));
+    r.scales.push_back(d);
+  }
+  return r;
+}
+
+TEST(cuda_math_test, w8a8_activations_quantize_as_the_reference_rows) {
+  for (const int64_t k : {int64_t{96}, int64_t{1024}})  // groups of 32 and of 64
+    for (const float fixed : {0.f, 0.02f}) {            // each group's own scale, a static one (saturating)
+      SCOPED_TRACE("k " + std::to_string(k) + " fixed " + std::to_string(fixed));
+      const auto x = activations(static_cast<size_t>(k), 11);
+      EXPECT_EQ(fw::cuda::w8_group(k), fw::act_i8_group(k));
+      std::vector<uint8_t> want(fw::act_i8_row_bytes(k));
+      fw::cpu::ref::quantize_act_i8(x.data(), want.data(), k, fixed);
+      const auto got = quantize8_like_the_kernel(x, fixed);
+      ASSERT_EQ(std::memcmp(got.q.data(), want.data() + fw::act_row_header, static_cast<size_t>(k)), 0);
+      ASSERT_EQ(std::memcmp(got.scales.data(), want.data() + fw::act_row_header + k, 4 * got.scales.size()), 0);
+    }
+  EXPECT_EQ(fw::cuda::w8_act_scales_offset(3, 96), 288);
+  EXPECT_EQ(fw::cuda::w8_act_bytes(3, 96), 288 + 3 * 3 * 4);
+  EXPECT_EQ(fw::cuda::w8_act_bytes(2, 128), 256 + 2 * 2 * 4);
+}
+
+std::vector<uint8_t> w8a8_row(int64_t k, uint32_t seed) {
+  const auto t = fw::type_traits(fw::ggml_type::fw_w8a8);
+  std::vector<uint8_t> row(fw::row_bytes(t, k));
+  const auto src = activations(static_cast<size_t>(k), seed);
+  t.from_float(src.data(), row.data(), k);
+  return row;
+}
+
+TEST(cuda_math_test, w8a8_integer_products_equal_the_reference) {
+  for (const int64_t k : {int64_t{96}, int64_t{64 * 40}}) {
+    const int64_t g = fw::cuda::w8_group(k), ng = k / g;
+    const auto row = w8a8_row(k, 12);
+    const auto xf = activations(static_cast<size_t>(k), 13);
+    std::vector<uint8_t> xref(fw::act_i8_row_bytes(k));
+    fw::cpu::ref::quantize_act_i8(xf.data(), xref.data(), k, 0.f);
+    const float want = fw::cpu::ref::dot_w8a8(k, row.data(), xref.data());
+    const auto x = quantize8_like_the_kernel(xf, 0.f);
+    auto group_sum = [&](int64_t grp) {
+      int32_t w[16], xw[16];
+      const int words = static_cast<int>(g / 4);
+      std::memcpy(w, row.data() + fw::cuda::w8_row_header + g * grp, static_cast<size_t>(g));
+      std::memcpy(xw, x.q.data() + g * grp, static_cast<size_t>(g));
+      return fw::cuda::i8_words_dot(w, xw, words, 0);
+    };
+    // In group order: the reference bit for bit.
+    float acc = 0.f;
+    for (int64_t grp = 0; grp < ng; ++grp) acc = fw::cuda::w8_group_term(x.scales[static_cast<size_t>(grp)], group_sum(grp), acc);
+    ASSERT_EQ(bits_of(acc * fw::cuda::w8_row_scale(row.data())), bits_of(want)) << "k " << k;
+    // In the dp4a kernel's order (lane l: groups l, l + 32, ...; then the warp's sum), close.
+    double total = 0, mag = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      float part = 0.f;
+      fw::cuda::for_lane_blocks(lane, ng, [&](int64_t grp) {
+        part = fw::cuda::w8_group_term(x.scales[static_cast<size_t>(grp)], group_sum(grp), part);
+      });
+      total += part;
+    }
+    for (int64_t grp = 0; grp < ng; ++grp) mag += std::abs(double(x.scales[static_cast<size_t>(grp)])) * 127.0 * 127.0 * double(g);
+    EXPECT_NEAR(total * fw::cuda::w8_row_scale(row.data()), want, 1e-6 * mag * fw::cuda::w8_row_scale(row.data())) << "k " << k;
+  }
+}
+
+TEST(cuda_math_test, w8a8_tensor_core_tiles_equal_the_reference) {
+  for (const int64_t k : {int64_t{96}, int64_t{256}}) {  // scale groups of one block and of two
+    const int64_t g = fw::cuda::w8_group(k), gb = g / 32, nb = k / 32;
+    std::vector<std::vector<uint8_t>> rows;
+    for (uint32_t r = 0; r < 16; ++r) rows.push_back(w8a8_row(k, 60 + r));
+    std::vector<std::vector<float>> xf;
+    std::vector<act8_row> x;
+    for (uint32_t t = 0; t < 8; ++t) {
+      xf.push_back(activations(static_cast<size_t>(k), 80 + t));
+      x.push_back(quantize8_like_the_kernel(xf.back(), t == 5 ? 0.03f : 0.f));  // token 5: a static scale
+    }
+    float acc[16][8] = {};
+    for (int64_t grp = 0; grp < k / g; ++grp) {
+      int32_t c[32][4] = {};
+      for (int64_t j = 0; j < gb; ++j) {
+        const int64_t b = grp * gb + j;
+        ASSERT_LT(b, nb);
+        uint32_t a[32][4], bf[32][2];
+        for (int lane = 0; lane < 32; ++lane) {
+          const auto l = fw::cuda::mma_lane_of(lane);
+          fw::cuda::mma_a_frag<wfmt::w8>(rows[static_cast<size_t>(l.group)].data(),
+                                         rows[static_cast<size_t>(l.group + 8)].data(), b, l.quad, a[lane]);
+          fw::cuda::mma_b_frag(x[static_cast<size_t>(l.group)].q.data(), b, l.quad, bf[lane]);
+        }
+        int32_t part[32][4];
+        emulate_mma_s8(a, bf, part);
+        for (int lane = 0; lane < 32; ++lane)
+          for (int i = 0; i < 4; ++i) c[lane][i] += part[lane][i];
+      }
+      for (int lane = 0; lane < 32; ++lane) {
+        const auto l = fw::cuda::mma_lane_of(lane);
+        for (int i = 0; i < 4; ++i) {
+          const int ch = fw::cuda::mma_c_channel(l, i), tok = fw::cuda::mma_c_token(l, i);
+          acc[ch][tok] = fw::cuda::w8_group_term(x[static_cast<size_t>(tok)].scales[static_cast<size_t>(grp)], c[lane][i], acc[ch][tok]);
+        }
+      }
+    }
+    for (size_t r = 0; r < 16; ++r)
+      for (size_t t = 0; t < 8; ++t) {
+        std::vector<uint8_t> xref(fw::act_i8_row_bytes(k));
+        fw::cpu::ref::quantize_act_i8(xf[t].data(), xref.data(), k, t == 5 ? 0.03f : 0.f);
+        const float got = acc[r][t] * fw::cuda::w8_row_scale(rows[r].data());
+        ASSERT_EQ(bits_of(got), bits_of(fw::cpu::ref::dot_w8a8(k, rows[r].data(), xref.data())))
+            << "k " << k << " channel " << r << " token " << t;
+      }
   }
 }
 

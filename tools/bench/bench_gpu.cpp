@@ -81,7 +81,7 @@ expected<nlohmann::json> run_gpu_bench(runtime_parts& parts, const gpu_bench_opt
                           {"head", 128256, 4096}};
   const std::pair<const char*, cuda::wfmt> formats[] = {{"q4_0", cuda::wfmt::q4_0}, {"w4a16", cuda::wfmt::w4g128},
                                                         {"q4_1", cuda::wfmt::q4_1}, {"q8_0", cuda::wfmt::q8_0},
-                                                        {"f16", cuda::wfmt::f16}};
+                                                        {"w8a8", cuda::wfmt::w8},   {"f16", cuda::wfmt::f16}};
   std::mt19937 rng(1);
   nlohmann::json gemv = nlohmann::json::array();
   for (const auto& [fname, f] : formats)
@@ -91,11 +91,13 @@ expected<nlohmann::json> run_gpu_bench(runtime_parts& parts, const gpu_bench_opt
       std::vector<uint8_t> host(bytes);
       // Scales must be finite: small random bytes everywhere (an fp16 of exponent <= 0x0f is tiny).
       for (auto& x : host) x = static_cast<uint8_t>(rng() & 0x3f);
-      device_mem w(bytes), x(16 * s.k * 4), y(16 * s.n * 4),
-          xq(static_cast<size_t>(std::max<int64_t>(cuda::act_scratch_bytes(f, 16, s.k), 16)));
+      // Up to a 512-token prefill's activations (the integer products' tensor-core / long path).
+      constexpr int64_t prefill_rows = 512;
+      device_mem w(bytes), x(prefill_rows * s.k * 4), y(prefill_rows * s.n * 4),
+          xq(static_cast<size_t>(std::max<int64_t>(cuda::act_scratch_bytes(f, prefill_rows, s.k), 16)));
       if (!w.p || !x.p || !y.p || !xq.p) return make_error(errc::out_of_memory, "GPU memory for the product test");
       cudaMemcpy(w.p, host.data(), bytes, cudaMemcpyHostToDevice);
-      cudaMemset(x.p, 0, 16 * s.k * 4);
+      cudaMemset(x.p, 0, prefill_rows * s.k * 4);
       const cuda::weight_desc d{f, static_cast<const uint8_t*>(w.p), rb, s.n, s.k};
       nlohmann::json row = {{"format", fname}, {"matrix", s.name}, {"n", s.n}, {"k", s.k}, {"mib", bytes / 1048576.0}};
       // Both activation paths where the format has the integer one (keys with "_int8": the
@@ -103,7 +105,8 @@ expected<nlohmann::json> run_gpu_bench(runtime_parts& parts, const gpu_bench_opt
       for (const bool int8 : {false, true}) {
         if (int8 && !cuda::integer_act_format(f)) continue;
         const std::string tag = int8 ? "_int8" : "";
-        for (int m : {1, 16}) {
+        for (const int64_t m : {int64_t{1}, int64_t{16}, prefill_rows}) {
+          if (m == prefill_rows && !int8) continue;  // the f32 path reruns its 8-row kernel 64 times
           auto run = [&] {
             cuda::matmul(d, static_cast<float*>(x.p), s.k, m, static_cast<float*>(y.p), s.n, nullptr, int8 ? xq.p : nullptr);
           };
@@ -116,8 +119,11 @@ expected<nlohmann::json> run_gpu_bench(runtime_parts& parts, const gpu_bench_opt
             row["us_b1" + tag] = sec * 1e6;
             row["gbs_b1" + tag] = bytes / sec / 1e9;
             row["share_of_copy" + tag] = bytes / sec / 1e9 / copy_gbs;
-          } else {
+          } else if (m == 16) {
             row["us_b16" + tag] = sec * 1e6;
+          } else {
+            row["us_b512" + tag] = sec * 1e6;
+            row["tops_b512" + tag] = 2.0 * m * s.n * s.k / sec / 1e12;  // multiply-adds x 2 per second
           }
         }
       }
@@ -162,15 +168,16 @@ expected<nlohmann::json> run_gpu_bench(runtime_parts& parts, const gpu_bench_opt
 void print_gpu_bench(const nlohmann::json& r) {
   std::printf("device: %s\n", r.value("device", std::string("?")).c_str());
   std::printf("copy bandwidth (bytes read + written per second): %.0f GB/s\n", r.value("copy_gbs", 0.0));
-  std::printf("\n%-7s %-8s %8s %10s %10s %12s %10s   integer activations: %7s %12s %10s\n", "format", "matrix", "MiB",
-              "us (b=1)", "GB/s", "of copy", "us (b=16)", "us (b=1)", "of copy", "us (b=16)");
+  std::printf("\n%-7s %-8s %8s %10s %10s %12s %10s   integer activations: %7s %12s %10s %11s %8s\n", "format", "matrix",
+              "MiB", "us (b=1)", "GB/s", "of copy", "us (b=16)", "us (b=1)", "of copy", "us (b=16)", "us (b=512)", "TOPS");
   for (const auto& g : r["gemv"]) {
     std::printf("%-7s %-8s %8.1f %10.1f %10.0f %11.0f%% %10.1f", g["format"].get<std::string>().c_str(),
                 g["matrix"].get<std::string>().c_str(), g["mib"].get<double>(), g["us_b1"].get<double>(),
                 g["gbs_b1"].get<double>(), 100 * g["share_of_copy"].get<double>(), g["us_b16"].get<double>());
     if (g.contains("us_b1_int8"))
-      std::printf("   %28.1f %11.0f%% %10.1f", g["us_b1_int8"].get<double>(), 100 * g["share_of_copy_int8"].get<double>(),
-                  g["us_b16_int8"].get<double>());
+      std::printf("   %28.1f %11.0f%% %10.1f %11.1f %8.1f", g["us_b1_int8"].get<double>(),
+                  100 * g["share_of_copy_int8"].get<double>(), g["us_b16_int8"].get<double>(),
+                  g["us_b512_int8"].get<double>(), g["tops_b512_int8"].get<double>());
     std::printf("\n");
   }
   if (r.contains("decode")) {

@@ -192,7 +192,8 @@ struct cuda_backend::impl {
       if (im.int8_act) {  // the widest product input: n_embd, q_dim (o) or n_ff (down)
         const int64_t k = std::max<int64_t>({cfg.n_embd, cfg.q_dim(), cfg.n_ff});
         const auto rows = static_cast<int64_t>(R);
-        const int64_t bytes = std::max(cuda::q8_act_bytes(rows, k), cuda::q16_act_bytes(rows, k));
+        const int64_t bytes =
+            std::max({cuda::q8_act_bytes(rows, k), cuda::w8_act_bytes(rows, k), cuda::q16_act_bytes(rows, k)});
         if (auto ok = grow(xq, static_cast<size_t>(bytes)); !ok) return ok;
       }
       for (auto [buf, n] : {std::pair{&h_meta_i, (4 * R + O + cap_blocks) * sizeof(int32_t)},
@@ -348,7 +349,7 @@ struct cuda_backend::impl {
     if (std::find(formats.begin(), formats.end(), name) == formats.end()) formats.push_back(name);
     cuda::weight_desc d;
     d.fmt = *f, d.data = p, d.row_bytes = static_cast<int64_t>(first.row_bytes);
-    d.n = n, d.k = first.k;
+    d.n = n, d.k = first.k, d.act_scale = first.act_scale;
     return d;
   }
 };
@@ -357,7 +358,10 @@ namespace {
 bool fusable(std::initializer_list<const cpu::weight_view*> parts) {
   const auto& a = **parts.begin();
   return std::all_of(parts.begin(), parts.end(),
-                     [&](const cpu::weight_view* v) { return v->type == a.type && v->row_bytes == a.row_bytes && v->k == a.k; });
+                     [&](const cpu::weight_view* v) {
+                       return v->type == a.type && v->row_bytes == a.row_bytes && v->k == a.k &&
+                              v->act_scale == a.act_scale;  // W8A8: one static activation scale per product
+                     });
 }
 }  // namespace
 
@@ -596,12 +600,12 @@ std::vector<kernel_report> cuda_backend::kernel_paths() const {
   for (const auto& f : impl_->formats) {
     kernel_report r;
     r.weight_type = f;
-    const bool int8 = impl_->int8_act && (f == "q4_0" || f == "q4_1" || f == "q8_0");
+    const bool int8 = impl_->int8_act && (f == "q4_0" || f == "q4_1" || f == "q8_0" || f == "fw_w8a8");
     const bool int16 = impl_->int8_act && f.rfind("fw_w4a16", 0) == 0;
-    r.path = sm + (int8    ? " (decoded in registers, int8 activations, dp4a)"
+    r.path = sm + (int8    ? " (int8 activations: dp4a up to 8 rows, int8 tensor cores from 9)"
                    : int16 ? " (decoded in registers, int16 activations, dp2a)"
                            : " (decoded in registers, f32 activations)");
-    if (f == "fw_w8a8") r.note = "int8 weights with f32 activations on the GPU (no int8 tensor-core path yet)";
+    if (f == "fw_w8a8" && !impl_->int8_act) r.note = "int8 weights with f32 activations (int8_activations off)";
     out.push_back(std::move(r));
   }
   kernel_report a;

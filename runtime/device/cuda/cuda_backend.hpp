@@ -32,9 +32,10 @@ struct cuda_backend_options {
   kv_dtype kv_type = kv_dtype::f32;
   bool decode_priority = true;    ///< urgent batches on a high-priority stream; false: one stream
   bool graphs = true;             ///< replay decode steps as CUDA graphs
-  /// Q4_0 / Q4_1 / Q8_0 products quantize their activations to int8 blocks, W4A16 products to
-  /// int16 rows, and use integer dot products (the CPU's semantics: kernels/cuda/q8_act.hpp,
-  /// q16_act.hpp); false: f32 activations.
+  /// Q4_0 / Q4_1 / Q8_0 products quantize their activations to int8 blocks, W8A8 products to
+  /// int8 groups (with the matrix's static scale where it has one), W4A16 products to int16
+  /// rows, and use integer dot products (the CPU's semantics: kernels/cuda/q8_act.hpp,
+  /// w8_act.hpp, q16_act.hpp); false: f32 activations.
   bool int8_activations = true;
 };
 
