@@ -91,6 +91,7 @@ decode_actor::behavior_type decode_worker(decode_actor::stateful_pointer<decode_
                                               static_cast<int32_t>(ctx->m->config().n_vocab), job.budget);
         seq->kv() = std::move(job.kv);
         seq->cached_tokens = job.cached_tokens;
+        seq->prompt_logprobs = std::move(job.prompt_logprobs);
         if (!job.resumed.empty() && !seq->resume(job.resumed, ctx->m->vocab())) {
           // It had finished before its worker died (the scheduler never heard): nothing to add.
           self->send(scheduler, done_atom::value, finished_ids{{job.id}, {std::move(seq->kv())}, {{}}});

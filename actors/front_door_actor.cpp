@@ -144,7 +144,7 @@ front_door_actor::behavior_type front_door(self_ptr self, const front_door_metri
             ++c.completion_tokens;
             if (m) m->generation_tokens->inc();
           }
-          if (ev.token >= 0 || !ev.text.empty()) {
+          if (ev.token >= 0 || !ev.text.empty() || !ev.prompt_logprobs.empty()) {
             stream_event e;
             e.id = ev.id;
             e.kind = static_cast<uint8_t>(stream_kind::token);
@@ -155,6 +155,7 @@ front_door_actor::behavior_type front_door(self_ptr self, const front_door_metri
               e.top_ids = std::move(ev.top_ids);
               e.top_logprobs = std::move(ev.top_logprobs);
             }
+            e.prompt_logprobs = std::move(ev.prompt_logprobs);
             self->send(c.sink, std::move(e));
           }
           if (ev.finished) {

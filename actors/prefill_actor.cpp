@@ -8,12 +8,15 @@
 
 #include "actors/protocol/errc_error.hpp"
 #include "runtime/device/prefill.hpp"
+#include "runtime/sample/token_logprobs.hpp"
 
 namespace fw::actors {
 namespace {
 /// The co-located fallback prefills on the decode device in chunks of at most this many tokens,
 /// so that decode steps (which go first) wait behind little: ~60 ms of one core here.
 constexpr uint32_t fallback_chunk = 64;
+/// Prompt scoring computes every row's logits: at most this many rows a forward.
+constexpr uint32_t score_chunk = 64;
 }  // namespace
 
 prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<prefill_state> self, const engine_context* ctx,
@@ -43,6 +46,22 @@ prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<pref
           };
         }
         prefill_done done;
+        if (job.prompt_logprobs >= 0) {
+          // Prompt scoring: every row's logits, a row's next token scored as the chunk finishes;
+          // chunks of at most score_chunk rows bound the logits held (rows x n_vocab floats).
+          chunking.size = [inner = chunking.size](int32_t pos, size_t left) {
+            return std::min<uint32_t>(inner(pos, left), score_chunk);
+          };
+          chunking.logits = [&job, &done](size_t first, size_t rows, const forward_result& res) {
+            const size_t nv = res.logits.size() / std::max<size_t>(rows, 1);
+            for (size_t i = 0; i < rows; ++i) {
+              const size_t at = first + i;
+              const int32_t next = at + 1 < job.tokens.size() ? job.tokens[at + 1] : job.next_token;
+              if (next < 0 || static_cast<size_t>(next) >= nv) continue;
+              done.prompt_logprobs.push_back(logprobs_of(res.logits_row(i, nv), next, job.prompt_logprobs));
+            }
+          };
+        }
         auto r = prefill_tokens(*device, job.kv, job.tokens.data(), job.tokens.size(),
                                 static_cast<int32_t>(job.kv.n_tokens), chunking, out, &done.chunks);
         if (!r) return to_caf_error(r.err());

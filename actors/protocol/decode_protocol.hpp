@@ -44,7 +44,7 @@ namespace fw {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, decode_job& x) {
   return f(caf::meta::type_name("fw::actors::decode_job"), x.id, x.history, x.params, x.budget, x.kv,
-           x.attention_entropy, x.prefilled_s, x.resumed, x.cached_tokens);
+           x.attention_entropy, x.prefilled_s, x.resumed, x.cached_tokens, x.prompt_logprobs);
 }
 
 template <class Inspector>

@@ -43,6 +43,9 @@ struct stream_event {
   std::vector<float> logprobs;
   std::vector<int32_t> top_ids;
   std::vector<float> top_logprobs;
+  /// The first token event of a request that scored its prompt (prompt_logprobs >= 0): prompt
+  /// tokens 1.. given those before them.
+  std::vector<token_logprobs> prompt_logprobs;
   // Final events:
   std::string finish_reason;      ///< done: "stop" | "length"; error: the errc name
   uint8_t error_code = 0;         ///< error: the fw::errc
@@ -71,7 +74,7 @@ using sink_actor = caf::typed_actor<caf::reacts_to<stream_event>>;
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stream_event& x) {
   return f(caf::meta::type_name("fw::actors::stream_event"), x.id, x.kind, x.tokens, x.text, x.logprobs, x.top_ids,
-           x.top_logprobs, x.finish_reason,
+           x.top_logprobs, x.prompt_logprobs, x.finish_reason,
            x.error_code, x.error, x.prompt_tokens, x.completion_tokens, x.cached_tokens, x.ttft_ms, x.tpot_ms, x.total_ms);
 }
 

@@ -22,12 +22,13 @@ namespace fw {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
-  return f(caf::meta::type_name("fw::actors::prefill_job"), x.id, x.tokens, x.kv, x.chunk);
+  return f(caf::meta::type_name("fw::actors::prefill_job"), x.id, x.tokens, x.kv, x.chunk, x.prompt_logprobs, x.next_token);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_done& x) {
-  return f(caf::meta::type_name("fw::actors::prefill_done"), x.id, x.kv, x.ms, x.attention_entropy, x.done_s, x.chunks, x.rows);
+  return f(caf::meta::type_name("fw::actors::prefill_done"), x.id, x.kv, x.ms, x.attention_entropy, x.done_s, x.chunks, x.rows,
+           x.prompt_logprobs);
 }
 
 }  // namespace fw

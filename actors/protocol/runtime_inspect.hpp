@@ -22,7 +22,12 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   return f(caf::meta::type_name("fw::sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
            x.repeat_penalty, x.repeat_last_n, x.presence_penalty, x.frequency_penalty, x.seed,
            x.max_tokens, x.stop, x.ignore_eos, x.stop_token_ids, x.min_tokens, x.logit_bias_ids, x.logit_bias, x.max_draft_k,
-           x.logprobs);
+           x.logprobs, x.prompt_logprobs);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_logprobs& x) {
+  return f(caf::meta::type_name("fw::token_logprobs"), x.token, x.logprob, x.rank, x.top_ids, x.top_logprobs);
 }
 
 template <class Inspector>
@@ -39,7 +44,7 @@ typename Inspector::result_type inspect(Inspector& f, device_identity& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_event& x) {
   return f(caf::meta::type_name("fw::step_event"), x.id, x.token, x.text, x.finished, x.finish_reason,
-           x.generated, x.cached_tokens, x.has_logprob, x.logprob, x.top_ids, x.top_logprobs);
+           x.generated, x.cached_tokens, x.has_logprob, x.logprob, x.top_ids, x.top_logprobs, x.prompt_logprobs);
 }
 
 }  // namespace fw

@@ -17,10 +17,11 @@ expected<void> prefill_tokens(backend& b, kv_handle& kv, const int32_t* tokens, 
     const int32_t pos = start + static_cast<int32_t>(off);
     const size_t m = std::min<size_t>(std::max<uint32_t>(1, chunking.size(pos, n - off)), n - off);
     batch.clear();
-    batch.add_sequence(&kv, tokens + off, m, pos, false);
+    batch.add_sequence(&kv, tokens + off, m, pos, static_cast<bool>(chunking.logits));
     if (auto r = b.forward(batch, out); !r) return r.err();
     if (chunks) ++*chunks;
     if (chunking.ran) chunking.ran(pos, static_cast<uint32_t>(m), out.compute_s);
+    if (chunking.logits) chunking.logits(off, m, out);
     off += m;
   }
   return {};

@@ -22,6 +22,10 @@ expected<void> prefill_tokens(backend& b, kv_handle& kv, const int32_t* tokens, 
 struct prefill_chunking {
   std::function<uint32_t(int32_t position, size_t left)> size;
   std::function<void(int32_t position, uint32_t rows, double compute_s)> ran;
+  /// When set, every row's logits are computed (not only the last row's) and handed over after
+  /// each chunk: `first` is the chunk's first row (an index into tokens), `rows` its rows in
+  /// result's logits (prompt scoring).
+  std::function<void(size_t first, size_t rows, const forward_result& result)> logits;
 };
 /// As above, chunk by chunk as `chunking` says; `chunks` (may be null) counts the forwards.
 expected<void> prefill_tokens(backend& b, kv_handle& kv, const int32_t* tokens, size_t n, int32_t start,

@@ -48,6 +48,11 @@ struct sampling_params {
   /// -1: none; 0..20: report each generated token's log-probability (raw model distribution) and
   /// this many most likely alternatives (token_logprobs.hpp).
   int32_t logprobs = -1;
+  /// -1: none; 0..20: also score the prompt (OpenAI's echo with logprobs, vLLM's prompt_logprobs):
+  /// each prompt token after the first gets its log-probability under the model given the tokens
+  /// before it, its rank, and this many most likely alternatives. Such a prompt is computed whole
+  /// (no prefix-cache reuse) on the decode device.
+  int32_t prompt_logprobs = -1;
 
   /// The per-request parameters a [sampling] section describes (its defaults equal these).
   [[nodiscard]] static sampling_params from_section(const sampling_section& s) {
@@ -90,6 +95,8 @@ struct sampling_params {
     if (max_tokens < -1) return bad("max_tokens", max_tokens, ">= -1; -1 means unlimited");
     if (logprobs < -1 || logprobs > 20)
       return bad("logprobs", logprobs, "-1 (none) or 0 to 20 alternatives");
+    if (prompt_logprobs < -1 || prompt_logprobs > 20)
+      return bad("prompt_logprobs", prompt_logprobs, "-1 (none) or 0 to 20 alternatives");
     if (max_draft_k < -1 || max_draft_k > 16)
       return bad("max_draft_k", max_draft_k, "-1 (the runtime's policy), 0 (no speculation) or 1 to 16");
     if (logit_bias_ids.size() != logit_bias.size())

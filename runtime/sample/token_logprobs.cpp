@@ -15,7 +15,12 @@ token_logprobs logprobs_of(std::span<const float> logits, int32_t token, int n_t
   double sum = 0;
   for (float v : logits) sum += std::exp(static_cast<double>(v) - mx);
   const double log_z = static_cast<double>(mx) + std::log(sum);
-  out.logprob = static_cast<float>(static_cast<double>(logits[static_cast<size_t>(token)]) - log_z);
+  const float lt = logits[static_cast<size_t>(token)];
+  out.token = token;
+  out.logprob = static_cast<float>(static_cast<double>(lt) - log_z);
+  out.rank = 1;
+  for (size_t i = 0; i < logits.size(); ++i)
+    out.rank += logits[i] > lt || (logits[i] == lt && static_cast<int32_t>(i) < token);
   const size_t n = std::min(static_cast<size_t>(std::max(n_top, 0)), logits.size());
   if (n == 0) return out;
   std::vector<int32_t> ids(logits.size());

@@ -11,7 +11,9 @@
 namespace fw {
 
 struct token_logprobs {
+  int32_t token = -1;              ///< the scored token
   float logprob = 0;               ///< log p(token)
+  int32_t rank = 0;                ///< 1: the most likely token (ties: the lower id first)
   std::vector<int32_t> top_ids;    ///< the n_top most likely tokens, most likely first (ties: lower id)
   std::vector<float> top_logprobs; ///< their log-probabilities
 };

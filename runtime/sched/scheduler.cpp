@@ -1,6 +1,7 @@
 #include "runtime/sched/scheduler.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "runtime/base/log.hpp"
@@ -117,6 +118,12 @@ scheduler_actions scheduler::cancel(uint64_t id) {
 scheduler_actions scheduler::prefill_finished(worker_kind worker, prefill_done d) {
   prefill_chunks_ += d.chunks;
   prefill_chunk_rows_ += d.rows;
+  if (!d.prompt_logprobs.empty())
+    if (auto it = requests_.find(d.id); it != requests_.end()) {
+      auto& into = it->second.prompt_logprobs;
+      into.insert(into.end(), std::make_move_iterator(d.prompt_logprobs.begin()),
+                  std::make_move_iterator(d.prompt_logprobs.end()));
+    }
   if (prefill_slice_done(worker, d)) return flush();
   if (physical() && worker == worker_kind::prefill) prefilled_remote(d);
   else prefilled_local(d);

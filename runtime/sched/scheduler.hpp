@@ -145,6 +145,7 @@ class scheduler {
     double submitted_s = 0;
     uint32_t proposals = 0, draft_failures = 0;  ///< draft proposals asked for it, and that errored
     uint32_t cached_tokens = 0;  ///< its last prefill's tokens copied from the prefix cache
+    std::vector<token_logprobs> prompt_logprobs;  ///< prompt scoring: what its prefill slices scored
   };
   /// A request routed to the prefill device, from admission to its decode job.
   struct staged_request {
@@ -191,7 +192,12 @@ class scheduler {
   uint32_t predicted_room() const;
   void record_decision(double t0);
   std::vector<int32_t> prefill_history(uint64_t id) const;
-  uint32_t reuse_prefix(std::span<const int32_t> history, kv_handle& kv);
+  uint32_t reuse_prefix(uint64_t id, std::span<const int32_t> history, kv_handle& kv);
+  /// Whether request id scores its prompt in its next prefill (prompt_logprobs, nothing generated
+  /// yet): then its prompt is computed whole, on the decode device.
+  bool scores_prompt(uint64_t id) const;
+  /// The prefill job of request id: history from `reused` on, into kv (with its scoring fields).
+  prefill_job prefill_for(uint64_t id, const std::vector<int32_t>& history, uint32_t reused, kv_handle kv);
   void remember_prefix(const std::vector<int32_t>& prompt, const kv_handle& kv, const kv_block_pool& src);
   void release_cached(std::vector<kv_handle> handles);
   void send_prefill(worker_kind worker, prefill_job job);

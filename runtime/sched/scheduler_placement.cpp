@@ -57,9 +57,9 @@ void scheduler::admit() {
       ++pd_.co_located;
       pd_.last_reason = "rollout: stage " + std::to_string(stage) + " has no physical PD";
     }
-    if (stage4 && physical() && route(history) == prefill_route::physical) {
+    if (stage4 && physical() && !scores_prompt(id) && route(history) == prefill_route::physical) {
       if (auto p = prefill_pool_->allocate(static_cast<uint32_t>(history.size()))) {
-        const uint32_t reused = reuse_prefix(history, *p);
+        const uint32_t reused = reuse_prefix(id, history, *p);
         staged_request sr;
         sr.decode_kv = std::move(*h);
         sr.prefill_epoch = p->epoch;
@@ -67,14 +67,12 @@ void scheduler::admit() {
         sr.admitted_s = now();
         sr.on_prefill_device = true;
         staged_[id] = std::move(sr);
-        send_prefill(worker_kind::prefill,
-                     prefill_job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(*p)});
+        send_prefill(worker_kind::prefill, prefill_for(id, history, reused, std::move(*p)));
         continue;
       }
     }
-    const uint32_t reused = reuse_prefix(history, *h);
-    send_prefill(physical() ? worker_kind::fallback : worker_kind::prefill,
-                 prefill_job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(*h)});
+    const uint32_t reused = reuse_prefix(id, history, *h);
+    send_prefill(physical() ? worker_kind::fallback : worker_kind::prefill, prefill_for(id, history, reused, std::move(*h)));
   }
 }
 
@@ -139,9 +137,26 @@ std::vector<int32_t> scheduler::prefill_history(uint64_t id) const {
   return h;
 }
 
-uint32_t scheduler::reuse_prefix(std::span<const int32_t> history, kv_handle& kv) {
+bool scheduler::scores_prompt(uint64_t id) const {
+  const auto& held = requests_.at(id);
+  return held.req.params.prompt_logprobs >= 0 && held.generated.empty();
+}
+
+prefill_job scheduler::prefill_for(uint64_t id, const std::vector<int32_t>& history, uint32_t reused, kv_handle kv) {
+  prefill_job job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(kv)};
+  if (scores_prompt(id)) {  // the history is the prompt but its last token, the first decode step's input
+    auto& held = requests_.at(id);
+    job.prompt_logprobs = held.req.params.prompt_logprobs;
+    job.next_token = held.req.prompt.back();
+    held.prompt_logprobs.clear();  // a retried prefill scores again from the start
+  }
+  return job;
+}
+
+uint32_t scheduler::reuse_prefix(uint64_t id, std::span<const int32_t> history, kv_handle& kv) {
   // Copies the longest cached prefix of history into kv (either pool); returns the tokens reused.
-  if (cfg_.prefix_cache_blocks == 0) return 0;
+  // A prompt being scored is computed whole (cached tokens have no logits).
+  if (cfg_.prefix_cache_blocks == 0 || scores_prompt(id)) return 0;
   const auto m = cache_.lookup(history, ++cache_tick_);
   kv_block_pool& dst = kv.pool_id == decode_pool_->pool_id() ? *decode_pool_ : *prefill_pool_;
   if (m.tokens > 0 && dst.copy_tokens(*prefill_pool_, *m.kv, kv, m.tokens)) return m.tokens;
@@ -184,10 +199,11 @@ void scheduler::send_prefill(worker_kind worker, prefill_job job) {
 }
 
 void scheduler::start_decode(uint64_t id, kv_handle kv, float entropy, double prefilled_s) {
-  const auto& held = requests_.at(id);
+  auto& held = requests_.at(id);
   const request_record& r = *table_.find(id);
   decode_job job{id,          held.req.prompt, held.req.params, r.budget,         std::move(kv),
-                 entropy,     prefilled_s,     held.generated,  held.cached_tokens};
+                 entropy,     prefilled_s,     held.generated,  held.cached_tokens, std::move(held.prompt_logprobs)};
+  held.prompt_logprobs.clear();
   if (!worker_running(worker_kind::decode)) {  // being restarted: the job waits for the replacement
     parked_jobs_.push_back(std::move(job));
     return;
@@ -263,9 +279,8 @@ void scheduler::transferred(transfer_done& t) {
     if (r && !r->cancelled) {
       ++pd_.co_located;
       const std::vector<int32_t> history = prefill_history(t.id);
-      const uint32_t reused = reuse_prefix(history, t.to);
-      send_prefill(worker_kind::fallback,
-                   prefill_job{t.id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(t.to)});
+      const uint32_t reused = reuse_prefix(t.id, history, t.to);
+      send_prefill(worker_kind::fallback, prefill_for(t.id, history, reused, std::move(t.to)));
       return;
     }
   } else {
@@ -290,9 +305,8 @@ void scheduler::fail_over(uint64_t id, staged_request& sr, const std::string& wh
   log_info("request " + std::to_string(id) + ": " + why + "; prefilling it on the decode device");
   const std::vector<int32_t> history = prefill_history(id);
   kv_handle kv = std::move(sr.decode_kv);
-  const uint32_t reused = reuse_prefix(history, kv);
-  send_prefill(worker_kind::fallback,
-               prefill_job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(kv)});
+  const uint32_t reused = reuse_prefix(id, history, kv);
+  send_prefill(worker_kind::fallback, prefill_for(id, history, reused, std::move(kv)));
 }
 
 void scheduler::prefill_remote_failed(uint64_t id, uint64_t generation, bool receiver_down, const error& e) {

@@ -68,6 +68,8 @@ void scheduler::pump_prefills() {
   const size_t n = std::min<size_t>(q.job.tokens.size(), std::max<uint32_t>(cfg_.prefill_slice, 1));
   prefill_job slice{q.job.id, std::vector<int32_t>(q.job.tokens.begin(), q.job.tokens.begin() + static_cast<std::ptrdiff_t>(n)),
                     std::move(q.job.kv), 0};
+  slice.prompt_logprobs = q.job.prompt_logprobs;  // scoring: the slice's last row scores the next slice's first token
+  slice.next_token = n < q.job.tokens.size() ? q.job.tokens[n] : q.job.next_token;
   q.job.tokens.erase(q.job.tokens.begin(), q.job.tokens.begin() + static_cast<std::ptrdiff_t>(n));
   prefill_running_ = std::move(q);
   ++prefill_slices_;

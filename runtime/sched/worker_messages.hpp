@@ -11,6 +11,7 @@
 
 #include "runtime/kv/kv_handle.hpp"
 #include "runtime/sample/sampling_params.hpp"
+#include "runtime/sample/token_logprobs.hpp"
 
 namespace fw {
 
@@ -28,6 +29,10 @@ struct prefill_job {
   std::vector<int32_t> tokens;  ///< tokens to write, starting at position kv.n_tokens
   kv_handle kv;
   uint32_t chunk = 0;  ///< prompt rows per forward; 0: [scheduler] prefill_chunk
+  /// >= 0: score the prompt (sampling_params::prompt_logprobs): each row's next token, with this
+  /// many alternatives; the last row's next token is next_token (< 0: the last row is not scored).
+  int32_t prompt_logprobs = -1;
+  int32_t next_token = -1;
 };
 
 struct prefill_done {
@@ -38,6 +43,7 @@ struct prefill_done {
   double done_s = 0;             ///< steady-clock seconds when the prefill finished (prefill-to-decode latency)
   uint32_t chunks = 0;           ///< forward passes the prompt took
   uint32_t rows = 0;             ///< prompt rows they ran
+  std::vector<token_logprobs> prompt_logprobs;  ///< a scoring job's: the tokens after its rows, in order
 };
 
 // -- transfer worker --
@@ -73,6 +79,8 @@ struct decode_job {
   /// history + resumed minus the last token are in kv; the sequence carries on after them.
   std::vector<int32_t> resumed;
   uint32_t cached_tokens = 0;  ///< prompt tokens copied from the prefix cache, not computed (usage)
+  /// Prompt scoring (sampling_params::prompt_logprobs): prompt tokens 1.. given those before them.
+  std::vector<token_logprobs> prompt_logprobs;
 };
 
 /// The tokens one decode step produced: ids[i] generated tokens[i] (in order per sequence).

@@ -343,6 +343,7 @@ step_result batch_decoder::apply(const step_plan& plan, const forward_result& ou
       ev.finish_reason = std::move(o.finish_reason);
       ev.generated = static_cast<uint32_t>(s.generated().size());
       ev.cached_tokens = s.cached_tokens;
+      if (i == 0 && !s.prompt_logprobs.empty()) ev.prompt_logprobs = std::exchange(s.prompt_logprobs, {});
       if (ev.finished) res.finished.push_back(ev.id);
       res.events.push_back(std::move(ev));
     }

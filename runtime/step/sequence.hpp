@@ -13,6 +13,7 @@
 
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/kv/kv_handle.hpp"
+#include "runtime/sample/token_logprobs.hpp"
 #include "runtime/sample/sampler.hpp"
 #include "runtime/sample/sampling_params.hpp"
 #include "runtime/text/stop_matcher.hpp"
@@ -72,6 +73,8 @@ class sequence {
 
   /// Prompt tokens its prefill copied from the prefix cache (reported with its tokens: usage).
   uint32_t cached_tokens = 0;
+  /// Its prompt's scores (sampling_params::prompt_logprobs), sent with its first event.
+  std::vector<token_logprobs> prompt_logprobs;
 
   /// Tokens this sequence may still generate.
   uint32_t remaining() const { return budget_ > generated_.size() ? budget_ - static_cast<uint32_t>(generated_.size()) : 0; }

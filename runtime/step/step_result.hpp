@@ -11,6 +11,7 @@
 
 #include "runtime/base/expected.hpp"
 #include "runtime/kv/kv_handle.hpp"
+#include "runtime/sample/token_logprobs.hpp"
 
 namespace fw {
 
@@ -28,6 +29,9 @@ struct step_event {
   float logprob = 0;                 ///< log p(token) under the model's raw distribution
   std::vector<int32_t> top_ids;      ///< the most likely alternatives, most likely first
   std::vector<float> top_logprobs;
+  /// The sequence's first event, when the request scored its prompt (prompt_logprobs >= 0):
+  /// prompt tokens 1.. given those before them.
+  std::vector<token_logprobs> prompt_logprobs;
 };
 
 /// A sequence the step removed with an error (its KV is freed).

@@ -305,9 +305,82 @@ class OpenAIClient(unittest.TestCase):
         ids = self.client.completions.create(model=MODEL_ID, prompt=[[504, 984, 282]], max_tokens=2, temperature=0,
                                              echo=True)
         self.assertTrue(ids.choices[0].text.startswith("The art of"), ids.choices[0].text)
+
+    def test_echo_with_logprobs_scores_the_prompt_as_decoding_it_would(self):
+        # lm-eval's loglikelihood request: the prompt only (max_tokens = 0), echoed with its scores.
+        ids = [504, 984, 282, 905, 1163, 29, 198, 282]
+        r = self.client.completions.create(model=MODEL_ID, prompt=[ids], max_tokens=0, echo=True, logprobs=3,
+                                           temperature=0)
+        c = r.choices[0]
+        self.assertEqual(r.usage.completion_tokens, 0)
+        self.assertEqual(r.usage.prompt_tokens, len(ids))
+        self.assertEqual(c.finish_reason, "length")
+        lp = c.logprobs
+        self.assertEqual(len(lp.tokens), len(ids))
+        self.assertEqual("".join(lp.tokens), c.text)
+        self.assertIsNone(lp.token_logprobs[0])
+        self.assertIsNone(lp.top_logprobs[0])
+        self.assertEqual(lp.text_offset[:2], [0, len(lp.tokens[0])])
+        for i in range(1, len(ids)):
+            # Teacher forcing: a decode step on the tokens before position i gives the same distribution.
+            d = self.client.completions.create(model=MODEL_ID, prompt=[ids[:i]], max_tokens=1, logprobs=5,
+                                               temperature=0).choices[0].logprobs.top_logprobs[0]
+            scored = lp.top_logprobs[i]
+            self.assertIn(lp.tokens[i], scored)
+            self.assertAlmostEqual(scored[lp.tokens[i]], lp.token_logprobs[i], places=5)
+            self.assertLessEqual(lp.token_logprobs[i], 0)
+            best = max(d, key=d.get)
+            self.assertIn(best, scored, f"position {i}: the most likely token is among the alternatives")
+            for tok, v in d.items():
+                if tok in scored:
+                    self.assertAlmostEqual(scored[tok], v, places=3, msg=f"position {i} token {tok!r}")
+            if lp.tokens[i] in d:
+                self.assertAlmostEqual(lp.token_logprobs[i], d[lp.tokens[i]], places=3)
+        # With generated tokens: their columns follow the prompt's, offsets past the echoed text.
+        g = self.client.completions.create(model=MODEL_ID, prompt=[ids], max_tokens=3, echo=True, logprobs=1,
+                                           temperature=0).choices[0]
+        self.assertEqual(len(g.logprobs.tokens), len(ids) + 3)
+        self.assertEqual(g.logprobs.token_logprobs[:len(ids)], lp.token_logprobs)
+        self.assertEqual(g.logprobs.text_offset[len(ids)], len(c.text))
+        self.assertEqual("".join(g.logprobs.tokens), g.text)
+        # Streamed: the first chunk carries the prompt's columns.
+        first = None
+        for chunk in self.client.completions.create(model=MODEL_ID, prompt=[ids], max_tokens=2, echo=True, logprobs=1,
+                                                    temperature=0, stream=True):
+            if first is None and chunk.choices and chunk.choices[0].logprobs:
+                first = chunk.choices[0].logprobs
+        self.assertEqual(first.token_logprobs[:len(ids)], lp.token_logprobs)
         with self.assertRaises(openai.BadRequestError) as e:
-            self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=2, echo=True, logprobs=1)
+            self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=0)
         self.assertIn("echo", str(e.exception))
+
+    def test_vllm_prompt_logprobs_per_choice_and_per_chat_response(self):
+        ids = [504, 984, 282, 905]
+        r = self.client.completions.create(model=MODEL_ID, prompt=[ids], max_tokens=2, n=2, temperature=0.8, seed=3,
+                                           extra_body={"prompt_logprobs": 2}).model_dump()
+        echoed = self.client.completions.create(model=MODEL_ID, prompt=[ids], max_tokens=0, echo=True, logprobs=2)
+        for ch in r["choices"]:
+            plp = ch["prompt_logprobs"]
+            self.assertEqual(len(plp), len(ids))
+            self.assertIsNone(plp[0])
+            self.assertEqual(plp, r["choices"][0]["prompt_logprobs"], "choices share their prompt's scores")
+            for i in range(1, len(ids)):
+                entry = plp[i][str(ids[i])]
+                self.assertAlmostEqual(entry["logprob"], echoed.choices[0].logprobs.token_logprobs[i], places=5)
+                self.assertGreaterEqual(entry["rank"], 1)
+                ranks = sorted(v["rank"] for v in plp[i].values())  # the 2 alternatives and the token
+                self.assertEqual(ranks[:2], [1, 2])
+                self.assertEqual(entry["rank"] == 1, max(plp[i].values(), key=lambda v: v["logprob"])["logprob"]
+                                 == entry["logprob"])
+        chat = self.client.chat.completions.create(model=MODEL_ID, messages=[{"role": "user", "content": "Hi"}],
+                                                   max_tokens=2, extra_body={"prompt_logprobs": 0}).model_dump()
+        self.assertEqual(len(chat["prompt_logprobs"]), chat["usage"]["prompt_tokens"])
+        self.assertIsNone(chat["prompt_logprobs"][0])
+        self.assertTrue(all(len(d) == 1 for d in chat["prompt_logprobs"][1:]), "0 alternatives: the token itself")
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=2, stream=True,
+                                           extra_body={"prompt_logprobs": 1})
+        self.assertIn("prompt_logprobs", str(e.exception))
 
     def test_raw_sse_with_curl(self):
         body = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6,

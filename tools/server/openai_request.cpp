@@ -1,5 +1,6 @@
 #include "tools/server/openai_request.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -234,7 +235,8 @@ void read_sampling(reader& r, generation_request& out) {
   int64_t v = 0;
   if (r.integer("top_k", v, -1, 1 << 20, "-1 or 0 (off) up to 1048576")) p.top_k = v < 0 ? 0 : static_cast<int32_t>(v);
   constexpr int64_t max_gen = int64_t{1} << 20;
-  if (r.integer("max_tokens", v, 1, max_gen, "1 to 1048576 (and within the context window)")) {
+  // 0: the prompt only (completions with echo: scoring it); checked once echo is read.
+  if (r.integer("max_tokens", v, out.chat ? 1 : 0, max_gen, "1 to 1048576 (and within the context window)")) {
     p.max_tokens = static_cast<int32_t>(v);
     out.max_tokens_set = true;
   }
@@ -384,14 +386,25 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
     r.refuse("echo", "send the prompt back yourself");
   } else {
     r.boolean("echo", out.echo);
-    if (out.echo && out.params.logprobs >= 0 && !r.err)
-      r.fail("echo with logprobs is not supported by this server: the prompt tokens' log-probabilities are not computed",
-             "echo");
+    if (out.max_tokens_set && out.params.max_tokens == 0) {
+      if (!out.echo) r.fail("max_tokens = 0 returns the prompt only and needs echo = true; else send 1 to 1048576", "max_tokens");
+      out.prompt_only = true;
+    }
   }
+  // vLLM's prompt_logprobs (not with stream, as vLLM), and echo with logprobs: the prompt scored.
+  const std::string lp_range = "0 to " + std::to_string(limits.max_logprobs);
+  int64_t plp = 0;
+  if (r.field("prompt_logprobs") && !r.field("prompt_logprobs")->is_null() &&
+      r.integer("prompt_logprobs", plp, 0, limits.max_logprobs, lp_range.c_str())) {
+    out.prompt_logprobs = static_cast<int32_t>(plp);
+    if (out.stream) r.fail("prompt_logprobs is not available with stream = true", "prompt_logprobs");
+  }
+  out.params.prompt_logprobs = out.prompt_logprobs;
+  if (out.echo && out.params.logprobs >= 0)
+    out.params.prompt_logprobs = std::max(out.params.prompt_logprobs, out.params.logprobs);
   r.refuse("suffix", "no fill-in-the-middle");
   r.refuse("tools", "no tool calling");
   r.refuse("functions", "no function calling");
-  r.refuse("prompt_logprobs", "no log-probabilities of prompt tokens");
   for (const char* guided : {"guided_json", "guided_regex", "guided_choice", "guided_grammar"})
     r.refuse(guided, "no guided decoding");
   if (const json* rf = r.field("response_format")) {

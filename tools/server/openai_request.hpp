@@ -10,7 +10,8 @@
 //   strings, an array of token-id arrays); each prompt of a batch is answered as its own request.
 // - temperature 0..2; top_p in (0, 1]; top_k -1 (off) or >= 0; min_p 0..1; presence/frequency
 //   penalty -2..2; repetition_penalty in (0, 100]; seed an integer 0..2^64-1; max_tokens (and
-//   max_completion_tokens, chat) an integer >= 1; stop a string or up to 16 non-empty strings;
+//   max_completion_tokens, chat) an integer >= 1, or 0 with echo (completions: the prompt only,
+//   as vLLM); stop a string or up to 16 non-empty strings;
 //   n choices per prompt (1..max_choices, prompts x n at most max_choices; choice index = prompt
 //   index * n + j); best_of 1 or n; stream a boolean; stream_options ({include_usage: bool}) only
 //   when streaming.
@@ -18,9 +19,13 @@
 // - logit_bias: {"token id": -100..100}; vLLM's stop_token_ids (token ids), ignore_eos (bool) and
 //   min_tokens (end-of-sequence and stop_token_ids barred before that many tokens).
 //   Token ids beyond the vocabulary are the engine's 400.
-// - echo (completions): each choice's text starts with its prompt's text.
-// - Not built (refused, not ignored): chat's echo, echo with logprobs, suffix, tools/functions, response_format other than
-//   text, best_of other than 1 or n, and vLLM's prompt_logprobs and guided_*.
+// - echo (completions): each choice's text starts with its prompt's text; with logprobs = N the
+//   logprobs columns start with the prompt's tokens (the first one's log-probability null), the
+//   prompt scored by the model (sampling_params::prompt_logprobs).
+// - vLLM's prompt_logprobs = N (0..20, not with stream): the prompt scored, returned per choice
+//   (completions) or per response (chat) as vLLM does.
+// - Not built (refused, not ignored): chat's echo, suffix, tools/functions, response_format other than
+//   text, best_of other than 1 or n, and vLLM's guided_*.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
 //   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
 // Unknown fields are ignored, as vLLM does (clients send vendor fields).
@@ -59,6 +64,8 @@ struct generation_request {
   bool include_usage = false;
   bool return_token_ids = false;
   bool echo = false;  ///< completions: each choice's text starts with its prompt
+  bool prompt_only = false;     ///< completions: max_tokens = 0 with echo (the prompt, scored if asked)
+  int32_t prompt_logprobs = -1; ///< vLLM's prompt_logprobs (-1: not asked)
 };
 
 struct parse_limits {

@@ -84,6 +84,57 @@ json empty_logprobs(bool chat) {
           {"text_offset", json::array()}};
 }
 
+/// The completions logprobs columns of a scored prompt (echo with logprobs): every prompt token
+/// from text offset 0, the first one's log-probability null, each other one's alternatives and
+/// itself (as vLLM), then the columns in `after` (the generated tokens').
+json prompt_columns(const tokenizer& vocab, const std::vector<int32_t>& ids, const std::vector<token_logprobs>& scored,
+                    const json& after) {
+  json out = empty_logprobs(false);
+  size_t offset = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const std::string piece = vocab.token_to_piece(ids[i]);
+    out["tokens"].push_back(piece);
+    out["text_offset"].push_back(offset);
+    offset += piece.size();
+    if (i == 0 || i > scored.size()) {
+      out["token_logprobs"].push_back(nullptr);
+      out["top_logprobs"].push_back(nullptr);
+      continue;
+    }
+    const token_logprobs& t = scored[i - 1];
+    json top = json::object();
+    for (size_t a = 0; a < t.top_ids.size(); ++a) top[vocab.token_to_piece(t.top_ids[a])] = t.top_logprobs[a];
+    top[piece] = t.logprob;
+    out["token_logprobs"].push_back(t.logprob);
+    out["top_logprobs"].push_back(std::move(top));
+  }
+  for (const char* col : {"tokens", "token_logprobs", "top_logprobs", "text_offset"})
+    if (after.contains(col))
+      for (const auto& v : after[col]) out[col].push_back(v);
+  return out;
+}
+
+/// vLLM's prompt_logprobs: null for the first prompt token, then per token {"id": {logprob, rank,
+/// decoded_token}} of its alternatives and itself.
+json vllm_prompt_logprobs(const tokenizer& vocab, const std::vector<int32_t>& ids,
+                          const std::vector<token_logprobs>& scored) {
+  json out = json::array();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i == 0 || i > scored.size()) {
+      out.push_back(nullptr);
+      continue;
+    }
+    const token_logprobs& t = scored[i - 1];
+    json d = json::object();
+    for (size_t a = 0; a < t.top_ids.size(); ++a)
+      d[std::to_string(t.top_ids[a])] = {
+          {"logprob", t.top_logprobs[a]}, {"rank", a + 1}, {"decoded_token", vocab.token_to_piece(t.top_ids[a])}};
+    d[std::to_string(t.token)] = {{"logprob", t.logprob}, {"rank", t.rank}, {"decoded_token", vocab.token_to_piece(t.token)}};
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
 
 }  // namespace
 
@@ -108,6 +159,9 @@ struct openai_service::response {
   bool include_usage = false;
   bool return_ids = false;
   bool want_logprobs = false;
+  bool echo_logprobs = false;  // completions echo with logprobs: the columns start with the prompt
+  bool prompt_only = false;    // max_tokens = 0 with echo: the one token the engine makes is not returned
+  bool vllm_prompt = false;    // vLLM's prompt_logprobs asked
   bool started = false;  // stream: headers are out
   bool gone = false;     // the client disconnected
   bool failed = false;   // answered with an error; the other choices are cancelled
@@ -118,6 +172,8 @@ struct openai_service::response {
   std::vector<std::string> echo;                // per prompt, with echo: the text each choice starts with
   std::vector<uint32_t> prompt_tokens;          // per prompt, from the engine's final events
   std::vector<uint32_t> cached_tokens;          // per prompt: of its first choice, from the prefix cache
+  std::vector<std::vector<int32_t>> prompt_ids;            // per prompt, when it is scored
+  std::vector<std::vector<token_logprobs>> scored;         // per prompt: its first choice's scores
   sampling_params params;
   std::vector<choice> choices;                  // index = prompt * n + j
   size_t outstanding = 0;                       // submitted choices whose final event has not arrived
@@ -260,6 +316,7 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
   // The runtime's admission rules (runtime/sched/admission: tokens in the vocabulary, prompt and
   // max_tokens within the window), answered with OpenAI's codes. An unset max_tokens is the
   // [sampling] default where it fits, else as much as the window holds.
+  if (g.prompt_only) g.params.max_tokens = 1;  // one step, its token dropped: the prompt only
   for (size_t i = 0; i < r->prompts.size(); ++i) {
     const auto& prompt = r->prompts[i];
     int32_t asked = g.params.max_tokens;
@@ -283,13 +340,20 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
   r->include_usage = g.include_usage;
   r->return_ids = g.return_token_ids;
   r->want_logprobs = g.params.logprobs >= 0;
+  r->echo_logprobs = !chat && g.echo && r->want_logprobs;
+  r->prompt_only = g.prompt_only;
+  r->vllm_prompt = g.prompt_logprobs >= 0;
   r->n = g.n;
   r->params = g.params;
   r->prompt_tokens.assign(r->prompts.size(), 0);
   r->cached_tokens.assign(r->prompts.size(), 0);
+  if (g.params.prompt_logprobs >= 0) r->prompt_ids = r->prompts;
+  r->scored.resize(r->prompts.size());
   r->choices.resize(r->prompts.size() * g.n);
   if (r->want_logprobs)
     for (auto& c : r->choices) c.logprobs = empty_logprobs(chat);
+  if (r->echo_logprobs)  // the generated tokens' offsets follow the echoed prompt
+    for (size_t i = 0; i < r->choices.size(); ++i) r->choices[i].text_offset = r->echo[i / g.n].size();
   char rid[40];
   std::snprintf(rid, sizeof rid, "%s-%016llx%04llx", chat ? "chatcmpl" : "cmpl",
                 static_cast<unsigned long long>(created_), static_cast<unsigned long long>(next_response_++ & 0xFFFF));
@@ -313,6 +377,8 @@ void openai_service::submit_choice(const std::shared_ptr<response>& r, uint32_t 
   // A seeded request stays reproducible and its choices differ: choice j samples with seed + j
   // (0 means "random", so a sum that wraps to 0 takes 1).
   if (params.seed != 0 && j > 0) params.seed = params.seed + j == 0 ? 1 : params.seed + j;
+  // The prompt is scored once, by its first choice; the others take its KV from the prefix cache.
+  if (j > 0) params.prompt_logprobs = -1;
   const bool last = j + 1 == r->n;
   std::vector<int32_t> prompt = last ? std::move(r->prompts[p]) : r->prompts[p];
   choice& c = r->choices[index];
@@ -370,11 +436,14 @@ void openai_service::on_event(uint64_t id, const actors::stream_event& e) {
     return;
   }
   if (r.gone || r.failed) return;
+  if (!e.prompt_logprobs.empty() && index % r.n == 0) r.scored[index / r.n] = e.prompt_logprobs;
   submit_rest(rp, index);
+  const tokenizer& vocab = engine_.get_model().vocab();
   if (!r.stream) {
+    if (r.prompt_only) return;
     c.text += e.text;
     c.ids.insert(c.ids.end(), e.tokens.begin(), e.tokens.end());
-    if (r.want_logprobs) add_logprobs(engine_.get_model().vocab(), e, r.chat, c.text_offset, c.logprobs);
+    if (r.want_logprobs) add_logprobs(vocab, e, r.chat, c.text_offset, c.logprobs);
     return;
   }
   if (!r.started) {
@@ -382,21 +451,28 @@ void openai_service::on_event(uint64_t id, const actors::stream_event& e) {
     count_response(r.route, 200);
     r.started = true;
   }
+  if (r.prompt_only && c.started) return;                                       // nothing after the prompt
   if (e.text.empty() && !r.return_ids && !r.want_logprobs && c.started) return;  // a partial UTF-8 character: wait
+  static const std::string none;
+  static const std::vector<int32_t> no_ids;
+  const std::string& text = r.prompt_only ? none : e.text;
+  const std::vector<int32_t>& ids = r.prompt_only ? no_ids : e.tokens;
   json lp;
   if (r.want_logprobs) {
     lp = empty_logprobs(r.chat);
-    add_logprobs(engine_.get_model().vocab(), e, r.chat, c.text_offset, lp);
+    if (!r.prompt_only) add_logprobs(vocab, e, r.chat, c.text_offset, lp);
+    // echo with logprobs: a choice's first chunk starts with its prompt's columns.
+    if (r.echo_logprobs && !c.started) lp = prompt_columns(vocab, r.prompt_ids[index / r.n], r.scored[index / r.n], lp);
   }
-  r.reply->stream(chunk(r, index, e.text, e.tokens, nullptr, r.want_logprobs ? &lp : nullptr));
+  r.reply->stream(chunk(r, index, text, ids, nullptr, r.want_logprobs ? &lp : nullptr));
   c.started = true;
 }
 
 void openai_service::choice_done(response& r, uint32_t index, const actors::stream_event& e) {
   if (e.kind != static_cast<uint8_t>(actors::stream_kind::done)) return fail(r, e);
   choice& c = r.choices[index];
-  c.finish_reason = e.finish_reason;
-  c.completion_tokens = e.completion_tokens;
+  c.finish_reason = r.prompt_only ? "length" : e.finish_reason;  // prompt only: max_tokens = 0 reached
+  c.completion_tokens = r.prompt_only ? 0 : e.completion_tokens;
   r.prompt_tokens[index / r.n] = e.prompt_tokens;
   // The prompt's own cost: its first choice's hit (the others copy what that one computed).
   if (index % r.n == 0) r.cached_tokens[index / r.n] = e.cached_tokens;
@@ -406,7 +482,7 @@ void openai_service::choice_done(response& r, uint32_t index, const actors::stre
     count_response(r.route, 200);
     r.started = true;
   }
-  r.reply->stream(chunk(r, index, "", {}, e.finish_reason.c_str()));
+  r.reply->stream(chunk(r, index, "", {}, c.finish_reason.c_str()));
   c.started = true;
 }
 
@@ -442,19 +518,24 @@ void openai_service::complete(response& r) {
     r.reply->end_stream();
     return;
   }
+  const tokenizer& vocab = engine_.get_model().vocab();
   json choices = json::array();
   for (uint32_t i = 0; i < r.choices.size(); ++i) {
     const choice& c = r.choices[i];
-    json ch = {{"index", i}, {"logprobs", r.want_logprobs ? c.logprobs : json(nullptr)},
-               {"finish_reason", c.finish_reason}};
+    const uint32_t p = i / r.n;
+    json lp = nullptr;
+    if (r.want_logprobs) lp = r.echo_logprobs ? prompt_columns(vocab, r.prompt_ids[p], r.scored[p], c.logprobs) : c.logprobs;
+    json ch = {{"index", i}, {"logprobs", std::move(lp)}, {"finish_reason", c.finish_reason}};
     if (r.chat) ch["message"] = {{"role", "assistant"}, {"content", c.text}};
-    else ch["text"] = r.echo.empty() ? c.text : r.echo[i / r.n] + c.text;
+    else ch["text"] = r.echo.empty() ? c.text : r.echo[p] + c.text;
     if (r.return_ids) ch["token_ids"] = c.ids;
+    if (r.vllm_prompt && !r.chat) ch["prompt_logprobs"] = vllm_prompt_logprobs(vocab, r.prompt_ids[p], r.scored[p]);
     choices.push_back(std::move(ch));
   }
   json body = {{"id", r.response_id}, {"object", r.chat ? "chat.completion" : "text_completion"},
                {"created", created_}, {"model", opt_.model_name}, {"choices", std::move(choices)},
                {"usage", usage_json(prompt_tokens, completion_tokens, cached_tokens)}};
+  if (r.vllm_prompt && r.chat) body["prompt_logprobs"] = vllm_prompt_logprobs(vocab, r.prompt_ids[0], r.scored[0]);
   count_response(r.route, 200);
   r.reply->respond({200, "application/json", dump(body), {}});
 }

@@ -23,6 +23,12 @@ TEST(token_logprobs, log_softmax_and_top_alternatives) {
   EXPECT_NEAR(total, 1.0, 1e-5);
   EXPECT_TRUE(logprobs_of(logits, 0, 0).top_ids.empty());
   EXPECT_EQ(logprobs_of(logits, 0, 99).top_ids.size(), logits.size());  // capped at the vocabulary
+  // Rank: the token's place in that order (1 = most likely), with or without alternatives asked.
+  EXPECT_EQ(lp.token, 2);
+  EXPECT_EQ(lp.rank, 3);
+  EXPECT_EQ(logprobs_of(logits, 1, 0).rank, 1);
+  EXPECT_EQ(logprobs_of(logits, 3, 0).rank, 2);  // tied with id 1, after it
+  EXPECT_EQ(logprobs_of(logits, 4, 0).rank, 5);
 }
 
 TEST(token_logprobs, large_logits_do_not_overflow) {

@@ -58,6 +58,33 @@ TEST_F(prefill_queue_test, a_short_prompt_behind_a_long_one_waits_for_one_slice_
   EXPECT_EQ(st.prefill_reordered, 1u) << "the short prompt went before the older long one once";
 }
 
+TEST_F(prefill_queue_test, a_scored_prompt_s_slices_each_score_up_to_the_next_slice_s_first_token) {
+  start_shortest(8);
+  auto req = request(1, 21);  // tokens 1..21: 20 prefilled in slices of 8, 8 and 4
+  req.params.prompt_logprobs = 1;
+  auto slice = one<run_prefill>(s_->submit(std::move(req)));
+  std::vector<int32_t> scored_tokens;
+  for (const int32_t next : {9, 17, 21}) {
+    EXPECT_EQ(slice.job.prompt_logprobs, 1);
+    EXPECT_EQ(slice.job.next_token, next);
+    auto d = prefilled(slice);
+    for (size_t i = 0; i < slice.job.tokens.size(); ++i) {
+      token_logprobs t;
+      t.token = i + 1 < slice.job.tokens.size() ? slice.job.tokens[i + 1] : slice.job.next_token;
+      d.prompt_logprobs.push_back(t);
+    }
+    auto acts = s_->prefill_finished(worker_kind::prefill, std::move(d));
+    if (next == 21) {
+      for (const auto& t : one<run_decode>(acts).job.prompt_logprobs) scored_tokens.push_back(t.token);
+      break;
+    }
+    slice = one<run_prefill>(acts);
+  }
+  std::vector<int32_t> want(20);
+  std::iota(want.begin(), want.end(), 2);
+  EXPECT_EQ(scored_tokens, want) << "every prompt token after the first, once, in order";
+}
+
 TEST_F(prefill_queue_test, a_prompt_waiting_past_the_bound_is_not_starved_by_shorter_ones) {
   start_shortest(8, 2.0);
   auto slice = one<run_prefill>(s_->submit(request(1, 41)));

@@ -210,6 +210,49 @@ TEST_F(scheduler_test, the_prefix_cache_serves_a_repeated_prompt_from_copied_blo
   EXPECT_EQ(one<run_decode>(s_->prefill_finished(p.worker, prefilled(p))).job.cached_tokens, 12u);
 }
 
+/// A scoring prefill's reply: one entry per scored row (the token after it).
+prefill_done scored(const run_prefill& p) {
+  prefill_done d = prefilled(p);
+  for (size_t i = 0; i < p.job.tokens.size(); ++i) {
+    token_logprobs t;
+    t.token = i + 1 < p.job.tokens.size() ? p.job.tokens[i + 1] : p.job.next_token;
+    t.logprob = -static_cast<float>(t.token);
+    d.prompt_logprobs.push_back(t);
+  }
+  return d;
+}
+
+TEST_F(scheduler_test, a_scored_prompt_is_prefilled_whole_and_its_scores_reach_the_decode_job) {
+  auto su = base_setup();
+  su.prefix_cache_blocks = 16;
+  start(std::move(su));
+  (void)finish(to_decode(1, 13));  // 12 tokens of this prompt cached
+  auto req = request(2, 13);
+  req.params.prompt_logprobs = 2;
+  auto p = one<run_prefill>(s_->submit(std::move(req)));
+  EXPECT_EQ(p.job.kv.n_tokens, 0u) << "cached tokens have no logits: a scored prompt is computed whole";
+  EXPECT_EQ(p.job.tokens.size(), 12u);
+  EXPECT_EQ(p.job.prompt_logprobs, 2);
+  EXPECT_EQ(p.job.next_token, 13) << "the last row scores the prompt's last token (the first decode step's input)";
+  auto d = one<run_decode>(s_->prefill_finished(p.worker, scored(p))).job;
+  EXPECT_EQ(d.cached_tokens, 0u);
+  ASSERT_EQ(d.prompt_logprobs.size(), 12u);
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(d.prompt_logprobs[i].token, static_cast<int32_t>(i + 2)) << i;
+  // A request that does not score its prompt is not asked to.
+  auto plain = one<run_prefill>(s_->submit(request(3, 5, 8, 100)));
+  EXPECT_EQ(plain.job.prompt_logprobs, -1);
+}
+
+TEST_F(scheduler_test, a_scored_prompt_prefills_on_the_decode_device_under_physical_separation) {
+  start_physical();
+  auto req = request(1);
+  req.params.prompt_logprobs = 0;
+  auto p = one<run_prefill>(s_->submit(std::move(req)));
+  EXPECT_EQ(p.worker, worker_kind::fallback) << "the remote prefill paths return no logits";
+  EXPECT_EQ(p.job.kv.pool_id, decode_->pool_id());
+  EXPECT_EQ(one<run_decode>(s_->prefill_finished(p.worker, scored(p))).job.prompt_logprobs.size(), 5u);
+}
+
 TEST_F(scheduler_test, a_finished_sequence_s_whole_blocks_enter_the_prefix_cache_from_its_returned_kv) {
   auto su = base_setup();
   su.prefix_cache_blocks = 16;

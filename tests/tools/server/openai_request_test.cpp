@@ -132,13 +132,36 @@ TEST(openai_request, logit_bias_stop_token_ids_and_ignore_eos) {
       {R"({"prompt":"x","min_tokens":-1})", "min_tokens", "out of range"},
       {R"({"prompt":"x","min_tokens":9,"max_tokens":8})", "min_tokens", "above max_tokens = 8"},
       {R"({"prompt":"x","guided_regex":"a+"})", "guided_regex", "not supported"},
-      {R"({"prompt":"x","prompt_logprobs":1})", "prompt_logprobs", "not supported"},
+      {R"({"prompt":"x","prompt_logprobs":21})", "prompt_logprobs", "out of range"},
+      {R"({"prompt":"x","prompt_logprobs":true})", "prompt_logprobs", "must be an integer"},
+      {R"({"prompt":"x","prompt_logprobs":1,"stream":true})", "prompt_logprobs", "not available with stream"},
   };
   for (const auto& x : cases) {
     const api_error e = refused(x.body, false);
     EXPECT_EQ(e.param, x.param) << x.body;
     EXPECT_NE(e.message.find(x.text), std::string::npos) << x.body << " -> " << e.message;
   }
+}
+
+TEST(openai_request, prompt_scoring_forms) {
+  // Echo with logprobs scores the prompt with that many alternatives; vLLM's prompt_logprobs too.
+  auto g = ok(R"({"prompt":"x","echo":true,"logprobs":2})", false);
+  EXPECT_TRUE(g.echo);
+  EXPECT_EQ(g.params.prompt_logprobs, 2);
+  EXPECT_EQ(g.prompt_logprobs, -1) << "not vLLM's field";
+  g = ok(R"({"prompt":"x","prompt_logprobs":1,"echo":true,"logprobs":3})", false);
+  EXPECT_EQ(g.prompt_logprobs, 1);
+  EXPECT_EQ(g.params.prompt_logprobs, 3) << "the wider of the two";
+  g = ok(R"({"messages":[{"role":"user","content":"x"}],"prompt_logprobs":0})", true);
+  EXPECT_EQ(g.params.prompt_logprobs, 0);
+  EXPECT_EQ(ok(R"({"prompt":"x","prompt_logprobs":null})", false).params.prompt_logprobs, -1);
+  EXPECT_EQ(ok(R"({"prompt":"x","echo":true})", false).params.prompt_logprobs, -1) << "echo alone scores nothing";
+  EXPECT_EQ(ok(R"({"prompt":"x","logprobs":2})", false).params.prompt_logprobs, -1) << "logprobs alone neither";
+  // max_tokens = 0 with echo: the prompt only (lm-eval's loglikelihood requests).
+  g = ok(R"({"prompt":"x","max_tokens":0,"echo":true,"logprobs":1})", false);
+  EXPECT_TRUE(g.prompt_only);
+  EXPECT_EQ(g.params.max_tokens, 0);
+  EXPECT_FALSE(ok(R"({"prompt":"x","max_tokens":1,"echo":true})", false).prompt_only);
 }
 
 TEST(openai_request, choices_per_prompt) {
@@ -172,12 +195,13 @@ TEST(openai_request, refusals_name_the_field) {
       {R"({"prompt":"x","temperature":2.5})", false, "temperature", "0 to 2"},
       {R"({"prompt":"x","top_p":0})", false, "top_p", "above 0"},
       {R"({"prompt":"x","top_k":-2})", false, "top_k", "out of range"},
-      {R"({"prompt":"x","max_tokens":0})", false, "max_tokens", "out of range"},
+      {R"({"prompt":"x","max_tokens":0})", false, "max_tokens", "needs echo = true"},
+      {R"({"prompt":"x","max_tokens":-1})", false, "max_tokens", "out of range"},
+      {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", true, "max_tokens", "out of range"},
       {R"({"prompt":"x","max_tokens":"5"})", false, "max_tokens", "must be an integer"},
       {R"({"prompt":"x","seed":-3})", false, "seed", "0 to 18446744073709551615"},
       {R"({"prompt":"x","seed":1e30})", false, "seed", "0 to"},
       {R"({"prompt":"x","n":65})", false, "n", "n = 65"},
-      {R"({"prompt":"x","echo":true,"logprobs":2})", false, "echo", "not supported"},
       {R"({"messages":[{"role":"user","content":"x"}],"echo":true})", true, "echo", "not supported"},
       {R"({"prompt":"x","stop":[1]})", false, "stop", "must hold strings"},
       {R"({"prompt":"x","stream_options":{"include_usage":true}})", false, "stream_options", "only allowed"},
