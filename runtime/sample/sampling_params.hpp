@@ -53,6 +53,10 @@ struct sampling_params {
   /// before it, its rank, and this many most likely alternatives. Such a prompt is computed whole
   /// (no prefix-cache reuse) on the decode device.
   int32_t prompt_logprobs = -1;
+  /// JSON mode (OpenAI's response_format {"type": "json_object"}): every token must continue a
+  /// JSON object text (json_recognizer) and the answer ends when the object closes. Not with
+  /// speculation (such a sequence decodes plainly) or min_tokens.
+  bool json_object = false;
 
   /// The per-request parameters a [sampling] section describes (its defaults equal these).
   [[nodiscard]] static sampling_params from_section(const sampling_section& s) {
@@ -109,6 +113,9 @@ struct sampling_params {
     for (int32_t id : stop_token_ids)
       if (id < 0) return bad("stop_token_ids", id, "token ids >= 0");
     if (min_tokens < 0) return bad("min_tokens", min_tokens, ">= 0");
+    if (json_object && min_tokens > 0)
+      return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with JSON mode "
+                                                "(the answer ends when its object closes)");
     for (size_t i = 0; i < stop.size(); ++i) {
       if (stop[i].empty())
         return make_error(errc::invalid_argument,

@@ -12,7 +12,9 @@ sequence::sequence(uint64_t id, std::vector<int32_t> prompt, const sampling_para
       history_(std::move(prompt)),
       prompt_size_(history_.size()),
       budget_(budget),
-      stops_(params.stop) {}
+      stops_(params.stop) {
+  if (params.json_object) json_.emplace();
+}
 
 token_outcome sequence::advance(std::span<const float> logits, const tokenizer& vocab) {
   if (finished_) {
@@ -20,8 +22,47 @@ token_outcome sequence::advance(std::span<const float> logits, const tokenizer& 
     out.finished = true;
     return out;
   }
-  ban_endings(vocab);
+  if (json_) constrain_json(vocab);
+  else ban_endings(vocab);
   return push(sampler_.sample(logits, history_), vocab);
+}
+
+void sequence::constrain_json(const tokenizer& vocab) {
+  const int32_t nv = sampler_.n_vocab();
+  if (pieces_.empty()) {
+    pieces_.resize(static_cast<size_t>(nv));
+    string_safe_.assign(static_cast<size_t>(nv), 0);
+    for (int32_t t = 0; t < nv && t < vocab.n_vocab(); ++t) {
+      if (vocab.is_control(t)) continue;  // control tokens (and empty pieces) add nothing a JSON text holds
+      std::string& p = pieces_[static_cast<size_t>(t)];
+      p = vocab.token_to_piece(t);
+      string_safe_[static_cast<size_t>(t)] = !p.empty() && std::none_of(p.begin(), p.end(), [](char c) {
+        return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+      });
+    }
+  }
+  // Which first bytes can come next: a token whose first byte cannot is out without feeding it.
+  bool first_ok[256];
+  for (int b = 0; b < 256; ++b) {
+    json_recognizer r = *json_;
+    first_ok[b] = r.feed(static_cast<char>(b));
+  }
+  const bool whole = json_->complete(), in_text = json_->in_string_text();
+  std::vector<int32_t> banned;
+  for (int32_t t = 0; t < nv; ++t) {
+    const auto i = static_cast<size_t>(t);
+    const std::string& piece = pieces_[i];
+    bool ok;
+    if (vocab.is_eog(t)) ok = whole;
+    else if (whole || piece.empty() || !first_ok[static_cast<unsigned char>(piece[0])]) ok = false;
+    else if (in_text && string_safe_[i]) ok = true;  // more text of the string: the state stays
+    else {
+      json_recognizer r = *json_;
+      ok = r.feed(piece);
+    }
+    if (!ok) banned.push_back(t);
+  }
+  sampler_.set_banned(std::move(banned));
 }
 
 void sequence::ban_endings(const tokenizer& vocab) {
@@ -57,9 +98,11 @@ token_outcome sequence::push(int32_t tok, const tokenizer& vocab) {
   out.token = tok;
   history_.push_back(tok);
   generated_.push_back(tok);
-  auto fed = stops_.feed(utf8_.push(vocab.token_to_piece(tok)));
+  const std::string piece = vocab.token_to_piece(tok);
+  if (json_) (void)json_->feed(piece);  // sampled under constrain_json, or resumed: it continues the object
+  auto fed = stops_.feed(utf8_.push(piece));
   out.text = std::move(fed.emit);
-  if (fed.stopped) {
+  if (fed.stopped || (json_ && json_->complete())) {  // JSON mode: the object closed
     finish("stop");
   } else if (generated_.size() >= budget_) {
     finish("length");
@@ -72,6 +115,10 @@ std::vector<token_outcome> sequence::advance_speculative(std::span<const float> 
   std::vector<token_outcome> outs;
   *accepted = 0;
   const size_t nv = static_cast<size_t>(sampler_.n_vocab());
+  if (json_) {  // JSON mode decodes plainly: the proposal is not taken, the first row decides
+    if (!finished_) outs.push_back(advance(rows.subspan(0, nv), vocab));
+    return outs;
+  }
   const size_t k = proposal.tokens.size();
   const bool greedy = params_.temperature <= 0.0f;
   for (size_t i = 0; i <= k && !finished_; ++i) {

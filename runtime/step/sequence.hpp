@@ -13,6 +13,7 @@
 
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/kv/kv_handle.hpp"
+#include "runtime/sample/json_recognizer.hpp"
 #include "runtime/sample/token_logprobs.hpp"
 #include "runtime/sample/sampler.hpp"
 #include "runtime/sample/sampling_params.hpp"
@@ -84,6 +85,9 @@ class sequence {
   token_outcome push(int32_t tok, const tokenizer& vocab);
   /// Before min_tokens tokens, end-of-generation and the stop token ids cannot be sampled.
   void ban_endings(const tokenizer& vocab);
+  /// JSON mode: bans every token that cannot continue the object, end-of-generation until it is
+  /// whole, and everything but end-of-generation after.
+  void constrain_json(const tokenizer& vocab);
 
   uint64_t id_;
   sampling_params params_;
@@ -96,6 +100,9 @@ class sequence {
   stop_matcher stops_;
   utf8_stream utf8_;
   bool finished_ = false;
+  std::optional<json_recognizer> json_;  ///< JSON mode: the answer so far
+  std::vector<std::string> pieces_;      ///< JSON mode: every token's bytes (built at the first step)
+  std::vector<uint8_t> string_safe_;     ///< JSON mode: the piece is plain string text (no '"', '\\', control)
 };
 
 }  // namespace fw

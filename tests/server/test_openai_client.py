@@ -354,6 +354,26 @@ class OpenAIClient(unittest.TestCase):
             self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=0)
         self.assertIn("echo", str(e.exception))
 
+    def test_json_mode_answers_are_json_objects(self):
+        messages = [{"role": "user", "content": "Give me a JSON object describing a cat with name and age."}]
+        r = self.client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=200, n=2,
+                                                temperature=0.8, seed=5, response_format={"type": "json_object"})
+        for c in r.choices:
+            self.assertEqual(c.finish_reason, "stop", c.message.content)
+            self.assertIsInstance(json.loads(c.message.content), dict, c.message.content)
+        streamed = "".join(ch.choices[0].delta.content or "" for ch in self.client.chat.completions.create(
+            model=MODEL_ID, messages=messages, max_tokens=200, temperature=0, stream=True,
+            response_format={"type": "json_object"}) if ch.choices)
+        self.assertIsInstance(json.loads(streamed), dict, streamed)
+        # Without JSON mode this prompt's greedy answer is not a JSON text (a Markdown fence first).
+        plain = self.client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=60, temperature=0)
+        with self.assertRaises(ValueError):
+            json.loads(plain.choices[0].message.content)
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=2, response_format={
+                "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})
+        self.assertIn("json_schema", str(e.exception))
+
     def test_vllm_prompt_logprobs_per_choice_and_per_chat_response(self):
         ids = [504, 984, 282, 905]
         r = self.client.completions.create(model=MODEL_ID, prompt=[ids], max_tokens=2, n=2, temperature=0.8, seed=3,

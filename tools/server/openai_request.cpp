@@ -408,8 +408,15 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   for (const char* guided : {"guided_json", "guided_regex", "guided_choice", "guided_grammar"})
     r.refuse(guided, "no guided decoding");
   if (const json* rf = r.field("response_format")) {
-    if (!rf->is_object() || !rf->contains("type") || (*rf)["type"] != "text")
-      r.fail("response_format is not supported by this server (only {\"type\": \"text\"})", "response_format");
+    const json* type = rf->is_object() && rf->contains("type") ? &(*rf)["type"] : nullptr;
+    if (type && *type == "json_object") {
+      out.params.json_object = true;  // every token continues a JSON object; plain decoding
+      out.params.max_draft_k = 0;
+    } else if (!type || *type != "text") {
+      r.fail("response_format is not supported by this server (only {\"type\": \"text\"} and {\"type\": "
+             "\"json_object\"}; no json_schema)",
+             "response_format");
+    }
   }
   if (r.err) return *r.err;
   if (auto ok = out.params.validate(); !ok) return bad_request(ok.err().message);

@@ -164,6 +164,14 @@ TEST(openai_request, prompt_scoring_forms) {
   EXPECT_FALSE(ok(R"({"prompt":"x","max_tokens":1,"echo":true})", false).prompt_only);
 }
 
+TEST(openai_request, json_mode) {
+  const auto g = ok(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})", true);
+  EXPECT_TRUE(g.params.json_object);
+  EXPECT_EQ(g.params.max_draft_k, 0) << "decoded plainly";
+  EXPECT_TRUE(ok(R"({"prompt":"x","response_format":{"type":"json_object"}})", false).params.json_object);
+  EXPECT_FALSE(ok(R"({"prompt":"x","response_format":{"type":"text"}})", false).params.json_object);
+}
+
 TEST(openai_request, choices_per_prompt) {
   EXPECT_EQ(ok(R"({"prompt":"x"})", false).n, 1u);
   EXPECT_EQ(ok(R"({"prompt":"x","n":3,"best_of":3})", false).n, 3u);
@@ -208,8 +216,12 @@ TEST(openai_request, refusals_name_the_field) {
       {R"({"messages":[{"role":"tool","content":"x"}]})", true, "messages", "\"tool\" is not supported"},
       {R"({"messages":[{"content":"x"}]})", true, "messages", "role must be a string"},
       {R"({"messages":[{"role":"user"}]})", true, "messages", "content is required"},
-      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})", true,
-       "response_format", "not supported"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{}}})",
+       true, "response_format", "no json_schema"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":"json"})", true, "response_format",
+       "not supported"},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"},"min_tokens":2})",
+       true, "", "JSON mode"},
   };
   for (const auto& x : cases) {
     const api_error e = refused(x.body, x.chat);

@@ -1,0 +1,93 @@
+// sequence in JSON mode (sampling_params::json_object) with fabricated logits: whatever the
+// logits prefer, every token continues a JSON object, end-of-generation waits for the object to
+// close, and the answer ends as soon as it does.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "runtime/sample/json_recognizer.hpp"
+#include "runtime/step/sequence.hpp"
+#include "tests/support/sampling_presets.hpp"
+#include "tests/support/test_models.hpp"
+
+namespace fw {
+namespace {
+
+class sequence_json_test : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    tiny_model_spec spec;
+    spec.seed = 43;
+    model_ = test::load_tiny(spec, "sequence_json");
+  }
+  static void TearDownTestSuite() { model_.reset(); }
+
+  static int32_t id_of(const std::string& piece) {
+    const auto& v = model_->vocab();
+    for (int32_t t = 0; t < v.n_vocab(); ++t)
+      if (!v.is_control(t) && v.token_to_piece(t) == piece) return t;
+    return -1;
+  }
+  static std::vector<float> favouring(std::initializer_list<std::pair<int32_t, float>> ranks) {
+    std::vector<float> l(model_->config().n_vocab, 0.0f);
+    for (auto [t, v] : ranks) l[static_cast<size_t>(t)] = v;
+    return l;
+  }
+
+  static inline std::shared_ptr<const model> model_;
+};
+
+TEST_F(sequence_json_test, the_best_token_that_continues_the_object_is_taken_and_the_object_ends_it) {
+  const auto& v = model_->vocab();
+  const int32_t x = id_of("x"), open = id_of("{"), close = id_of("}"), eos = tiny_model_eot_id;
+  ASSERT_TRUE(x >= 0 && open >= 0 && close >= 0);
+  sampling_params params = test::greedy(20);
+  params.ignore_eos = false;
+  params.json_object = true;
+  sequence s(1, {x}, params, static_cast<int32_t>(model_->config().n_vocab), 20);
+  // "x" and end-of-generation are preferred; neither can start an object.
+  auto o = s.advance(favouring({{x, 9.0f}, {eos, 8.0f}, {close, 7.0f}, {open, 1.0f}}), v);
+  EXPECT_EQ(o.token, open);
+  EXPECT_FALSE(s.finished());
+  // End-of-generation cannot end an open object; "}" closes it and ends the answer.
+  o = s.advance(favouring({{eos, 9.0f}, {x, 8.0f}, {close, 1.0f}}), v);
+  EXPECT_EQ(o.token, close);
+  EXPECT_TRUE(o.finished);
+  EXPECT_EQ(o.finish_reason, "stop");
+  EXPECT_EQ(std::string(v.token_to_piece(open)) + v.token_to_piece(close), "{}");
+}
+
+TEST_F(sequence_json_test, random_logits_give_json_prefixes_and_closed_objects) {
+  const auto& v = model_->vocab();
+  const size_t nv = model_->config().n_vocab;
+  const int32_t close = id_of("}"), bracket = id_of("]"), quote = id_of("\""), eos = tiny_model_eot_id;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> noise(0.0f, 2.0f);
+  int closed = 0;
+  for (int run = 0; run < 20; ++run) {
+    sampling_params params = run % 2 ? test::unfiltered(1.0f, 120) : test::greedy(120);
+    params.ignore_eos = false;
+    params.json_object = true;
+    params.seed = 100 + static_cast<uint64_t>(run);
+    sequence s(1, {quote}, params, static_cast<int32_t>(nv), 120);
+    std::string text;
+    while (!s.finished()) {
+      std::vector<float> l(nv);
+      for (auto& f : l) f = noise(rng);
+      l[static_cast<size_t>(close)] += 3.0f;  // lean towards closing, so that some runs end
+      l[static_cast<size_t>(bracket)] += 3.0f;
+      l[static_cast<size_t>(eos)] += 5.0f;
+      const auto o = s.advance(l, v);
+      if (o.token >= 0) text += v.token_to_piece(o.token);
+    }
+    json_recognizer r;
+    ASSERT_TRUE(r.feed(text)) << "run " << run << ": " << text;
+    if (s.generated().size() < 120) EXPECT_TRUE(r.complete()) << "run " << run << " ended before the object closed: " << text;
+    closed += r.complete();
+  }
+  EXPECT_GT(closed, 0);
+}
+
+}  // namespace
+}  // namespace fw
