@@ -57,6 +57,9 @@ struct sampling_params {
   /// JSON object text (json_recognizer) and the answer ends when the object closes. Not with
   /// speculation (such a sequence decodes plainly) or min_tokens.
   bool json_object = false;
+  /// vLLM's guided_choice: the answer is exactly one of these strings (decoded plainly, as JSON
+  /// mode). Empty: any text.
+  std::vector<std::string> choices;
 
   /// The per-request parameters a [sampling] section describes (its defaults equal these).
   [[nodiscard]] static sampling_params from_section(const sampling_section& s) {
@@ -113,6 +116,14 @@ struct sampling_params {
     for (int32_t id : stop_token_ids)
       if (id < 0) return bad("stop_token_ids", id, "token ids >= 0");
     if (min_tokens < 0) return bad("min_tokens", min_tokens, ">= 0");
+    if (choices.size() > 256) return bad("guided_choice", static_cast<int32_t>(choices.size()), "at most 256 strings");
+    for (const auto& c : choices)
+      if (c.empty() || c.size() > 4096)
+        return make_error(errc::invalid_argument, "sampling parameter guided_choice: each choice must be 1 to 4096 bytes");
+    if (json_object && !choices.empty())
+      return make_error(errc::invalid_argument, "sampling parameter guided_choice cannot be combined with JSON mode");
+    if (!choices.empty() && min_tokens > 0)
+      return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with guided_choice");
     if (json_object && min_tokens > 0)
       return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with JSON mode "
                                                 "(the answer ends when its object closes)");

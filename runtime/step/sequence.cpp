@@ -23,24 +23,70 @@ token_outcome sequence::advance(std::span<const float> logits, const tokenizer& 
     return out;
   }
   if (json_) constrain_json(vocab);
+  else if (!params_.choices.empty()) constrain_choice(vocab);
   else ban_endings(vocab);
   return push(sampler_.sample(logits, history_), vocab);
 }
 
-void sequence::constrain_json(const tokenizer& vocab) {
+void sequence::build_pieces(const tokenizer& vocab) {
+  if (!pieces_.empty()) return;
   const int32_t nv = sampler_.n_vocab();
-  if (pieces_.empty()) {
-    pieces_.resize(static_cast<size_t>(nv));
-    string_safe_.assign(static_cast<size_t>(nv), 0);
-    for (int32_t t = 0; t < nv && t < vocab.n_vocab(); ++t) {
-      if (vocab.is_control(t)) continue;  // control tokens (and empty pieces) add nothing a JSON text holds
-      std::string& p = pieces_[static_cast<size_t>(t)];
-      p = vocab.token_to_piece(t);
-      string_safe_[static_cast<size_t>(t)] = !p.empty() && std::none_of(p.begin(), p.end(), [](char c) {
-        return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
-      });
-    }
+  pieces_.resize(static_cast<size_t>(nv));
+  string_safe_.assign(static_cast<size_t>(nv), 0);
+  for (int32_t t = 0; t < nv && t < vocab.n_vocab(); ++t) {
+    if (vocab.is_control(t)) continue;  // control tokens (and empty pieces) add no text
+    std::string& p = pieces_[static_cast<size_t>(t)];
+    p = vocab.token_to_piece(t);
+    string_safe_[static_cast<size_t>(t)] = !p.empty() && std::none_of(p.begin(), p.end(), [](char c) {
+      return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
+    });
   }
+}
+
+bool sequence::choice_made() const {
+  if (params_.choices.empty()) return false;
+  bool equal = false;
+  for (const auto& c : params_.choices) {
+    if (c.size() < answer_.size() || c.compare(0, answer_.size(), answer_) != 0) continue;
+    if (c.size() > answer_.size()) return false;  // a longer choice may still follow
+    equal = true;
+  }
+  return equal;
+}
+
+void sequence::constrain_choice(const tokenizer& vocab) {
+  build_pieces(vocab);
+  const int32_t nv = sampler_.n_vocab();
+  // The bytes that can come next: those the choices continuing the answer have there.
+  bool next_ok[256] = {};
+  bool whole = false;
+  for (const auto& c : params_.choices) {
+    if (c.size() < answer_.size() || c.compare(0, answer_.size(), answer_) != 0) continue;
+    if (c.size() == answer_.size()) whole = true;
+    else next_ok[static_cast<unsigned char>(c[answer_.size()])] = true;
+  }
+  std::vector<int32_t> banned;
+  for (int32_t t = 0; t < nv; ++t) {
+    const std::string& piece = pieces_[static_cast<size_t>(t)];
+    bool ok = false;
+    if (vocab.is_eog(t)) {
+      ok = whole;
+    } else if (!piece.empty() && next_ok[static_cast<unsigned char>(piece[0])]) {
+      for (const auto& c : params_.choices)
+        if (c.size() >= answer_.size() + piece.size() && c.compare(0, answer_.size(), answer_) == 0 &&
+            c.compare(answer_.size(), piece.size(), piece) == 0) {
+          ok = true;
+          break;
+        }
+    }
+    if (!ok) banned.push_back(t);
+  }
+  sampler_.set_banned(std::move(banned));
+}
+
+void sequence::constrain_json(const tokenizer& vocab) {
+  build_pieces(vocab);
+  const int32_t nv = sampler_.n_vocab();
   // Which first bytes can come next: a token whose first byte cannot is out without feeding it.
   bool first_ok[256];
   for (int b = 0; b < 256; ++b) {
@@ -100,9 +146,10 @@ token_outcome sequence::push(int32_t tok, const tokenizer& vocab) {
   generated_.push_back(tok);
   const std::string piece = vocab.token_to_piece(tok);
   if (json_) (void)json_->feed(piece);  // sampled under constrain_json, or resumed: it continues the object
+  if (!params_.choices.empty()) answer_ += piece;
   auto fed = stops_.feed(utf8_.push(piece));
   out.text = std::move(fed.emit);
-  if (fed.stopped || (json_ && json_->complete())) {  // JSON mode: the object closed
+  if (fed.stopped || (json_ && json_->complete()) || choice_made()) {  // the object closed / a choice is whole
     finish("stop");
   } else if (generated_.size() >= budget_) {
     finish("length");
@@ -115,7 +162,7 @@ std::vector<token_outcome> sequence::advance_speculative(std::span<const float> 
   std::vector<token_outcome> outs;
   *accepted = 0;
   const size_t nv = static_cast<size_t>(sampler_.n_vocab());
-  if (json_) {  // JSON mode decodes plainly: the proposal is not taken, the first row decides
+  if (constrained()) {  // JSON mode and choices decode plainly: the proposal is not taken, the first row decides
     if (!finished_) outs.push_back(advance(rows.subspan(0, nv), vocab));
     return outs;
   }

@@ -88,6 +88,14 @@ class sequence {
   /// JSON mode: bans every token that cannot continue the object, end-of-generation until it is
   /// whole, and everything but end-of-generation after.
   void constrain_json(const tokenizer& vocab);
+  /// guided_choice: bans every token after which the answer is no longer a prefix of a choice,
+  /// and end-of-generation until it is one.
+  void constrain_choice(const tokenizer& vocab);
+  /// Every token's bytes, control tokens empty (built once, for the constraints).
+  void build_pieces(const tokenizer& vocab);
+  bool constrained() const { return json_.has_value() || !params_.choices.empty(); }
+  /// guided_choice: the answer is a choice that no other choice extends (nothing can follow).
+  bool choice_made() const;
 
   uint64_t id_;
   sampling_params params_;
@@ -103,6 +111,7 @@ class sequence {
   std::optional<json_recognizer> json_;  ///< JSON mode: the answer so far
   std::vector<std::string> pieces_;      ///< JSON mode: every token's bytes (built at the first step)
   std::vector<uint8_t> string_safe_;     ///< JSON mode: the piece is plain string text (no '"', '\\', control)
+  std::string answer_;                   ///< guided_choice: the answer's bytes so far
 };
 
 }  // namespace fw

@@ -374,6 +374,22 @@ class OpenAIClient(unittest.TestCase):
                 "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})
         self.assertIn("json_schema", str(e.exception))
 
+    def test_guided_choice_answers_one_of_the_choices(self):
+        choices = ["billing", "fraud", "other"]
+        messages = [{"role": "user", "content": "My card was charged twice for one order. Which team: billing, "
+                                                "fraud or other?"}]
+        r = self.client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=20, n=4,
+                                                temperature=1.0, seed=2, extra_body={"guided_choice": choices})
+        for c in r.choices:
+            self.assertIn(c.message.content, choices)
+            self.assertEqual(c.finish_reason, "stop")
+        c = self.client.completions.create(model=MODEL_ID, prompt="Is the sky blue? Answer:", max_tokens=5,
+                                           temperature=0, extra_body={"guided_choice": [" yes", " no"]})
+        self.assertIn(c.choices[0].text, [" yes", " no"])
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=2, extra_body={"guided_choice": []})
+        self.assertIn("guided_choice", str(e.exception))
+
     def test_vllm_prompt_logprobs_per_choice_and_per_chat_response(self):
         ids = [504, 984, 282, 905]
         r = self.client.completions.create(model=MODEL_ID, prompt=[ids], max_tokens=2, n=2, temperature=0.8, seed=3,

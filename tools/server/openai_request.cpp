@@ -405,8 +405,22 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   r.refuse("suffix", "no fill-in-the-middle");
   r.refuse("tools", "no tool calling");
   r.refuse("functions", "no function calling");
-  for (const char* guided : {"guided_json", "guided_regex", "guided_choice", "guided_grammar"})
-    r.refuse(guided, "no guided decoding");
+  for (const char* guided : {"guided_json", "guided_regex", "guided_grammar"})
+    r.refuse(guided, "no guided decoding but guided_choice and response_format json_object");
+  if (const json* gc = r.field("guided_choice"); gc && !gc->is_null()) {
+    // vLLM's guided_choice: the answer is exactly one of these strings; decoded plainly.
+    if (!gc->is_array() || gc->empty() || gc->size() > 256)
+      r.fail("guided_choice must be an array of 1 to 256 strings", "guided_choice");
+    else
+      for (const auto& c : *gc) {
+        if (!c.is_string() || c.get_ref<const std::string&>().empty() || c.get_ref<const std::string&>().size() > 4096) {
+          r.fail("guided_choice must hold non-empty strings (up to 4096 bytes each)", "guided_choice");
+          break;
+        }
+        out.params.choices.push_back(c.get<std::string>());
+      }
+    out.params.max_draft_k = 0;
+  }
   if (const json* rf = r.field("response_format")) {
     const json* type = rf->is_object() && rf->contains("type") ? &(*rf)["type"] : nullptr;
     if (type && *type == "json_object") {

@@ -172,6 +172,19 @@ TEST(openai_request, json_mode) {
   EXPECT_FALSE(ok(R"({"prompt":"x","response_format":{"type":"text"}})", false).params.json_object);
 }
 
+TEST(openai_request, guided_choice) {
+  const auto g = ok(R"({"prompt":"x","guided_choice":["yes","no"]})", false);
+  EXPECT_EQ(g.params.choices, (std::vector<std::string>{"yes", "no"}));
+  EXPECT_EQ(g.params.max_draft_k, 0);
+  EXPECT_TRUE(ok(R"({"prompt":"x","guided_choice":null})", false).params.choices.empty());
+  for (const char* body : {R"({"prompt":"x","guided_choice":[]})", R"({"prompt":"x","guided_choice":"yes"})",
+                           R"({"prompt":"x","guided_choice":["yes",""]})", R"({"prompt":"x","guided_choice":[1]})"})
+    EXPECT_EQ(refused(body, false).param, "guided_choice") << body;
+  EXPECT_NE(refused(R"({"prompt":"x","guided_choice":["a"],"response_format":{"type":"json_object"}})", false)
+                .message.find("JSON mode"),
+            std::string::npos);
+}
+
 TEST(openai_request, choices_per_prompt) {
   EXPECT_EQ(ok(R"({"prompt":"x"})", false).n, 1u);
   EXPECT_EQ(ok(R"({"prompt":"x","n":3,"best_of":3})", false).n, 3u);

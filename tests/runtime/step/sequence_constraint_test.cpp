@@ -1,8 +1,11 @@
-// sequence in JSON mode (sampling_params::json_object) with fabricated logits: whatever the
-// logits prefer, every token continues a JSON object, end-of-generation waits for the object to
-// close, and the answer ends as soon as it does.
+// sequence under a constraint, with fabricated logits. JSON mode (sampling_params::json_object):
+// whatever the logits prefer, every token continues a JSON object, end-of-generation waits for
+// the object to close, and the answer ends as soon as it does. guided_choice (choices): the
+// answer is exactly one of the strings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
 #include <string>
 
@@ -14,12 +17,12 @@
 namespace fw {
 namespace {
 
-class sequence_json_test : public ::testing::Test {
+class sequence_constraint_test : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     tiny_model_spec spec;
     spec.seed = 43;
-    model_ = test::load_tiny(spec, "sequence_json");
+    model_ = test::load_tiny(spec, "sequence_constraint");
   }
   static void TearDownTestSuite() { model_.reset(); }
 
@@ -38,7 +41,7 @@ class sequence_json_test : public ::testing::Test {
   static inline std::shared_ptr<const model> model_;
 };
 
-TEST_F(sequence_json_test, the_best_token_that_continues_the_object_is_taken_and_the_object_ends_it) {
+TEST_F(sequence_constraint_test, the_best_token_that_continues_the_object_is_taken_and_the_object_ends_it) {
   const auto& v = model_->vocab();
   const int32_t x = id_of("x"), open = id_of("{"), close = id_of("}"), eos = tiny_model_eot_id;
   ASSERT_TRUE(x >= 0 && open >= 0 && close >= 0);
@@ -58,7 +61,7 @@ TEST_F(sequence_json_test, the_best_token_that_continues_the_object_is_taken_and
   EXPECT_EQ(std::string(v.token_to_piece(open)) + v.token_to_piece(close), "{}");
 }
 
-TEST_F(sequence_json_test, random_logits_give_json_prefixes_and_closed_objects) {
+TEST_F(sequence_constraint_test, random_logits_give_json_prefixes_and_closed_objects) {
   const auto& v = model_->vocab();
   const size_t nv = model_->config().n_vocab;
   const int32_t close = id_of("}"), bracket = id_of("]"), quote = id_of("\""), eos = tiny_model_eot_id;
@@ -87,6 +90,48 @@ TEST_F(sequence_json_test, random_logits_give_json_prefixes_and_closed_objects) 
     closed += r.complete();
   }
   EXPECT_GT(closed, 0);
+}
+
+TEST_F(sequence_constraint_test, a_guided_choice_answer_is_exactly_one_of_the_choices) {
+  const auto& v = model_->vocab();
+  const size_t nv = model_->config().n_vocab;
+  const std::vector<std::string> choices = {"yes", "no", "not sure", "nope"};
+  std::mt19937 rng(9);
+  std::normal_distribution<float> noise(0.0f, 3.0f);
+  std::map<std::string, int> seen;
+  for (int run = 0; run < 40; ++run) {
+    sampling_params params = run % 2 ? test::unfiltered(1.5f, 30) : test::greedy(30);
+    params.ignore_eos = false;
+    params.choices = choices;
+    params.seed = 200 + static_cast<uint64_t>(run);
+    sequence s(1, {id_of("x")}, params, static_cast<int32_t>(nv), 30);
+    std::string text;
+    while (!s.finished()) {
+      std::vector<float> l(nv);
+      for (auto& f : l) f = noise(rng);
+      const auto o = s.advance(l, v);
+      if (o.token >= 0) text += v.token_to_piece(o.token);
+      if (o.finished) EXPECT_EQ(o.finish_reason, "stop") << text;
+    }
+    EXPECT_NE(std::find(choices.begin(), choices.end(), text), choices.end()) << "run " << run << ": " << text;
+    ++seen[text];
+  }
+  EXPECT_GE(seen.size(), 3u) << "sampling reaches several choices";
+  // "no" is a prefix of "nope" and "not sure": after "no" the answer may end or go on.
+  sampling_params params = test::greedy(30);
+  params.ignore_eos = false;
+  params.choices = choices;
+  sequence s(1, {id_of("x")}, params, static_cast<int32_t>(nv), 30);
+  std::vector<float> l(nv, 0.0f);
+  l[static_cast<size_t>(id_of("n"))] = 5.0f;
+  EXPECT_EQ(s.advance(l, v).token, id_of("n"));
+  l[static_cast<size_t>(id_of("o"))] = 6.0f;
+  EXPECT_FALSE(s.advance(l, v).finished);
+  l.assign(nv, 0.0f);
+  l[static_cast<size_t>(tiny_model_eot_id)] = 5.0f;  // end-of-generation now ends a whole choice
+  const auto o = s.advance(l, v);
+  EXPECT_TRUE(o.finished);
+  EXPECT_EQ(o.token, -1);
 }
 
 }  // namespace
