@@ -161,19 +161,21 @@ float row_dot_in_order(const std::vector<uint8_t>& row, const std::vector<fw::cp
   return s;
 }
 
+// The formats of the int8 products with their reference dot products.
+struct int8_case {
+  fw::ggml_type type;
+  wfmt f;
+  float (*ref)(int64_t, const void*, const void*);
+};
+const int8_case int8_cases[] = {{fw::ggml_type::q4_0, wfmt::q4_0, fw::cpu::ref::dot_q4_0},
+                                {fw::ggml_type::q4_1, wfmt::q4_1, fw::cpu::ref::dot_q4_1},
+                                {fw::ggml_type::q8_0, wfmt::q8_0, fw::cpu::ref::dot_q8_0}};
+
 TEST(cuda_math_test, integer_block_products_equal_the_reference_dot_products) {
-  struct fcase {
-    fw::ggml_type type;
-    wfmt f;
-    float (*ref)(int64_t, const void*, const void*);
-  };
-  const fcase cases[] = {{fw::ggml_type::q4_0, wfmt::q4_0, fw::cpu::ref::dot_q4_0},
-                         {fw::ggml_type::q4_1, wfmt::q4_1, fw::cpu::ref::dot_q4_1},
-                         {fw::ggml_type::q8_0, wfmt::q8_0, fw::cpu::ref::dot_q8_0}};
   for (int64_t k : {int64_t{32}, int64_t{64 * 32}, int64_t{97 * 32}}) {  // 1, 64 and 97 blocks per row
     const auto w_src = activations(static_cast<size_t>(k), 7);
     const auto x = quantize_like_the_kernel(activations(static_cast<size_t>(k), 8));
-    for (const auto& c : cases) {
+    for (const auto& c : int8_cases) {
       SCOPED_TRACE(std::string(fw::type_traits(c.type).name) + " k " + std::to_string(k));
       EXPECT_TRUE(fw::cuda::int8_act_format(c.f));
       const auto t = fw::type_traits(c.type);
@@ -287,14 +289,6 @@ TEST(cuda_math_test, tensor_core_fragments_multiply_to_the_reference_dot_product
     }
   for (const auto& row : seen)
     for (int v : row) ASSERT_EQ(v, 1);
-  struct fcase {
-    fw::ggml_type type;
-    wfmt f;
-    float (*ref)(int64_t, const void*, const void*);
-  };
-  const fcase cases[] = {{fw::ggml_type::q4_0, wfmt::q4_0, fw::cpu::ref::dot_q4_0},
-                         {fw::ggml_type::q4_1, wfmt::q4_1, fw::cpu::ref::dot_q4_1},
-                         {fw::ggml_type::q8_0, wfmt::q8_0, fw::cpu::ref::dot_q8_0}};
   for (const int64_t k : {int64_t{32}, int64_t{5 * 32}}) {
     const int64_t nb = k / 32;
     std::vector<std::vector<int8_t>> xq(8);
@@ -303,7 +297,7 @@ TEST(cuda_math_test, tensor_core_fragments_multiply_to_the_reference_dot_product
       xb[t] = quantize_like_the_kernel(activations(static_cast<size_t>(k), 20 + static_cast<uint32_t>(t)));
       for (const auto& blk : xb[t]) xq[t].insert(xq[t].end(), blk.qs, blk.qs + 32);  // the device's int8 rows
     }
-    for (const auto& c : cases) {
+    for (const auto& c : int8_cases) {
       SCOPED_TRACE(std::string(fw::type_traits(c.type).name) + " k " + std::to_string(k));
       const auto t = fw::type_traits(c.type);
       std::vector<std::vector<uint8_t>> rows(16, std::vector<uint8_t>(fw::row_bytes(t, k)));
