@@ -418,6 +418,29 @@ class OpenAIClient(unittest.TestCase):
                                            extra_body={"prompt_logprobs": 1})
         self.assertIn("prompt_logprobs", str(e.exception))
 
+    def test_tokenize_and_detokenize_as_vllm(self):
+        status, _, body = post(self.server.port, "/tokenize", {"model": MODEL_ID, "prompt": "The art of"})
+        self.assertEqual(status, 200, body)
+        t = json.loads(body)
+        self.assertEqual(t["tokens"], [504, 984, 282])
+        self.assertEqual(t["count"], 3)
+        self.assertGreater(t["max_model_len"], 0)
+        status, _, body = post(self.server.port, "/detokenize", {"tokens": t["tokens"]})
+        self.assertEqual((status, json.loads(body)["prompt"]), (200, "The art of"))
+        # Chat messages count as a chat request's prompt does.
+        messages = [{"role": "user", "content": "Hi"}]
+        status, _, body = post(self.server.port, "/tokenize", {"messages": messages})
+        r = self.client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=1)
+        self.assertEqual(json.loads(body)["count"], r.usage.prompt_tokens)
+        for path, bad in (("/detokenize", {"tokens": [-1]}), ("/detokenize", {"tokens": [10 ** 9]}),
+                          ("/detokenize", {"tokens": "x"}), ("/tokenize", {}), ("/tokenize", b"{"),
+                          ("/tokenize", {"prompt": "x", "add_special_tokens": 1}),
+                          ("/tokenize", {"prompt": "x", "model": "other"})):
+            status, _, body = post(self.server.port, path, bad)
+            self.assertEqual(status, 400, (path, bad, body))
+            self.assertIn("error", json.loads(body))
+        self.assertEqual(get(self.server.port, "/tokenize")[0], 405)
+
     def test_raw_sse_with_curl(self):
         body = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6,
                            "temperature": 0, "stream": True})
@@ -441,6 +464,8 @@ class ApiKey(unittest.TestCase):
             self.assertEqual(status, 401)
             good = openai.OpenAI(base_url=s.base + "/v1", api_key="s3cret-key", max_retries=0)
             self.assertEqual(good.models.list().data[0].id, MODEL_ID)
+            self.assertEqual(post(s.port, "/tokenize", {"prompt": "x"})[0], 401)
+            self.assertEqual(post(s.port, "/tokenize", {"prompt": "x"}, {"Authorization": "Bearer s3cret-key"})[0], 200)
             self.assertEqual(get(s.port, "/health")[0], 200)
             self.assertEqual(get(s.port, "/metrics")[0], 200)
 

@@ -248,7 +248,8 @@ void openai_service::handle(http_request req, std::shared_ptr<reply_channel> rep
     count_response("/admin", r.status);
     return reply->respond(std::move(r));
   }
-  if (path.rfind("/v1/", 0) == 0 && !authorized(req)) {
+  const bool tokenizer_route = path == "/tokenize" || path == "/detokenize";
+  if ((path.rfind("/v1/", 0) == 0 || tokenizer_route) && !authorized(req)) {
     api_error e;
     e.status = 401;
     e.type = "authentication_error";
@@ -263,6 +264,10 @@ void openai_service::handle(http_request req, std::shared_ptr<reply_channel> rep
     count_response("/v1/models", 200);
     return reply->respond({200, "application/json", dump({{"object", "list"}, {"data", json::array({m})}}), {}});
   }
+  if (tokenizer_route) {
+    if (req.method != "POST") return method_not_allowed(path == "/tokenize" ? "/tokenize" : "/detokenize", "POST");
+    return tokenize(req, *reply, path == "/detokenize");
+  }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     const char* route = path == "/v1/completions" ? "/v1/completions" : "/v1/chat/completions";
     if (req.method != "POST") return method_not_allowed(route, "POST");
@@ -271,8 +276,58 @@ void openai_service::handle(http_request req, std::shared_ptr<reply_channel> rep
   api_error e;
   e.status = 404;
   e.code = "not_found";
-  e.message = "no route " + path + " (routes: /v1/completions, /v1/chat/completions, /v1/models, /health, /metrics)";
+  e.message = "no route " + path +
+              " (routes: /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /detokenize, /health, /metrics)";
   reply_error(*reply, e, "other");
+}
+
+void openai_service::tokenize(const http_request& req, reply_channel& reply, bool detokenize) {
+  const char* route = detokenize ? "/detokenize" : "/tokenize";
+  const model& m = engine_.get_model();
+  const json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object())
+    return reply_error(reply, bad_request("the body must be one JSON object"), route);
+  if (body.contains("model") && !body["model"].is_null() && body["model"] != opt_.model_name)
+    return reply_error(reply, bad_request("this server serves \"" + opt_.model_name + "\"", "model", "model_not_found"),
+                       route);
+  json out;
+  if (detokenize) {
+    const json* t = body.contains("tokens") ? &body["tokens"] : nullptr;
+    if (!t || !t->is_array()) return reply_error(reply, bad_request("tokens must be an array of token ids", "tokens"), route);
+    std::vector<int32_t> ids;
+    for (const auto& v : *t) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= m.vocab().n_vocab())
+        return reply_error(reply,
+                           bad_request("tokens must hold token ids from 0 to " + std::to_string(m.vocab().n_vocab() - 1) +
+                                           ", got " + v.dump(),
+                                       "tokens"),
+                           route);
+      ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+    }
+    out = {{"prompt", m.vocab().decode(ids)}};
+  } else {
+    // A completions prompt (one string or token ids) or chat messages, checked as those routes do.
+    const bool chat = body.contains("messages");
+    for (const char* flag : {"add_special_tokens", "add_generation_prompt"})
+      if (body.contains(flag) && !body[flag].is_boolean())
+        return reply_error(reply, bad_request(std::string(flag) + " must be a boolean", flag), route);
+    auto parsed = parse_generation_request(req.body, chat, opt_.defaults);
+    if (auto* e = std::get_if<api_error>(&parsed)) return reply_error(reply, *e, route);
+    generation_request& g = std::get<generation_request>(parsed);
+    std::vector<int32_t> ids;
+    if (chat) {
+      const auto& tmpl = m.chat();
+      if (!tmpl) return reply_error(reply, bad_request("the model has no usable chat template (" + tmpl.err().message + ")"), route);
+      ids = encode_chat(m.vocab(), *tmpl, g.messages, body.value("add_generation_prompt", true));
+    } else {
+      if (g.prompts.size() != 1) return reply_error(reply, bad_request("prompt must be one prompt here", "prompt"), route);
+      auto& p = g.prompts.front();
+      ids = p.is_ids ? std::move(p.ids) : m.vocab().encode(p.text, body.value("add_special_tokens", true), true);
+    }
+    out = {{"count", ids.size()}, {"max_model_len", opt_.n_ctx}, {"tokens", ids}};
+  }
+  count_response(route, 200);
+  reply.respond({200, "application/json", dump(out), {}});
 }
 
 void openai_service::generate(const http_request& req, std::shared_ptr<reply_channel> reply, bool chat) {

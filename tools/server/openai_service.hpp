@@ -1,6 +1,7 @@
 // openai_service: the routes of `flywheel serve` on one engine.
 //   POST /v1/completions, POST /v1/chat/completions   (JSON or SSE when stream = true)
 //   GET /v1/models, GET /health, GET /metrics          (Prometheus text)
+//   POST /tokenize, POST /detokenize                   (vLLM's: a prompt or chat messages -> ids, ids -> text)
 // A generation request is checked (openai_request), tokenized (chat: the model's template with
 // message text never parsed for control tokens), checked against the context window, and
 // submitted to the engine (continuous batching, speculation, plugins): one engine request per
@@ -12,7 +13,7 @@
 // The response starts when the first event arrives: an engine refusal (queue full: 429 with
 // Retry-After) is then still a proper status even for a stream. A client that disconnects cancels
 // its request, which frees its KV blocks.
-// Auth: with an API key, /v1/* needs "Authorization: Bearer KEY" (compared in constant time);
+// Auth: with an API key, /v1/*, /tokenize and /detokenize need "Authorization: Bearer KEY" (compared in constant time);
 // /health and /metrics stay open (probes and scrapers), as in vLLM. /admin/* (admin_routes) needs
 // the key, and is off (403) when no key is set.
 // Drain (SIGTERM): new generation requests get 503; in_flight() counts the running ones;
@@ -73,6 +74,8 @@ class openai_service {
     uint32_t index = 0;
   };
   void generate(const http_request& req, std::shared_ptr<reply_channel> reply, bool chat);
+  /// POST /tokenize (detokenize false) or /detokenize.
+  void tokenize(const http_request& req, reply_channel& reply, bool detokenize);
   void submit_choice(const std::shared_ptr<response>& r, uint32_t index);
   /// The prompt's other choices, once its first one has an event.
   void submit_rest(const std::shared_ptr<response>& r, uint32_t index);
