@@ -137,7 +137,9 @@ token_outcome sequence::push(int32_t tok, const tokenizer& vocab) {
     if (!stops_.stopped()) out.text += stops_.feed(utf8_.flush()).emit + stops_.flush();
   };
   const auto& stop_ids = params_.stop_token_ids;
-  if ((vocab.is_eog(tok) && !params_.ignore_eos) || std::find(stop_ids.begin(), stop_ids.end(), tok) != stop_ids.end()) {
+  // A constraint allows end-of-generation only where the answer is whole: it ends it even with ignore_eos.
+  if ((vocab.is_eog(tok) && (!params_.ignore_eos || constrained())) ||
+      std::find(stop_ids.begin(), stop_ids.end(), tok) != stop_ids.end()) {
     finish("stop");
     return out;
   }

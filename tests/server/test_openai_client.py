@@ -342,6 +342,7 @@ class OpenAIClient(unittest.TestCase):
         self.assertEqual(len(g.logprobs.tokens), len(ids) + 3)
         self.assertEqual(g.logprobs.token_logprobs[:len(ids)], lp.token_logprobs)
         self.assertEqual(g.logprobs.text_offset[len(ids)], len(c.text))
+        self.assertEqual(g.logprobs.text_offset, sorted(g.logprobs.text_offset), "one running offset")
         self.assertEqual("".join(g.logprobs.tokens), g.text)
         # Streamed: the first chunk carries the prompt's columns.
         first = None
@@ -350,6 +351,18 @@ class OpenAIClient(unittest.TestCase):
             if first is None and chunk.choices and chunk.choices[0].logprobs:
                 first = chunk.choices[0].logprobs
         self.assertEqual(first.token_logprobs[:len(ids)], lp.token_logprobs)
+        # A one-token prompt whose first token ends it: the closing chunk still carries the prompt's columns.
+        chunks = [ch.choices[0] for ch in self.client.completions.create(
+            model=MODEL_ID, prompt=[ids[:1]], max_tokens=4, echo=True, logprobs=1, stream=True,
+            logit_bias={"0": 100}) if ch.choices]
+        self.assertEqual(chunks[0].logprobs.tokens, [lp.tokens[0]])
+        self.assertEqual(chunks[0].logprobs.token_logprobs, [None])
+        self.assertEqual(chunks[-1].finish_reason, "stop")
+        # Echo's alternatives and vLLM's each as wide as asked, though scored once at the wider.
+        both = self.client.completions.create(model=MODEL_ID, prompt=[ids], max_tokens=0, echo=True, logprobs=1,
+                                              extra_body={"prompt_logprobs": 4}).model_dump()["choices"][0]
+        self.assertTrue(all(len(t) <= 2 for t in both["logprobs"]["top_logprobs"][1:]))
+        self.assertTrue(all(4 <= len(d) <= 5 for d in both["prompt_logprobs"][1:]))
         with self.assertRaises(openai.BadRequestError) as e:
             self.client.completions.create(model=MODEL_ID, prompt="x", max_tokens=0)
         self.assertIn("echo", str(e.exception))
@@ -440,6 +453,7 @@ class OpenAIClient(unittest.TestCase):
             self.assertEqual(status, 400, (path, bad, body))
             self.assertIn("error", json.loads(body))
         self.assertEqual(get(self.server.port, "/tokenize")[0], 405)
+        self.assertEqual(post(self.server.port, "/tokenize", {"prompt": "x", "model": ""})[0], 200)
 
     def test_raw_sse_with_curl(self):
         body = json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 6,

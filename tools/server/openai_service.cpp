@@ -1,5 +1,6 @@
 #include "tools/server/openai_service.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -88,7 +89,7 @@ json empty_logprobs(bool chat) {
 /// from text offset 0, the first one's log-probability null, each other one's alternatives and
 /// itself (as vLLM), then the columns in `after` (the generated tokens').
 json prompt_columns(const tokenizer& vocab, const std::vector<int32_t>& ids, const std::vector<token_logprobs>& scored,
-                    const json& after) {
+                    size_t n_top, const json& after) {
   json out = empty_logprobs(false);
   size_t offset = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -103,7 +104,7 @@ json prompt_columns(const tokenizer& vocab, const std::vector<int32_t>& ids, con
     }
     const token_logprobs& t = scored[i - 1];
     json top = json::object();
-    for (size_t a = 0; a < t.top_ids.size(); ++a) top[vocab.token_to_piece(t.top_ids[a])] = t.top_logprobs[a];
+    for (size_t a = 0; a < t.top_ids.size() && a < n_top; ++a) top[vocab.token_to_piece(t.top_ids[a])] = t.top_logprobs[a];
     top[piece] = t.logprob;
     out["token_logprobs"].push_back(t.logprob);
     out["top_logprobs"].push_back(std::move(top));
@@ -114,10 +115,17 @@ json prompt_columns(const tokenizer& vocab, const std::vector<int32_t>& ids, con
   return out;
 }
 
+/// Bytes of a prompt's token pieces (where the echo's logprobs columns leave the text offset).
+size_t pieces_bytes(const tokenizer& vocab, const std::vector<int32_t>& ids) {
+  size_t n = 0;
+  for (int32_t id : ids) n += vocab.token_to_piece(id).size();
+  return n;
+}
+
 /// vLLM's prompt_logprobs: null for the first prompt token, then per token {"id": {logprob, rank,
 /// decoded_token}} of its alternatives and itself.
-json vllm_prompt_logprobs(const tokenizer& vocab, const std::vector<int32_t>& ids,
-                          const std::vector<token_logprobs>& scored) {
+json vllm_prompt_logprobs(const tokenizer& vocab, const std::vector<int32_t>& ids, const std::vector<token_logprobs>& scored,
+                          size_t n_top) {
   json out = json::array();
   for (size_t i = 0; i < ids.size(); ++i) {
     if (i == 0 || i > scored.size()) {
@@ -126,7 +134,7 @@ json vllm_prompt_logprobs(const tokenizer& vocab, const std::vector<int32_t>& id
     }
     const token_logprobs& t = scored[i - 1];
     json d = json::object();
-    for (size_t a = 0; a < t.top_ids.size(); ++a)
+    for (size_t a = 0; a < t.top_ids.size() && a < n_top; ++a)
       d[std::to_string(t.top_ids[a])] = {
           {"logprob", t.top_logprobs[a]}, {"rank", a + 1}, {"decoded_token", vocab.token_to_piece(t.top_ids[a])}};
     d[std::to_string(t.token)] = {{"logprob", t.logprob}, {"rank", t.rank}, {"decoded_token", vocab.token_to_piece(t.token)}};
@@ -162,6 +170,7 @@ struct openai_service::response {
   bool echo_logprobs = false;  // completions echo with logprobs: the columns start with the prompt
   bool prompt_only = false;    // max_tokens = 0 with echo: the one token the engine makes is not returned
   bool vllm_prompt = false;    // vLLM's prompt_logprobs asked
+  size_t echo_top = 0, vllm_top = 0;  // alternatives each of those asked for (the scores hold the wider)
   bool started = false;  // stream: headers are out
   bool gone = false;     // the client disconnected
   bool failed = false;   // answered with an error; the other choices are cancelled
@@ -287,7 +296,8 @@ void openai_service::tokenize(const http_request& req, reply_channel& reply, boo
   const json body = json::parse(req.body, nullptr, false);
   if (body.is_discarded() || !body.is_object())
     return reply_error(reply, bad_request("the body must be one JSON object"), route);
-  if (body.contains("model") && !body["model"].is_null() && body["model"] != opt_.model_name)
+  if (body.contains("model") && body["model"].is_string() && !body["model"].get<std::string>().empty() &&
+      body["model"] != opt_.model_name)
     return reply_error(reply, bad_request("this server serves \"" + opt_.model_name + "\"", "model", "model_not_found"),
                        route);
   json out;
@@ -398,6 +408,8 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
   r->echo_logprobs = !chat && g.echo && r->want_logprobs;
   r->prompt_only = g.prompt_only;
   r->vllm_prompt = g.prompt_logprobs >= 0;
+  r->echo_top = static_cast<size_t>(std::max(g.params.logprobs, 0));
+  r->vllm_top = static_cast<size_t>(std::max(g.prompt_logprobs, 0));
   r->n = g.n;
   r->params = g.params;
   r->prompt_tokens.assign(r->prompts.size(), 0);
@@ -407,8 +419,8 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
   r->choices.resize(r->prompts.size() * g.n);
   if (r->want_logprobs)
     for (auto& c : r->choices) c.logprobs = empty_logprobs(chat);
-  if (r->echo_logprobs)  // the generated tokens' offsets follow the echoed prompt
-    for (size_t i = 0; i < r->choices.size(); ++i) r->choices[i].text_offset = r->echo[i / g.n].size();
+  if (r->echo_logprobs)  // the generated tokens' offsets go on from the prompt's columns
+    for (size_t i = 0; i < r->choices.size(); ++i) r->choices[i].text_offset = pieces_bytes(m.vocab(), r->prompt_ids[i / g.n]);
   char rid[40];
   std::snprintf(rid, sizeof rid, "%s-%016llx%04llx", chat ? "chatcmpl" : "cmpl",
                 static_cast<unsigned long long>(created_), static_cast<unsigned long long>(next_response_++ & 0xFFFF));
@@ -517,7 +529,8 @@ void openai_service::on_event(uint64_t id, const actors::stream_event& e) {
     lp = empty_logprobs(r.chat);
     if (!r.prompt_only) add_logprobs(vocab, e, r.chat, c.text_offset, lp);
     // echo with logprobs: a choice's first chunk starts with its prompt's columns.
-    if (r.echo_logprobs && !c.started) lp = prompt_columns(vocab, r.prompt_ids[index / r.n], r.scored[index / r.n], lp);
+    if (r.echo_logprobs && !c.started)
+      lp = prompt_columns(vocab, r.prompt_ids[index / r.n], r.scored[index / r.n], r.echo_top, lp);
   }
   r.reply->stream(chunk(r, index, text, ids, nullptr, r.want_logprobs ? &lp : nullptr));
   c.started = true;
@@ -537,7 +550,11 @@ void openai_service::choice_done(response& r, uint32_t index, const actors::stre
     count_response(r.route, 200);
     r.started = true;
   }
-  r.reply->stream(chunk(r, index, "", {}, c.finish_reason.c_str()));
+  json lp;  // echo with logprobs: a choice that ends before any token chunk still sends its prompt's columns
+  if (r.echo_logprobs && !c.started)
+    lp = prompt_columns(engine_.get_model().vocab(), r.prompt_ids[index / r.n], r.scored[index / r.n], r.echo_top,
+                        empty_logprobs(false));
+  r.reply->stream(chunk(r, index, "", {}, c.finish_reason.c_str(), lp.is_null() ? nullptr : &lp));
   c.started = true;
 }
 
@@ -579,18 +596,20 @@ void openai_service::complete(response& r) {
     const choice& c = r.choices[i];
     const uint32_t p = i / r.n;
     json lp = nullptr;
-    if (r.want_logprobs) lp = r.echo_logprobs ? prompt_columns(vocab, r.prompt_ids[p], r.scored[p], c.logprobs) : c.logprobs;
+    if (r.want_logprobs)
+      lp = r.echo_logprobs ? prompt_columns(vocab, r.prompt_ids[p], r.scored[p], r.echo_top, c.logprobs) : c.logprobs;
     json ch = {{"index", i}, {"logprobs", std::move(lp)}, {"finish_reason", c.finish_reason}};
     if (r.chat) ch["message"] = {{"role", "assistant"}, {"content", c.text}};
     else ch["text"] = r.echo.empty() ? c.text : r.echo[p] + c.text;
     if (r.return_ids) ch["token_ids"] = c.ids;
-    if (r.vllm_prompt && !r.chat) ch["prompt_logprobs"] = vllm_prompt_logprobs(vocab, r.prompt_ids[p], r.scored[p]);
+    if (r.vllm_prompt && !r.chat)
+      ch["prompt_logprobs"] = vllm_prompt_logprobs(vocab, r.prompt_ids[p], r.scored[p], r.vllm_top);
     choices.push_back(std::move(ch));
   }
   json body = {{"id", r.response_id}, {"object", r.chat ? "chat.completion" : "text_completion"},
                {"created", created_}, {"model", opt_.model_name}, {"choices", std::move(choices)},
                {"usage", usage_json(prompt_tokens, completion_tokens, cached_tokens)}};
-  if (r.vllm_prompt && r.chat) body["prompt_logprobs"] = vllm_prompt_logprobs(vocab, r.prompt_ids[0], r.scored[0]);
+  if (r.vllm_prompt && r.chat) body["prompt_logprobs"] = vllm_prompt_logprobs(vocab, r.prompt_ids[0], r.scored[0], r.vllm_top);
   count_response(r.route, 200);
   r.reply->respond({200, "application/json", dump(body), {}});
 }

@@ -132,6 +132,21 @@ TEST_F(sequence_constraint_test, a_guided_choice_answer_is_exactly_one_of_the_ch
   const auto o = s.advance(l, v);
   EXPECT_TRUE(o.finished);
   EXPECT_EQ(o.token, -1);
+  // With ignore_eos too: end-of-generation is allowed only where the answer is whole, so it ends it
+  // (else its text would leave every choice behind and ban every token).
+  params.ignore_eos = true;
+  sequence t(2, {id_of("x")}, params, static_cast<int32_t>(nv), 30);
+  l.assign(nv, 0.0f);
+  l[static_cast<size_t>(id_of("n"))] = 5.0f;
+  (void)t.advance(l, v);
+  l[static_cast<size_t>(id_of("o"))] = 6.0f;
+  (void)t.advance(l, v);
+  l.assign(nv, 0.0f);
+  l[static_cast<size_t>(tiny_model_eot_id)] = 5.0f;
+  const auto e = t.advance(l, v);
+  EXPECT_TRUE(e.finished);
+  EXPECT_EQ(e.finish_reason, "stop");
+  EXPECT_EQ(e.token, -1);
 }
 
 }  // namespace
