@@ -184,39 +184,32 @@ __global__ void __launch_bounds__(32 * mma_warps)
 #pragma unroll
         for (int nt = 0; nt < mma_n_tiles; ++nt) mma_s8(c[mt][nt], a[mt], bf[nt]);
     }
-    if constexpr (w8) {
-      float sc[mma_n_tiles][2];
+    // The group's float terms: its tokens' scales (W8A8: one float; else scale and sum), the
+    // weight block's scale and minimum (not W8A8: its channel scale comes at the end).
+    using token_scale = std::conditional_t<w8, float, float2>;
+    token_scale sc[mma_n_tiles][2];
+    float wd[mma_m_tiles][2] = {}, wm[mma_m_tiles][2] = {};
 #pragma unroll
-      for (int nt = 0; nt < mma_n_tiles; ++nt)
+    for (int nt = 0; nt < mma_n_tiles; ++nt)
 #pragma unroll
-        for (int j = 0; j < 2; ++j) sc[nt][j] = __ldg(static_cast<const float*>(xs) + sr[nt][j] + g);
-#pragma unroll
-      for (int mt = 0; mt < mma_m_tiles; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < mma_n_tiles; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[mt][nt][i] = w8_group_term(sc[nt][i & 1], c[mt][nt][i], acc[mt][nt][i]);
-    } else {
-      float wd[mma_m_tiles][2], wm[mma_m_tiles][2];
-      float2 sc[mma_n_tiles][2];
+      for (int j = 0; j < 2; ++j) sc[nt][j] = __ldg(static_cast<const token_scale*>(xs) + sr[nt][j] + g);
+    if constexpr (!w8) {
 #pragma unroll
       for (int mt = 0; mt < mma_m_tiles; ++mt)
 #pragma unroll
         for (int h = 0; h < 2; ++h) q_block_scales<F>(wr[mt][h], g, wd[mt][h], wm[mt][h]);
+    }
+#pragma unroll
+    for (int mt = 0; mt < mma_m_tiles; ++mt)
 #pragma unroll
       for (int nt = 0; nt < mma_n_tiles; ++nt)
 #pragma unroll
-        for (int j = 0; j < 2; ++j) sc[nt][j] = __ldg(static_cast<const float2*>(xs) + sr[nt][j] + g);
-#pragma unroll
-      for (int mt = 0; mt < mma_m_tiles; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < mma_n_tiles; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const float2 x = sc[nt][i & 1];
-            acc[mt][nt][i] += q_block_term<F>(wd[mt][i >> 1], wm[mt][i >> 1], x.x, static_cast<int32_t>(x.y), c[mt][nt][i]);
-          }
-    }
+        for (int i = 0; i < 4; ++i) {
+          const token_scale x = sc[nt][i & 1];
+          float& a = acc[mt][nt][i];
+          if constexpr (w8) a = w8_group_term(x, c[mt][nt][i], a);
+          else a += q_block_term<F>(wd[mt][i >> 1], wm[mt][i >> 1], x.x, static_cast<int32_t>(x.y), c[mt][nt][i]);
+        }
   }
 #pragma unroll
   for (int mt = 0; mt < mma_m_tiles; ++mt)
