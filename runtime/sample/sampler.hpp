@@ -61,6 +61,9 @@ class sampler {
   /// Tokens that cannot be chosen until cleared (logit -inf before every filter; a sequence bans
   /// end-of-generation before its min_tokens). Empty: none.
   void set_banned(std::vector<int32_t> ids) { banned_ = std::move(ids); }
+  /// set_banned(ids) that hands back the previous list in `ids` (its buffer reused: a
+  /// constraint bans most of a vocabulary every step).
+  void swap_banned(std::vector<int32_t>& ids) { banned_.swap(ids); }
   [[nodiscard]] bool has_banned() const { return !banned_.empty(); }
 
   /// Reseeds the random engine; 0 picks a random seed (see seed()).

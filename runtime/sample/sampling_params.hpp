@@ -12,6 +12,7 @@
 
 #include "runtime/base/expected.hpp"
 #include "runtime/config/sections/sampling_section.hpp"
+#include "runtime/sample/json_schema.hpp"
 
 namespace fw {
 
@@ -60,6 +61,10 @@ struct sampling_params {
   /// vLLM's guided_choice: the answer is exactly one of these strings (decoded plainly, as JSON
   /// mode). Empty: any text.
   std::vector<std::string> choices;
+  /// A JSON Schema's text (OpenAI's response_format {"type": "json_schema"}, vLLM's guided_json):
+  /// every token must continue a JSON text the schema admits (json_schema.hpp says which schemas)
+  /// and the answer ends when nothing can follow it. Decoded plainly, as JSON mode. Empty: none.
+  std::string json_schema;
 
   /// The per-request parameters a [sampling] section describes (its defaults equal these).
   [[nodiscard]] static sampling_params from_section(const sampling_section& s) {
@@ -124,6 +129,14 @@ struct sampling_params {
       return make_error(errc::invalid_argument, "sampling parameter guided_choice cannot be combined with JSON mode");
     if (!choices.empty() && min_tokens > 0)
       return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with guided_choice");
+    if (!json_schema.empty()) {
+      if (json_object || !choices.empty())
+        return make_error(errc::invalid_argument, "sampling parameter json_schema cannot be combined with JSON mode "
+                                                  "or guided_choice");
+      if (min_tokens > 0)
+        return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with a JSON schema");
+      if (auto g = json_schema_grammar(json_schema); !g) return g.err();
+    }
     if (json_object && min_tokens > 0)
       return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with JSON mode "
                                                 "(the answer ends when its object closes)");

@@ -14,6 +14,12 @@ sequence::sequence(uint64_t id, std::vector<int32_t> prompt, const sampling_para
       budget_(budget),
       stops_(params.stop) {
   if (params.json_object) json_.emplace();
+  if (!params.json_schema.empty()) {
+    // validate() compiled it at the boundary; a schema that fails here would be a bug there.
+    auto g = json_schema_grammar(params.json_schema);
+    if (g) schema_.emplace(*g);
+    else json_.emplace();
+  }
 }
 
 token_outcome sequence::advance(std::span<const float> logits, const tokenizer& vocab) {
@@ -23,24 +29,14 @@ token_outcome sequence::advance(std::span<const float> logits, const tokenizer& 
     return out;
   }
   if (json_) constrain_json(vocab);
+  else if (schema_) constrain_grammar(vocab);
   else if (!params_.choices.empty()) constrain_choice(vocab);
   else ban_endings(vocab);
   return push(sampler_.sample(logits, history_), vocab);
 }
 
 void sequence::build_pieces(const tokenizer& vocab) {
-  if (!pieces_.empty()) return;
-  const int32_t nv = sampler_.n_vocab();
-  pieces_.resize(static_cast<size_t>(nv));
-  string_safe_.assign(static_cast<size_t>(nv), 0);
-  for (int32_t t = 0; t < nv && t < vocab.n_vocab(); ++t) {
-    if (vocab.is_control(t)) continue;  // control tokens (and empty pieces) add no text
-    std::string& p = pieces_[static_cast<size_t>(t)];
-    p = vocab.token_to_piece(t);
-    string_safe_[static_cast<size_t>(t)] = !p.empty() && std::none_of(p.begin(), p.end(), [](char c) {
-      return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20;
-    });
-  }
+  if (!pieces_) pieces_ = std::make_shared<const token_pieces>(vocab, sampler_.n_vocab());
 }
 
 bool sequence::choice_made() const {
@@ -56,59 +52,92 @@ bool sequence::choice_made() const {
 
 void sequence::constrain_choice(const tokenizer& vocab) {
   build_pieces(vocab);
-  const int32_t nv = sampler_.n_vocab();
+  const token_pieces& tp = *pieces_;
   // The bytes that can come next: those the choices continuing the answer have there.
-  bool next_ok[256] = {};
+  byte_set next;
   bool whole = false;
   for (const auto& c : params_.choices) {
     if (c.size() < answer_.size() || c.compare(0, answer_.size(), answer_) != 0) continue;
     if (c.size() == answer_.size()) whole = true;
-    else next_ok[static_cast<unsigned char>(c[answer_.size()])] = true;
+    else next.add(static_cast<uint8_t>(c[answer_.size()]));
   }
-  std::vector<int32_t> banned;
-  for (int32_t t = 0; t < nv; ++t) {
-    const std::string& piece = pieces_[static_cast<size_t>(t)];
-    bool ok = false;
-    if (vocab.is_eog(t)) {
-      ok = whole;
-    } else if (!piece.empty() && next_ok[static_cast<unsigned char>(piece[0])]) {
-      for (const auto& c : params_.choices)
-        if (c.size() >= answer_.size() + piece.size() && c.compare(0, answer_.size(), answer_) == 0 &&
-            c.compare(answer_.size(), piece.size(), piece) == 0) {
-          ok = true;
-          break;
-        }
+  std::vector<int32_t>& banned = begin_bans(whole);
+  for (unsigned b = 0; b < 256; ++b) {
+    const auto& bucket = tp.starting_with(static_cast<uint8_t>(b));
+    if (!next.has(static_cast<uint8_t>(b))) {
+      banned.insert(banned.end(), bucket.begin(), bucket.end());
+      continue;
     }
-    if (!ok) banned.push_back(t);
+    for (int32_t t : bucket) {
+      const std::string& piece = tp.piece(t);
+      const bool ok = std::any_of(params_.choices.begin(), params_.choices.end(), [&](const std::string& c) {
+        return c.size() >= answer_.size() + piece.size() && c.compare(0, answer_.size(), answer_) == 0 &&
+               c.compare(answer_.size(), piece.size(), piece) == 0;
+      });
+      if (!ok) banned.push_back(t);
+    }
   }
-  sampler_.set_banned(std::move(banned));
+  end_bans();
 }
 
 void sequence::constrain_json(const tokenizer& vocab) {
   build_pieces(vocab);
-  const int32_t nv = sampler_.n_vocab();
+  const token_pieces& tp = *pieces_;
   // Which first bytes can come next: a token whose first byte cannot is out without feeding it.
-  bool first_ok[256];
+  byte_set first_ok;
   for (int b = 0; b < 256; ++b) {
     json_recognizer r = *json_;
-    first_ok[b] = r.feed(static_cast<char>(b));
+    if (r.feed(static_cast<char>(b))) first_ok.add(static_cast<uint8_t>(b));
   }
   const bool whole = json_->complete(), in_text = json_->in_string_text();
-  std::vector<int32_t> banned;
-  for (int32_t t = 0; t < nv; ++t) {
-    const auto i = static_cast<size_t>(t);
-    const std::string& piece = pieces_[i];
-    bool ok;
-    if (vocab.is_eog(t)) ok = whole;
-    else if (whole || piece.empty() || !first_ok[static_cast<unsigned char>(piece[0])]) ok = false;
-    else if (in_text && string_safe_[i]) ok = true;  // more text of the string: the state stays
-    else {
-      json_recognizer r = *json_;
-      ok = r.feed(piece);
+  std::vector<int32_t>& banned = begin_bans(whole);
+  for (unsigned b = 0; b < 256; ++b) {
+    const auto& bucket = tp.starting_with(static_cast<uint8_t>(b));
+    if (whole || !first_ok.has(static_cast<uint8_t>(b))) {
+      banned.insert(banned.end(), bucket.begin(), bucket.end());
+      continue;
     }
-    if (!ok) banned.push_back(t);
+    for (int32_t t : bucket) {
+      if (in_text && tp.string_safe(t)) continue;  // more text of the string: the state stays
+      json_recognizer r = *json_;
+      if (!r.feed(tp.piece(t))) banned.push_back(t);
+    }
   }
-  sampler_.set_banned(std::move(banned));
+  end_bans();
+}
+
+void sequence::constrain_grammar(const tokenizer& vocab) {
+  build_pieces(vocab);
+  const token_pieces& tp = *pieces_;
+  byte_set next, same;  // the bytes that can come next, and those that leave the state as it is
+  schema_->next_bytes(&next, &same);
+  std::vector<int32_t>& banned = begin_bans(schema_->can_end());
+  const bool done = schema_->done();
+  for (unsigned b = 0; b < 256; ++b) {
+    const auto& bucket = tp.starting_with(static_cast<uint8_t>(b));
+    if (done || !next.has(static_cast<uint8_t>(b))) {
+      banned.insert(banned.end(), bucket.begin(), bucket.end());
+      continue;
+    }
+    for (int32_t t : bucket)
+      if (!tp.bytes_within(t, same) && !schema_->accepts(tp.piece(t))) banned.push_back(t);
+  }
+  end_bans();
+}
+
+std::vector<int32_t>& sequence::begin_bans(bool may_end) {
+  banned_buf_.clear();
+  if (!may_end) banned_buf_.insert(banned_buf_.end(), pieces_->endings().begin(), pieces_->endings().end());
+  banned_buf_.insert(banned_buf_.end(), pieces_->textless().begin(), pieces_->textless().end());
+  return banned_buf_;
+}
+
+void sequence::end_bans() {
+  // No token continues the text (a grammar's limits): allow ending rather than ban everything.
+  if (banned_buf_.size() >= static_cast<size_t>(pieces_->size())) {
+    std::erase_if(banned_buf_, [&](int32_t t) { return pieces_->eog(t); });
+  }
+  sampler_.swap_banned(banned_buf_);
 }
 
 void sequence::ban_endings(const tokenizer& vocab) {
@@ -148,10 +177,12 @@ token_outcome sequence::push(int32_t tok, const tokenizer& vocab) {
   generated_.push_back(tok);
   const std::string piece = vocab.token_to_piece(tok);
   if (json_) (void)json_->feed(piece);  // sampled under constrain_json, or resumed: it continues the object
+  if (schema_) (void)schema_->feed(piece);
   if (!params_.choices.empty()) answer_ += piece;
   auto fed = stops_.feed(utf8_.push(piece));
   out.text = std::move(fed.emit);
-  if (fed.stopped || (json_ && json_->complete()) || choice_made()) {  // the object closed / a choice is whole
+  // The object closed / the schema's text can take nothing more / a choice is whole.
+  if (fed.stopped || (json_ && json_->complete()) || (schema_ && schema_->done()) || choice_made()) {
     finish("stop");
   } else if (generated_.size() >= budget_) {
     finish("length");

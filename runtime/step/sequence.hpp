@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -13,8 +14,10 @@
 
 #include "runtime/spec/drafts/drafter.hpp"
 #include "runtime/kv/kv_handle.hpp"
+#include "runtime/sample/grammar_recognizer.hpp"
 #include "runtime/sample/json_recognizer.hpp"
 #include "runtime/sample/token_logprobs.hpp"
+#include "runtime/step/token_pieces.hpp"
 #include "runtime/sample/sampler.hpp"
 #include "runtime/sample/sampling_params.hpp"
 #include "runtime/text/stop_matcher.hpp"
@@ -88,12 +91,19 @@ class sequence {
   /// JSON mode: bans every token that cannot continue the object, end-of-generation until it is
   /// whole, and everything but end-of-generation after.
   void constrain_json(const tokenizer& vocab);
+  /// JSON schema: bans every token the schema's grammar cannot take next, end-of-generation until
+  /// the text is whole, and everything but end-of-generation once nothing can follow.
+  void constrain_grammar(const tokenizer& vocab);
   /// guided_choice: bans every token after which the answer is no longer a prefix of a choice,
   /// and end-of-generation until it is one.
   void constrain_choice(const tokenizer& vocab);
   /// Every token's bytes, control tokens empty (built once, for the constraints).
   void build_pieces(const tokenizer& vocab);
-  bool constrained() const { return json_.has_value() || !params_.choices.empty(); }
+  /// A constraint's bans start with the textless tokens and, unless the answer may end, the
+  /// endings; end_bans() hands them to the sampler (allowing the endings if nothing is left).
+  std::vector<int32_t>& begin_bans(bool may_end);
+  void end_bans();
+  bool constrained() const { return json_.has_value() || schema_.has_value() || !params_.choices.empty(); }
   /// guided_choice: the answer is a choice that no other choice extends (nothing can follow).
   bool choice_made() const;
 
@@ -109,8 +119,9 @@ class sequence {
   utf8_stream utf8_;
   bool finished_ = false;
   std::optional<json_recognizer> json_;  ///< JSON mode: the answer so far
-  std::vector<std::string> pieces_;      ///< JSON mode: every token's bytes (built at the first step)
-  std::vector<uint8_t> string_safe_;     ///< JSON mode: the piece is plain string text (no '"', '\\', control)
+  std::optional<grammar_recognizer> schema_;  ///< JSON schema: the answer so far
+  std::shared_ptr<const token_pieces> pieces_;  ///< constraints: every token's bytes (built at the first step)
+  std::vector<int32_t> banned_buf_;       ///< constraints: the previous step's banned list (its buffer reused)
   std::string answer_;                   ///< guided_choice: the answer's bytes so far
 };
 

@@ -270,3 +270,44 @@ TEST(console_pipe_test, a_long_answer_offloaded_mid_generation_is_unchanged) {
 
 }  // namespace
 }  // namespace fw::test
+
+namespace fw::test {
+namespace {
+
+// `flywheel generate --json-schema`: the answer is JSON the schema admits (from the text or
+// @FILE), properties in the schema's order; a schema it cannot honour exits 2 naming the keyword.
+TEST(generate_cli, a_json_schema_shapes_the_answer) {
+  const std::string schema = R"({"type":"object","properties":{"city":{"type":"string"},"people":{"type":"integer"},)"
+                             R"("sights":{"type":"array","items":{"type":"string"},"maxItems":3}},)"
+                             R"("required":["city","people","sights"],"additionalProperties":false})";
+  const std::string file = ::testing::TempDir() + "fw_generate_schema.json";
+  std::ofstream(file) << schema;
+  const std::string prompt = "Describe Paris as JSON.";
+  for (const std::string& arg : {schema, "@" + file}) {
+    const auto g = run_process({flywheel_binary(), "generate", "--config", default_config(), "--temperature", "0",
+                                "--max-tokens", "200", "--chat", "--prompt", prompt, "--json-schema", arg, "--json"},
+                               "");
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    const auto out = nlohmann::json::parse(g.out);
+    EXPECT_EQ(out["finish_reason"], "stop") << g.out;
+    const auto answer = nlohmann::ordered_json::parse(out["text"].get<std::string>());
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : answer.items()) keys.push_back(k);
+    EXPECT_EQ(keys, (std::vector<std::string>{"city", "people", "sights"})) << answer.dump();
+    EXPECT_TRUE(answer["city"].is_string() && answer["people"].is_number_integer()) << answer.dump();
+    EXPECT_LE(answer["sights"].size(), 3u) << answer.dump();
+  }
+  const auto bad = run_process({flywheel_binary(), "generate", "--config", default_config(), "--prompt", prompt,
+                                "--json-schema", R"({"type":"string","pattern":"^a"})"},
+                               "");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("keyword \"pattern\" is not supported"), std::string::npos) << bad.err;
+  const auto missing = run_process({flywheel_binary(), "generate", "--config", default_config(), "--prompt", prompt,
+                                    "--json-schema", "@/nonexistent/schema.json"},
+                                   "");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("cannot read /nonexistent/schema.json"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace fw::test

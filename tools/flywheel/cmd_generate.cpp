@@ -1,4 +1,6 @@
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +35,17 @@ expected<sampling_params> sampling_from(const arg_parser& a) {
   sampling_params p = sampling_params::from_section(cfg->sampling);
   if (a.has("stop")) p.stop = {a.str("stop")};
   p.ignore_eos = a.on("ignore-eos");
+  if (a.has("json-schema")) {  // the schema's text, or @FILE
+    std::string schema = a.str("json-schema");
+    if (!schema.empty() && schema[0] == '@') {
+      std::ifstream f(schema.substr(1), std::ios::binary);
+      if (!f) return make_error(errc::invalid_argument, "--json-schema: cannot read " + schema.substr(1));
+      schema.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    }
+    if (schema.empty()) return make_error(errc::invalid_argument, "--json-schema: the schema is empty");
+    p.json_schema = std::move(schema);
+    p.max_draft_k = 0;  // constrained answers decode plainly
+  }
   if (auto ok = p.validate(); !ok) return ok.err();
   return p;
 }
@@ -54,6 +67,7 @@ int cmd_generate(int argc, char** argv) {
       .option("seed", "sampling seed (0 = random)", "0")
       .option("stop", "stop string")
       .flag("ignore-eos", "keep generating past end-of-sequence")
+      .option("json-schema", "the answer is JSON this JSON Schema admits: the schema's text, or @FILE")
       .flag("json", "print one JSON object instead of streaming text");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   if (!args.has("prompt")) {

@@ -405,8 +405,27 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   r.refuse("suffix", "no fill-in-the-middle");
   r.refuse("tools", "no tool calling");
   r.refuse("functions", "no function calling");
-  for (const char* guided : {"guided_json", "guided_regex", "guided_grammar"})
-    r.refuse(guided, "no guided decoding but guided_choice and response_format json_object");
+  for (const char* guided : {"guided_regex", "guided_grammar"})
+    r.refuse(guided, "no guided decoding but guided_choice, guided_json and response_format json_object / json_schema");
+  // A JSON schema: response_format json_schema (OpenAI) or guided_json (vLLM: a schema object or its text).
+  // The schema's own text keeps its properties' order (the order the answer writes them): it is
+  // read again from the body as an ordered document.
+  auto take_schema = [&](const json& schema, const char* field, std::initializer_list<const char*> where) {
+    if (!out.params.json_schema.empty()) return r.fail("a JSON schema is given twice (response_format and guided_json)", field);
+    if (schema.is_string()) {
+      out.params.json_schema = schema.get<std::string>();
+    } else if (schema.is_object() || schema.is_boolean()) {
+      const auto ordered = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false);
+      const nlohmann::ordered_json* at = &ordered;
+      for (const char* key : where) at = at && at->is_object() && at->contains(key) ? &(*at)[key] : nullptr;
+      out.params.json_schema = at ? at->dump() : schema.dump();
+    } else {
+      return r.fail("a JSON schema must be an object", field);
+    }
+    if (auto g = json_schema_grammar(out.params.json_schema); !g) r.fail(g.err().message, field);
+    out.params.max_draft_k = 0;
+  };
+  if (const json* gj = r.field("guided_json"); gj && !gj->is_null()) take_schema(*gj, "guided_json", {"guided_json"});
   if (const json* gc = r.field("guided_choice"); gc && !gc->is_null()) {
     // vLLM's guided_choice: the answer is exactly one of these strings; decoded plainly.
     if (!gc->is_array() || gc->empty() || gc->size() > 256)
@@ -426,9 +445,18 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
     if (type && *type == "json_object") {
       out.params.json_object = true;  // every token continues a JSON object; plain decoding
       out.params.max_draft_k = 0;
+    } else if (type && *type == "json_schema") {
+      // {"type": "json_schema", "json_schema": {"name", "schema", "strict", "description"}}
+      const json* js = rf->contains("json_schema") ? &(*rf)["json_schema"] : nullptr;
+      if (!js || !js->is_object() || !js->contains("schema"))
+        r.fail("response_format json_schema needs {\"json_schema\": {\"name\": ..., \"schema\": {...}}}", "response_format");
+      else if (js->contains("strict") && !(*js)["strict"].is_null() && !(*js)["strict"].is_boolean())
+        r.fail("response_format json_schema's strict must be a boolean", "response_format");
+      else
+        take_schema((*js)["schema"], "response_format", {"response_format", "json_schema", "schema"});
     } else if (!type || *type != "text") {
-      r.fail("response_format is not supported by this server (only {\"type\": \"text\"} and {\"type\": "
-             "\"json_object\"}; no json_schema)",
+      r.fail("response_format is not supported by this server (only {\"type\": \"text\"}, {\"type\": "
+             "\"json_object\"} and {\"type\": \"json_schema\"})",
              "response_format");
     }
   }

@@ -9,7 +9,11 @@
 #include <random>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "runtime/sample/grammar_recognizer.hpp"
 #include "runtime/sample/json_recognizer.hpp"
+#include "runtime/sample/json_schema.hpp"
 #include "runtime/step/sequence.hpp"
 #include "tests/support/sampling_presets.hpp"
 #include "tests/support/test_models.hpp"
@@ -90,6 +94,52 @@ TEST_F(sequence_constraint_test, random_logits_give_json_prefixes_and_closed_obj
     closed += r.complete();
   }
   EXPECT_GT(closed, 0);
+}
+
+TEST_F(sequence_constraint_test, under_a_json_schema_random_logits_write_what_the_schema_admits) {
+  const auto& v = model_->vocab();
+  const size_t nv = model_->config().n_vocab;
+  const std::string schema = R"({"type":"object","properties":{"ok":{"type":"boolean"},
+      "kind":{"enum":["cat","dog"]},"n":{"type":"integer"},"tags":{"type":"array","items":{"type":"string",
+      "maxLength":3},"maxItems":2}},"required":["ok","kind","n","tags"],"additionalProperties":false})";
+  const auto g = json_schema_grammar(schema);
+  ASSERT_TRUE(g);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> noise(0.0f, 2.0f);
+  int whole = 0;
+  for (int run = 0; run < 20; ++run) {
+    sampling_params params = run % 2 ? test::unfiltered(1.0f, 150) : test::greedy(150);
+    params.ignore_eos = true;  // a constraint still ends the answer when its text can take nothing more
+    params.json_schema = schema;
+    params.seed = 300 + static_cast<uint64_t>(run);
+    ASSERT_TRUE(params.validate());
+    sequence s(1, {id_of("x")}, params, static_cast<int32_t>(nv), 150);
+    std::string text;
+    while (!s.finished()) {
+      std::vector<float> l(nv);
+      for (auto& f : l) f = noise(rng);
+      for (const char* closer : {"\"", "]", "}", ","}) l[static_cast<size_t>(id_of(closer))] += 3.0f;
+      const auto o = s.advance(l, v);
+      if (o.token >= 0) text += v.token_to_piece(o.token);
+    }
+    grammar_recognizer r(*g);
+    ASSERT_TRUE(r.feed(text)) << "run " << run << ": " << text;
+    if (s.generated().size() < 150) {
+      ASSERT_TRUE(r.done()) << "run " << run << " ended early: " << text;
+      const auto j = nlohmann::json::parse(text);
+      EXPECT_TRUE(j.at("ok").is_boolean() && j.at("n").is_number_integer()) << text;
+      EXPECT_TRUE(j.at("kind") == "cat" || j.at("kind") == "dog") << text;
+      EXPECT_LE(j.at("tags").size(), 2u) << text;
+      ++whole;
+    }
+  }
+  EXPECT_GT(whole, 10);
+  // The answer's first token is the best one that can start the object, whatever is preferred.
+  sampling_params params = test::greedy(20);
+  params.json_schema = schema;
+  sequence s(2, {id_of("x")}, params, static_cast<int32_t>(nv), 20);
+  const auto o = s.advance(favouring({{id_of("x"), 9.0f}, {tiny_model_eot_id, 8.0f}, {id_of("["), 7.0f}, {id_of("{"), 1.0f}}), v);
+  EXPECT_EQ(o.token, id_of("{"));
 }
 
 TEST_F(sequence_constraint_test, a_guided_choice_answer_is_exactly_one_of_the_choices) {

@@ -172,6 +172,45 @@ TEST(openai_request, json_mode) {
   EXPECT_FALSE(ok(R"({"prompt":"x","response_format":{"type":"text"}})", false).params.json_object);
 }
 
+TEST(openai_request, json_schema_from_response_format_or_guided_json) {
+  // The schema's text keeps the body's property order (std::map order would put "b" first).
+  auto g = ok(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
+      "json_schema":{"name":"p","strict":true,"schema":{"type":"object","properties":{"z":{"type":"string"},
+      "b":{"type":"integer"}},"required":["z","b"],"additionalProperties":false}}}})", true);
+  EXPECT_EQ(g.params.json_schema, R"({"type":"object","properties":{"z":{"type":"string"},"b":{"type":"integer"}},)"
+                                  R"("required":["z","b"],"additionalProperties":false})");
+  EXPECT_EQ(g.params.max_draft_k, 0) << "decoded plainly";
+  EXPECT_FALSE(g.params.json_object);
+  g = ok(R"({"prompt":"x","guided_json":{"type":"array","items":{"type":"integer"}}})", false);
+  EXPECT_EQ(g.params.json_schema, R"({"type":"array","items":{"type":"integer"}})");
+  g = ok(R"({"prompt":"x","guided_json":"{\"type\": \"boolean\"}"})", false);  // vLLM takes the text too
+  EXPECT_EQ(g.params.json_schema, R"({"type": "boolean"})");
+  struct c {
+    const char* body;
+    const char* param;
+    const char* text;
+  };
+  const c cases[] = {
+      {R"({"prompt":"x","guided_json":{"type":"string","pattern":"a+"}})", "guided_json", "\"pattern\" is not supported"},
+      {R"({"prompt":"x","guided_json":"{\"type\":"})", "guided_json", "not valid JSON"},
+      {R"({"prompt":"x","guided_json":3})", "guided_json", "must be an object"},
+      {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object",
+          "properties":{"n":{"type":"integer","minimum":1}}}}}})", "response_format", "/properties/n"},
+      {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"a","strict":"yes",
+          "schema":{}}}})", "response_format", "strict must be a boolean"},
+      {R"({"prompt":"x","guided_json":{},"response_format":{"type":"json_schema","json_schema":{"schema":{}}}})",
+       "response_format", "given twice"},
+      {R"({"prompt":"x","guided_json":{},"guided_choice":["a"]})", "", "cannot be combined"},
+      {R"({"prompt":"x","guided_json":{},"min_tokens":3})", "", "min_tokens"},
+  };
+  for (const auto& x : cases) {
+    const api_error e = refused(x.body, false);
+    EXPECT_EQ(e.status, 400u) << x.body;
+    EXPECT_EQ(e.param, x.param) << x.body << " -> " << e.message;
+    EXPECT_NE(e.message.find(x.text), std::string::npos) << x.body << " -> " << e.message;
+  }
+}
+
 TEST(openai_request, guided_choice) {
   const auto g = ok(R"({"prompt":"x","guided_choice":["yes","no"]})", false);
   EXPECT_EQ(g.params.choices, (std::vector<std::string>{"yes", "no"}));
@@ -230,7 +269,9 @@ TEST(openai_request, refusals_name_the_field) {
       {R"({"messages":[{"content":"x"}]})", true, "messages", "role must be a string"},
       {R"({"messages":[{"role":"user"}]})", true, "messages", "content is required"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{}}})",
-       true, "response_format", "no json_schema"},
+       true, "response_format", "needs {\"json_schema\": {\"name\""},
+      {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"xml"}})", true, "response_format",
+       "only {\"type\": \"text\"}"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":"json"})", true, "response_format",
        "not supported"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"},"min_tokens":2})",

@@ -1,0 +1,80 @@
+// grammar: a context-free grammar over bytes, the form constrained decoding runs on (what a JSON
+// schema compiles to, json_schema.hpp). A rule is a list of alternatives; an alternative a
+// sequence of elements, each a byte set or a reference to a rule. The elements of every
+// alternative live in one flat array, each alternative closed by an `end` element, so a position
+// in the grammar is one index (what grammar_recognizer keeps on its stacks).
+// Grammars are built by code, not parsed: the builder must not make left recursion or a cycle
+// of rules that match the empty string (grammar_recognizer refuses to expand deeper than its
+// limit rather than loop).
+// Thread-safety: built by one thread, then read-only (shared by the recognizers of a request).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace fw {
+
+/// A set of bytes.
+struct byte_set {
+  std::array<uint64_t, 4> bits{};
+  [[nodiscard]] bool has(uint8_t c) const { return (bits[c >> 6] >> (c & 63)) & 1u; }
+  byte_set& add(uint8_t c) {
+    bits[c >> 6] |= uint64_t{1} << (c & 63);
+    return *this;
+  }
+  byte_set& add_range(uint8_t lo, uint8_t hi) {
+    for (unsigned c = lo; c <= hi; ++c) add(static_cast<uint8_t>(c));
+    return *this;
+  }
+  byte_set& remove(char c) {
+    const auto u = static_cast<uint8_t>(c);
+    bits[u >> 6] &= ~(uint64_t{1} << (u & 63));
+    return *this;
+  }
+  byte_set& add_all(std::string_view bytes) {
+    for (char c : bytes) add(static_cast<uint8_t>(c));
+    return *this;
+  }
+  bool operator==(const byte_set&) const = default;
+};
+
+class grammar {
+ public:
+  struct element {
+    enum class kind : uint8_t { bytes, rule, end };
+    kind k = kind::end;
+    uint32_t index = 0;  ///< bytes: the set's index; rule: the rule's id
+  };
+
+  /// A new rule with no alternatives yet (a rule may be referenced before it has them).
+  uint32_t add_rule();
+  /// Appends an alternative to `rule` (an empty sequence matches the empty string).
+  void add_alternative(uint32_t rule, const std::vector<element>& sequence);
+  /// An element matching one byte of `set`.
+  element bytes(const byte_set& set);
+  /// An element matching byte c.
+  element byte(char c) { return bytes(byte_set{}.add(static_cast<uint8_t>(c))); }
+  /// Elements matching `text` byte for byte, appended to `out`.
+  void literal(std::string_view text, std::vector<element>& out);
+  static element ref(uint32_t rule) { return {element::kind::rule, rule}; }
+
+  void set_root(uint32_t rule) { root_ = rule; }
+  [[nodiscard]] uint32_t root() const { return root_; }
+  [[nodiscard]] size_t rules() const { return alternatives_.size(); }
+  /// Start positions of `rule`'s alternatives.
+  [[nodiscard]] const std::vector<uint32_t>& alternatives(uint32_t rule) const { return alternatives_[rule]; }
+  [[nodiscard]] const element& at(uint32_t position) const { return elements_[position]; }
+  [[nodiscard]] const byte_set& set(uint32_t index) const { return sets_[index]; }
+  /// Elements in all alternatives (a size measure).
+  [[nodiscard]] size_t size() const { return elements_.size(); }
+
+ private:
+  std::vector<std::vector<uint32_t>> alternatives_;
+  std::vector<element> elements_;
+  std::vector<byte_set> sets_;
+  uint32_t root_ = 0;
+};
+
+}  // namespace fw

@@ -1,0 +1,89 @@
+// grammar_recognizer: a grammar (grammar.hpp) recognised byte by byte, for constrained decoding.
+// The state is the set of stacks of grammar positions the text so far can be in (a stack per way
+// the grammar can still go; the top of each is a byte set the next byte may match), kept sorted
+// and without repeats, so equal states have equal representations. A byte advances every stack
+// and keeps those that match; a stack that runs out means the text so far is a whole sentence
+// (can_end). Rule references are expanded as stacks advance; a reference in the last place of an
+// alternative replaces its frame (right recursion does not grow the stack).
+// Decoding asks, every step, which of ~50k tokens can come next: states are interned in a cache
+// and their transitions on each byte remembered (a DFA built lazily over the states the text
+// actually reaches), so a token is checked by a table walk over its bytes. The cache holds at
+// most cache_states states; when full it starts again.
+// Limits: at most max_stacks ways at once and max_depth frames a stack; a byte that would need
+// more is refused (the text stays what it was), as is an expansion that runs away.
+// Thread-safety: copies share their cache: a recognizer and its copies are used by one thread
+// at a time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/sample/grammar.hpp"
+
+namespace fw {
+
+class grammar_recognizer {
+ public:
+  static constexpr size_t max_stacks = 1024;
+  static constexpr size_t max_depth = 512;
+  static constexpr size_t cache_states = 2048;
+
+  /// At the start of `g`'s root rule.
+  explicit grammar_recognizer(std::shared_ptr<const grammar> g);
+
+  /// Whether byte c can come next; on false the state is unchanged.
+  [[nodiscard]] bool feed(char c);
+  /// Every byte of `bytes` in turn; on false the state is unchanged (all or nothing).
+  [[nodiscard]] bool feed(std::string_view bytes);
+  /// Whether feed(bytes) would succeed (the state is not changed).
+  [[nodiscard]] bool accepts(std::string_view bytes) const;
+  /// The text so far is a whole sentence of the grammar.
+  [[nodiscard]] bool can_end() const { return can_end_; }
+  /// It is whole and no byte can follow.
+  [[nodiscard]] bool done() const { return can_end_ && stacks_.empty(); }
+  /// The bytes that can come next (`ok`) and those after which the state is the same as now
+  /// (`same`: e.g. a string's plain characters), for filtering a vocabulary a byte at a time.
+  void next_bytes(byte_set* ok, byte_set* same) const;
+
+  bool operator==(const grammar_recognizer& o) const { return can_end_ == o.can_end_ && stacks_ == o.stacks_; }
+
+ private:
+  // Stacks, flat: a length, then that many positions, bottom first; sorted, no repeats.
+  using flat = std::vector<uint32_t>;
+  static constexpr uint32_t dead = UINT32_MAX, unknown = UINT32_MAX - 1;
+  struct cached_state {
+    flat stacks;
+    bool can_end = false;
+    std::array<uint32_t, 256> next;  // the state after each byte: an id, dead or unknown
+  };
+  struct flat_hash {
+    size_t operator()(const flat& f) const;
+  };
+  struct cache {
+    std::vector<cached_state> states;
+    std::unordered_map<flat, uint32_t, flat_hash> ids;  // stacks + can_end -> id
+  };
+
+  /// The stacks of `from` advanced on byte c, into `to` (sorted); whether one ran out.
+  bool step(const flat& from, uint8_t c, flat& to, bool* ok) const;
+  /// Expands `stack` until its top is a byte set (appended to `to`) or it runs out (true).
+  bool expand(std::vector<uint32_t>& stack, flat& to, int* budget) const;
+  static void canonical(flat& stacks);
+  /// This state's id in the cache (interned now if the cache started again).
+  uint32_t id() const;
+  uint32_t intern(const flat& stacks, bool can_end) const;
+  /// The id after byte c from state `from`, or dead.
+  uint32_t transition(uint32_t from, uint8_t c) const;
+
+  std::shared_ptr<const grammar> g_;
+  std::shared_ptr<cache> cache_;
+  flat stacks_;
+  bool can_end_ = false;
+  mutable uint32_t id_ = dead;  // in cache_, when cache_->states[id_] is this state
+};
+
+}  // namespace fw
