@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh                          every target, 30 s each (CI, scripts/test.sh: 15 s)
 #   scripts/fuzz.sh --seconds 3600 gguf      one target for an hour
 #   scripts/fuzz.sh --make-seeds             rewrite the library-made seeds (KV streams, a GGUF)
-# Targets: gguf, config, openai_request, kv_stream, tokenizer, telemetry_trace, calibration,
+# Targets: gguf, config, openai_request, json_schema, kv_stream, tokenizer, telemetry_trace, calibration,
 # node_message, plugin_table; FW_JOBS of them at a time (default 2). Exit status 1 when
 # a target finds a crash, a leak, a sanitizer report or a timeout; the input is kept in
 # build-fuzz/findings/<target>/.
@@ -25,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(gguf config openai_request kv_stream tokenizer telemetry_trace calibration node_message plugin_table)
+[[ ${#targets[@]} -gt 0 ]] || targets=(gguf config openai_request json_schema kv_stream tokenizer telemetry_trace calibration node_message plugin_table)
 
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 2; }
 out="$root/build-fuzz"
