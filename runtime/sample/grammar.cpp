@@ -24,6 +24,61 @@ grammar::element grammar::bytes(const byte_set& set) {
   return {element::kind::bytes, static_cast<uint32_t>(sets_.size() - 1)};
 }
 
+int64_t grammar::left_recursive_rule() const {
+  const size_t n = alternatives_.size();
+  // Rules that can match the empty string: a fixpoint over the alternatives.
+  std::vector<uint8_t> nullable(n, 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < n; ++r) {
+      if (nullable[r]) continue;
+      for (uint32_t p : alternatives_[r]) {
+        bool all = true;
+        for (; elements_[p].k != element::kind::end; ++p)
+          if (elements_[p].k == element::kind::bytes || !nullable[elements_[p].index]) {
+            all = false;
+            break;
+          }
+        if (all) {
+          nullable[r] = 1;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  // r -> s when s can come first in r (after nullable rules only); a cycle is left recursion.
+  std::vector<std::vector<uint32_t>> first(n);
+  for (size_t r = 0; r < n; ++r)
+    for (uint32_t p : alternatives_[r])
+      for (; elements_[p].k == element::kind::rule; ++p) {
+        first[r].push_back(elements_[p].index);
+        if (!nullable[elements_[p].index]) break;
+      }
+  std::vector<uint8_t> colour(n, 0);  // 0 new, 1 on the path, 2 done
+  std::vector<std::pair<uint32_t, size_t>> path;
+  for (size_t root = 0; root < n; ++root) {
+    if (colour[root]) continue;
+    path.emplace_back(static_cast<uint32_t>(root), 0);
+    colour[root] = 1;
+    while (!path.empty()) {
+      auto& [r, next] = path.back();
+      if (next == first[r].size()) {
+        colour[r] = 2;
+        path.pop_back();
+        continue;
+      }
+      const uint32_t s = first[r][next++];
+      if (colour[s] == 1) return s;
+      if (colour[s] == 0) {
+        colour[s] = 1;
+        path.emplace_back(s, 0);
+      }
+    }
+  }
+  return -1;
+}
+
 void grammar::literal(std::string_view text, std::vector<element>& out) {
   for (char c : text) out.push_back(byte(c));
 }

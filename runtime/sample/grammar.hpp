@@ -3,9 +3,9 @@
 // sequence of elements, each a byte set or a reference to a rule. The elements of every
 // alternative live in one flat array, each alternative closed by an `end` element, so a position
 // in the grammar is one index (what grammar_recognizer keeps on its stacks).
-// Grammars are built by code, not parsed: the builder must not make left recursion or a cycle
-// of rules that match the empty string (grammar_recognizer refuses to expand deeper than its
-// limit rather than loop).
+// Grammars are built by code, not parsed; left recursion (a rule reaching itself before any
+// byte, e.g. a schema that is only a reference to itself) is found by left_recursive_rule(), and
+// grammar_recognizer refuses to expand past its budget rather than loop.
 // Thread-safety: built by one thread, then read-only (shared by the recognizers of a request).
 #pragma once
 
@@ -67,6 +67,9 @@ class grammar {
   [[nodiscard]] const std::vector<uint32_t>& alternatives(uint32_t rule) const { return alternatives_[rule]; }
   [[nodiscard]] const element& at(uint32_t position) const { return elements_[position]; }
   [[nodiscard]] const byte_set& set(uint32_t index) const { return sets_[index]; }
+  /// A rule that can reach itself without a byte matched in between (left recursion: expanding
+  /// it never ends), or -1. Builders check this before use.
+  [[nodiscard]] int64_t left_recursive_rule() const;
   /// Elements in all alternatives (a size measure).
   [[nodiscard]] size_t size() const { return elements_.size(); }
 

@@ -409,6 +409,9 @@ expected<std::shared_ptr<const grammar>> json_schema_grammar(std::string_view sc
   auto root = c.value(doc, "", 0);
   if (!root) return root.err();
   c.g.set_root(*root);
+  if (c.g.left_recursive_rule() >= 0)
+    return make_error(errc::invalid_argument, "json_schema: a $ref reaches itself before any value is written (e.g. a "
+                                              "schema that is only a reference to itself): no JSON text ends it");
   return std::shared_ptr<const grammar>(std::make_shared<grammar>(std::move(c.g)));
 }
 

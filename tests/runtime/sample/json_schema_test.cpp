@@ -140,7 +140,11 @@ TEST(json_schema, what_it_cannot_honour_is_refused_by_name) {
   EXPECT_NE(refusal("{\"type\":").find("not valid JSON"), std::string::npos);
   EXPECT_NE(refusal(R"({"properties":{"a":{}},"additionalProperties":false,"required":["b"]})").find("\"b\""),
             std::string::npos);
-  std::string deep = "{}";
+  for (const char* loop : {R"({"$ref":"#"})", R"({"anyOf":[{"$ref":"#"},{"type":"null"}]})",
+                           R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"})"})
+    EXPECT_NE(refusal(loop).find("reaches itself"), std::string::npos) << loop;
+  EXPECT_EQ(refusal(R"({"type":"array","items":{"$ref":"#"}})"), "");  // recursion inside a value is fine
+    std::string deep = "{}";
   for (int i = 0; i < 100; ++i) deep = R"({"type":"array","items":)" + deep + "}";
   EXPECT_NE(refusal(deep).find("deeper"), std::string::npos);
 }
