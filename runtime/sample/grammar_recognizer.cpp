@@ -24,7 +24,7 @@ grammar_recognizer::grammar_recognizer(std::shared_ptr<const grammar> g)
   int budget = expansion_budget;
   for (uint32_t start : g_->alternatives(g_->root())) {
     stack.assign(1, start);
-    if (expand(stack, stacks_, &budget)) can_end_ = true;
+    if (expand(stack, stacks_, &budget, 0)) can_end_ = true;
   }
   canonical(stacks_);
 }
@@ -51,11 +51,11 @@ uint32_t grammar_recognizer::intern(const flat& stacks, bool can_end) const {
 
 uint32_t grammar_recognizer::id() const {
   auto& states = cache_->states;
-  if (id_ < states.size() && states[id_].can_end == can_end_ && states[id_].stacks == stacks_) return id_;
-  if (states.size() >= cache_states) {  // full: start again (other copies re-intern as they come)
+  if (states.size() >= cache_states) {  // full: start again (copies re-intern as they come)
     states.clear();
     cache_->ids.clear();
   }
+  if (id_ < states.size() && states[id_].can_end == can_end_ && states[id_].stacks == stacks_) return id_;
   return id_ = intern(stacks_, can_end_);
 }
 
@@ -70,9 +70,13 @@ uint32_t grammar_recognizer::transition(uint32_t from, uint8_t c) const {
   return to;
 }
 
-bool grammar_recognizer::expand(std::vector<uint32_t>& stack, flat& to, int* budget) const {
+bool grammar_recognizer::expand(std::vector<uint32_t>& stack, flat& to, int* budget, int depth) const {
+  // The last alternative of each reference goes on in this loop; the others recurse (a level
+  // per alternative within alternatives, bounded).
+  if (depth > max_expansion_depth) *budget = -1;
+  bool ran_out = false;
   for (;;) {
-    if (--*budget < 0) return false;
+    if (--*budget < 0) return ran_out;
     if (stack.empty()) return true;
     const uint32_t p = stack.back();
     const element& e = g_->at(p);
@@ -81,25 +85,23 @@ bool grammar_recognizer::expand(std::vector<uint32_t>& stack, flat& to, int* bud
       continue;
     }
     if (e.k == element::kind::bytes) {
-      if (stack.size() > max_depth) return false;
-      to.push_back(static_cast<uint32_t>(stack.size()));
-      to.insert(to.end(), stack.begin(), stack.end());
-      return false;
+      if (stack.size() <= max_depth) {
+        to.push_back(static_cast<uint32_t>(stack.size()));
+        to.insert(to.end(), stack.begin(), stack.end());
+      }
+      return ran_out;
     }
     // A reference: the caller goes on after it (or is done: its frame goes), the callee on top.
     stack.back() = p + 1;
     if (g_->at(p + 1).k == element::kind::end) stack.pop_back();
     const auto& alts = g_->alternatives(e.index);
-    bool ran_out = false;
+    if (alts.empty()) return ran_out;
     for (size_t i = 0; i + 1 < alts.size(); ++i) {
       std::vector<uint32_t> copy(stack);
       copy.push_back(alts[i]);
-      if (expand(copy, to, budget)) ran_out = true;
+      if (expand(copy, to, budget, depth + 1)) ran_out = true;
     }
-    if (alts.empty()) return ran_out;
     stack.push_back(alts.back());
-    if (expand(stack, to, budget)) ran_out = true;
-    return ran_out;
   }
 }
 
@@ -115,9 +117,10 @@ bool grammar_recognizer::step(const flat& from, uint8_t c, flat& to, bool* ok) c
     if (!g_->set(g_->at(top).index).has(c)) continue;
     stack.assign(from.begin() + static_cast<std::ptrdiff_t>(i + 1), from.begin() + static_cast<std::ptrdiff_t>(i + 1 + n));
     stack.back() = top + 1;
-    if (expand(stack, to, &budget)) ran_out = true;
+    if (expand(stack, to, &budget, 0)) ran_out = true;
   }
   if (budget < 0) *ok = false;
+  if (to.size() > max_stacks * 64) *ok = false;  // stack entries in all: a step's memory bound
   canonical(to);
   size_t count = 0;
   for (size_t i = 0; i < to.size(); i += to[i] + 1) ++count;

@@ -9,8 +9,9 @@
 // and their transitions on each byte remembered (a DFA built lazily over the states the text
 // actually reaches), so a token is checked by a table walk over its bytes. The cache holds at
 // most cache_states states; when full it starts again.
-// Limits: at most max_stacks ways at once and max_depth frames a stack; a byte that would need
-// more is refused (the text stays what it was), as is an expansion that runs away.
+// Limits: at most max_stacks ways at once (max_stacks * 64 positions in all) and max_depth frames
+// a stack; a byte that would need more is refused (the text stays what it was), as is an
+// expansion that runs away or nests alternatives deeper than max_expansion_depth.
 // Thread-safety: copies share their cache: a recognizer and its copies are used by one thread
 // at a time.
 #pragma once
@@ -31,6 +32,7 @@ class grammar_recognizer {
   static constexpr size_t max_stacks = 1024;
   static constexpr size_t max_depth = 512;
   static constexpr size_t cache_states = 2048;
+  static constexpr int max_expansion_depth = 256;
 
   /// At the start of `g`'s root rule.
   explicit grammar_recognizer(std::shared_ptr<const grammar> g);
@@ -71,7 +73,8 @@ class grammar_recognizer {
   /// The stacks of `from` advanced on byte c, into `to` (sorted); whether one ran out.
   bool step(const flat& from, uint8_t c, flat& to, bool* ok) const;
   /// Expands `stack` until its top is a byte set (appended to `to`) or it runs out (true).
-  bool expand(std::vector<uint32_t>& stack, flat& to, int* budget) const;
+  /// `depth`: alternatives expanded within alternatives (bounded by max_expansion_depth).
+  bool expand(std::vector<uint32_t>& stack, flat& to, int* budget, int depth) const;
   static void canonical(flat& stacks);
   /// This state's id in the cache (interned now if the cache started again).
   uint32_t id() const;

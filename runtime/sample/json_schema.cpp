@@ -1,5 +1,8 @@
 #include "runtime/sample/json_schema.hpp"
+#include "runtime/sample/regex_grammar.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -20,8 +23,9 @@ const std::set<std::string, std::less<>> annotation_keys = {
 const std::set<std::string, std::less<>> structural_keys = {
     "type",     "properties", "required", "additionalProperties", "items",     "prefixItems", "minItems",
     "maxItems", "enum",       "const",    "anyOf",                "oneOf",     "allOf",       "$ref",
-    "minLength", "maxLength"};
+    "minLength", "maxLength", "pattern"};
 constexpr int max_schema_depth = 64;
+constexpr int max_json_depth = 128;  // of the schema's JSON text (const / enum values included)
 constexpr size_t max_grammar_elements = 2'000'000;
 
 std::string pointer_token(const std::string& key) {  // RFC 6901 escaping
@@ -68,7 +72,10 @@ class compiler {
   uint32_t character();  // one character of a string's text
   uint32_t string(int64_t min, int64_t max);  // max < 0: unbounded
   uint32_t any_value();
-  uint32_t literal_value(const ojson& v) { return rule_of({lit(v.dump(-1, ' ', false))}); }
+  /// The texts as one rule, a prefix tree (an enum of a thousand strings is one way at a time).
+  uint32_t literals(std::vector<std::string> texts);
+  /// Whether value v has one of the types `type` names ("integer" takes whole numbers).
+  static bool of_type(const ojson& v, const ojson& type);
 
   expected<uint32_t> typed(const ojson& s, const std::string& type, const std::string& path, int depth);
   expected<uint32_t> object(const ojson& s, const std::string& path, int depth);
@@ -106,7 +113,7 @@ uint32_t compiler::number(bool integer_only) {
   if (cached != UINT32_MAX) return cached;
   const element digit = g.bytes(byte_set{}.add_range('0', '9'));
   const uint32_t minus = rule_of({seq{}, lit("-")});
-  const uint32_t whole = rule_of({lit("0"), seq{g.bytes(byte_set{}.add_range('1', '9')), grammar::ref(digits(15))}});
+  const uint32_t whole = rule_of({lit("0"), seq{g.bytes(byte_set{}.add_range('1', '9')), grammar::ref(digits(14))}});
   if (integer_only) return cached = rule_of({seq{grammar::ref(minus), grammar::ref(whole)}});
   const uint32_t frac = rule_of({seq{}, seq{g.byte('.'), digit, grammar::ref(digits(15))}});
   const uint32_t sign = rule_of({seq{}, seq{g.bytes(byte_set{}.add_all("+-"))}});
@@ -117,8 +124,12 @@ uint32_t compiler::number(bool integer_only) {
 uint32_t compiler::escape() {
   if (escape_ != UINT32_MAX) return escape_;
   const element hex = g.bytes(byte_set{}.add_range('0', '9').add_range('a', 'f').add_range('A', 'F'));
+  // \uXXXX but not a surrogate (D800-DFFF): a pair would count as two characters and a lone one
+  // is not a character (strict parsers refuse it); a model writes such characters as UTF-8.
+  const element not_d = g.bytes(byte_set{}.add_range('0', '9').add_range('a', 'c').add_range('A', 'C').add_all("efEF"));
   return escape_ = rule_of({seq{g.byte('\\'), g.bytes(byte_set{}.add_all("\"\\/bfnrt"))},
-                            seq{g.byte('\\'), g.byte('u'), hex, hex, hex, hex}});
+                            seq{g.byte('\\'), g.byte('u'), not_d, hex, hex, hex},
+                            seq{g.byte('\\'), g.byte('u'), g.bytes(byte_set{}.add_all("dD")), g.bytes(byte_set{}.add_range('0', '7')), hex, hex}});
 }
 
 uint32_t compiler::character() {
@@ -152,6 +163,46 @@ uint32_t compiler::string(int64_t min, int64_t max) {
     next = r;
   }
   return strings_[{min, max}] = rule_of({seq{quote, grammar::ref(next)}});
+}
+
+uint32_t compiler::literals(std::vector<std::string> texts) {
+  std::sort(texts.begin(), texts.end());
+  texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+  // node(lo, hi, depth): the texts [lo, hi) share their first `depth` bytes; one alternative per
+  // next byte (or the end of a text), each leading to the node of the texts with that byte.
+  auto node = [&](auto&& self, size_t lo, size_t hi, size_t depth) -> uint32_t {
+    const uint32_t r = g.add_rule();
+    size_t i = lo;
+    if (texts[i].size() == depth) {  // sorted: a text that ends here comes first
+      g.add_alternative(r, {});
+      ++i;
+    }
+    while (i < hi) {
+      const char b = texts[i][depth];
+      size_t j = i;
+      while (j < hi && texts[j][depth] == b) ++j;
+      // A single text: the rest of it as a literal (no chain of one-way rules).
+      if (j - i == 1) g.add_alternative(r, lit(std::string_view(texts[i]).substr(depth)));
+      else g.add_alternative(r, {g.byte(b), grammar::ref(self(self, i, j, depth + 1))});
+      i = j;
+    }
+    return r;
+  };
+  return node(node, 0, texts.size(), 0);
+}
+
+bool compiler::of_type(const ojson& v, const ojson& type) {
+  auto one = [&](const std::string& t) {
+    return (t == "string" && v.is_string()) || (t == "number" && v.is_number()) ||
+           (t == "integer" && (v.is_number_integer() || (v.is_number_float() && v.get<double>() == std::floor(v.get<double>())))) ||
+           (t == "boolean" && v.is_boolean()) || (t == "null" && v.is_null()) || (t == "object" && v.is_object()) ||
+           (t == "array" && v.is_array());
+  };
+  if (type.is_string()) return one(type.get<std::string>());
+  if (type.is_array())
+    for (const auto& t : type)
+      if (t.is_string() && one(t.get<std::string>())) return true;
+  return false;
 }
 
 uint32_t compiler::any_value() {
@@ -212,7 +263,7 @@ expected<uint32_t> compiler::value(const ojson& s, const std::string& path, int 
   for (const auto& [key, v] : s.items()) {
     if (annotation_keys.count(key) || structural_keys.count(key)) continue;
     return fail(path, "keyword \"" + key + "\" is not supported (supported: type, properties, required, "
-                      "additionalProperties, items, prefixItems, minItems, maxItems, minLength, maxLength, enum, "
+                      "additionalProperties, items, prefixItems, minItems, maxItems, minLength, maxLength, pattern, enum, "
                       "const, anyOf, oneOf, allOf, $ref, and annotations)");
   }
   if (s.contains("$ref")) {
@@ -222,13 +273,20 @@ expected<uint32_t> compiler::value(const ojson& s, const std::string& path, int 
     if (!s["$ref"].is_string()) return fail(path + "/$ref", "$ref must be a string");
     return reference(s["$ref"].get<std::string>(), path, depth);
   }
-  if (s.contains("const")) return literal_value(s["const"]);
-  if (s.contains("enum")) {
-    const ojson& e = s["enum"];
-    if (!e.is_array() || e.empty()) return fail(path + "/enum", "enum must be a non-empty array");
-    std::vector<seq> alts;
-    for (const auto& v : e) alts.push_back(lit(v.dump(-1, ' ', false)));
-    return rule_of(alts);
+  if (s.contains("const") || s.contains("enum")) {
+    // The values the keyword names, those of the type beside it (if any): a prefix tree of their texts.
+    std::vector<std::string> texts;
+    if (s.contains("const")) {
+      texts.push_back(s["const"].dump(-1, ' ', false));  // (length bounds beside it are not checked)
+    } else {
+      const ojson& e = s["enum"];
+      if (!e.is_array() || e.empty()) return fail(path + "/enum", "enum must be a non-empty array");
+      for (const auto& v : e)
+        if (!s.contains("type") || of_type(v, s["type"])) texts.push_back(v.dump(-1, ' ', false));
+    }
+    if (s.contains("const") && s.contains("type") && !of_type(s["const"], s["type"])) texts.clear();
+    if (texts.empty()) return fail(path, "no value of enum / const has the type beside it");
+    return literals(texts);
   }
   for (const char* combiner : {"anyOf", "oneOf", "allOf"}) {
     if (!s.contains(combiner)) continue;
@@ -264,8 +322,9 @@ expected<uint32_t> compiler::value(const ojson& s, const std::string& path, int 
   // No type: what its keywords describe, else any value.
   if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required"))
     return object(s, path, depth);
-  if (s.contains("items") || s.contains("prefixItems")) return array(s, path, depth);
-  if (s.contains("minLength") || s.contains("maxLength")) return typed(s, "string", path, depth);
+  if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems"))
+    return array(s, path, depth);
+  if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern")) return typed(s, "string", path, depth);
   return any_value();
 }
 
@@ -273,6 +332,14 @@ expected<uint32_t> compiler::typed(const ojson& s, const std::string& type, cons
   if (type == "object") return object(s, path, depth);
   if (type == "array") return array(s, path, depth);
   if (type == "string") {
+    if (s.contains("pattern")) {
+      if (!s["pattern"].is_string()) return fail(path + "/pattern", "pattern must be a string");
+      if (s.contains("minLength") || s.contains("maxLength"))
+        return fail(path, "pattern together with minLength / maxLength is not supported");
+      auto body = add_regex(g, s["pattern"].get<std::string>(), regex_target::json_string, true);
+      if (!body) return fail(path + "/pattern", body.err().message);
+      return rule_of({seq{g.byte('"'), grammar::ref(*body), g.byte('"')}});
+    }
     auto lo = bound(s, "minLength", path), hi = bound(s, "maxLength", path);
     if (!lo) return lo.err();
     if (!hi) return hi.err();
@@ -400,18 +467,27 @@ expected<uint32_t> compiler::array(const ojson& s, const std::string& path, int 
 
 expected<std::shared_ptr<const grammar>> json_schema_grammar(std::string_view schema_json) {
   ojson doc;
+  bool too_deep = false;
   try {
-    doc = ojson::parse(schema_json.begin(), schema_json.end(), nullptr, true, false);
+    doc = ojson::parse(
+        schema_json.begin(), schema_json.end(),
+        [&](int depth, ojson::parse_event_t, ojson&) {
+          if (depth > max_json_depth) too_deep = true;
+          return !too_deep;  // stop building deeper values (their dump() would recurse as deep)
+        },
+        true, false);
   } catch (const std::exception& e) {
     return make_error(errc::invalid_argument, std::string("json_schema is not valid JSON: ") + e.what());
   }
+  if (too_deep)
+    return make_error(errc::invalid_argument, "json_schema nests deeper than " + std::to_string(max_json_depth) + " levels");
   compiler c(doc);
   auto root = c.value(doc, "", 0);
   if (!root) return root.err();
   c.g.set_root(*root);
   if (c.g.left_recursive_rule() >= 0)
-    return make_error(errc::invalid_argument, "json_schema: a $ref reaches itself before any value is written (e.g. a "
-                                              "schema that is only a reference to itself): no JSON text ends it");
+    return make_error(errc::invalid_argument, "json_schema: a part reaches itself before writing anything (a $ref "
+                                              "that is only a reference to itself, a pattern like (a*)*)");
   return std::shared_ptr<const grammar>(std::make_shared<grammar>(std::move(c.g)));
 }
 

@@ -7,20 +7,24 @@
 //   properties makes a map from any key to that schema; beside properties only the declared
 //   ones are written, which the schema admits);
 // - array: items (a schema, or false after prefixItems), prefixItems, minItems, maxItems;
-// - string: minLength, maxLength (in characters: an escape or a UTF-8 character counts one); a
-//   string's text is valid UTF-8 (a token may still end inside a character: the next goes on);
-// - enum, const (any JSON values); anyOf and oneOf (as alternatives: a value matching two
-//   branches of a oneOf is not refused); allOf with one schema; $ref to "#" or a JSON pointer
+// - string: minLength, maxLength (in characters: an escape or a UTF-8 character counts one), or
+//   pattern (the value contains a match, unless anchored with ^ / $; regex_grammar.hpp says
+//   which regexes); a string's text is valid UTF-8 (a token may still end inside a character);
+// - enum, const (any JSON values; with a type beside them, the values of that type); anyOf and
+//   oneOf (as alternatives: a value matching two branches of a oneOf is not refused); allOf
+//   with one schema; $ref to "#" or a JSON pointer
 //   into the document ("#/$defs/Name", "#/definitions/Name"), recursion included;
 // - the schema true or {} (any JSON value).
 // Annotations are allowed and have no effect: title, description, default, examples, format
 // (an annotation in JSON Schema 2020-12), $schema, $id, $comment, $defs, definitions,
-// deprecated, readOnly, writeOnly, discriminator. Every other keyword (pattern, minimum, maximum,
+// deprecated, readOnly, writeOnly, discriminator. Every other keyword (minimum, maximum,
 // multipleOf, uniqueItems, not, if/then/else, patternProperties, ...) is refused by name rather
 // than ignored, as is a schema of false at the root.
 // Bounds the grammar sets on what a model may write: whitespace between tokens is nothing, one
 // space, or a line break and an indent of up to max_whitespace spaces or tabs; numbers have up
-// to 16 digits before and after the point and 2 in an exponent (any of them fits a double).
+// to 15 digits before the point (an integer is exact in a double), 16 after it and 2 in an
+// exponent; \u escapes of surrogates are not written (such characters are written as UTF-8).
+// The schema's JSON nests at most 128 levels.
 // The text has no whitespace before or after the root value.
 // Thread-safety: pure functions.
 #pragma once

@@ -13,6 +13,7 @@
 #include "runtime/base/expected.hpp"
 #include "runtime/config/sections/sampling_section.hpp"
 #include "runtime/sample/json_schema.hpp"
+#include "runtime/sample/regex_grammar.hpp"
 
 namespace fw {
 
@@ -65,6 +66,9 @@ struct sampling_params {
   /// every token must continue a JSON text the schema admits (json_schema.hpp says which schemas)
   /// and the answer ends when nothing can follow it. Decoded plainly, as JSON mode. Empty: none.
   std::string json_schema;
+  /// A regular expression (vLLM's guided_regex): the answer is a text it matches whole
+  /// (regex_grammar.hpp says which regexes). Decoded plainly, as JSON mode. Empty: none.
+  std::string regex;
 
   /// The per-request parameters a [sampling] section describes (its defaults equal these).
   [[nodiscard]] static sampling_params from_section(const sampling_section& s) {
@@ -136,6 +140,14 @@ struct sampling_params {
       if (min_tokens > 0)
         return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with a JSON schema");
       if (auto g = json_schema_grammar(json_schema); !g) return g.err();
+    }
+    if (!regex.empty()) {
+      if (json_object || !choices.empty() || !json_schema.empty())
+        return make_error(errc::invalid_argument, "sampling parameter regex cannot be combined with JSON mode, a JSON "
+                                                  "schema or guided_choice");
+      if (min_tokens > 0)
+        return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with a regex");
+      if (auto g = regex_grammar(regex); !g) return g.err();
     }
     if (json_object && min_tokens > 0)
       return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with JSON mode "

@@ -14,9 +14,9 @@ sequence::sequence(uint64_t id, std::vector<int32_t> prompt, const sampling_para
       budget_(budget),
       stops_(params.stop) {
   if (params.json_object) json_.emplace();
-  if (!params.json_schema.empty()) {
-    // validate() compiled it at the boundary; a schema that fails here would be a bug there.
-    auto g = json_schema_grammar(params.json_schema);
+  if (!params.json_schema.empty() || !params.regex.empty()) {
+    // validate() compiled it at the boundary; one that fails here would be a bug there.
+    auto g = params.regex.empty() ? json_schema_grammar(params.json_schema) : regex_grammar(params.regex);
     if (g) schema_.emplace(*g);
     else json_.emplace();
   }

@@ -91,7 +91,7 @@ class sequence {
   /// JSON mode: bans every token that cannot continue the object, end-of-generation until it is
   /// whole, and everything but end-of-generation after.
   void constrain_json(const tokenizer& vocab);
-  /// JSON schema: bans every token the schema's grammar cannot take next, end-of-generation until
+  /// JSON schema or regex: bans every token the grammar cannot take next, end-of-generation until
   /// the text is whole, and everything but end-of-generation once nothing can follow.
   void constrain_grammar(const tokenizer& vocab);
   /// guided_choice: bans every token after which the answer is no longer a prefix of a choice,
@@ -119,7 +119,7 @@ class sequence {
   utf8_stream utf8_;
   bool finished_ = false;
   std::optional<json_recognizer> json_;  ///< JSON mode: the answer so far
-  std::optional<grammar_recognizer> schema_;  ///< JSON schema: the answer so far
+  std::optional<grammar_recognizer> schema_;  ///< a JSON schema's or a regex's grammar: the answer so far
   std::shared_ptr<const token_pieces> pieces_;  ///< constraints: every token's bytes (built at the first step)
   std::vector<int32_t> banned_buf_;       ///< constraints: the previous step's banned list (its buffer reused)
   std::string answer_;                   ///< guided_choice: the answer's bytes so far

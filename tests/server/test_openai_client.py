@@ -383,7 +383,7 @@ class OpenAIClient(unittest.TestCase):
         with self.assertRaises(ValueError):
             json.loads(plain.choices[0].message.content)
 
-    def test_json_schema_answers_parse_into_the_pydantic_model(self):
+    def test_json_schema_and_regex_answers_parse_and_match(self):
         from typing import Literal, Optional
 
         import pydantic
@@ -426,6 +426,18 @@ class OpenAIClient(unittest.TestCase):
                 texts[c.index] += c.text
         for t in texts:
             Pet.model_validate_json(t)
+        # vLLM's guided_regex: the whole answer matches.
+        r = self.client.completions.create(model=MODEL_ID, prompt="Call me at", max_tokens=20, n=3, temperature=1.0,
+                                           seed=9, extra_body={"guided_regex": r" ?\(\d{3}\) \d{3}-\d{4}"})
+        for c in r.choices:
+            self.assertRegex(c.text, r"^ ?\(\d{3}\) \d{3}-\d{4}$")
+            self.assertEqual(c.finish_reason, "stop")
+        # A schema's pattern: the string holds a match.
+        r = self.client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=60, temperature=0,
+                                                extra_body={"guided_json": {"type": "object", "properties": {
+                                                    "code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{2}$"}},
+                                                    "required": ["code"]}})
+        self.assertRegex(json.loads(r.choices[0].message.content)["code"], r"^[A-Z]{3}-[0-9]{2}$")
         # What the grammar cannot honour is a 400 naming the keyword and where it is.
         with self.assertRaises(openai.BadRequestError) as e:
             self.client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=2, response_format={

@@ -405,8 +405,18 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   r.refuse("suffix", "no fill-in-the-middle");
   r.refuse("tools", "no tool calling");
   r.refuse("functions", "no function calling");
-  for (const char* guided : {"guided_regex", "guided_grammar"})
-    r.refuse(guided, "no guided decoding but guided_choice, guided_json and response_format json_object / json_schema");
+  r.refuse("guided_grammar", "no grammars; guided_regex, guided_json, guided_choice and response_format json_object / "
+                             "json_schema constrain the answer");
+  if (const json* gr = r.field("guided_regex"); gr && !gr->is_null()) {
+    if (!gr->is_string() || gr->get_ref<const std::string&>().empty()) {
+      r.fail("guided_regex must be a non-empty string", "guided_regex");
+    } else if (auto g = regex_grammar(gr->get<std::string>()); !g) {
+      r.fail(g.err().message, "guided_regex");
+    } else {
+      out.params.regex = gr->get<std::string>();
+      out.params.max_draft_k = 0;
+    }
+  }
   // A JSON schema: response_format json_schema (OpenAI) or guided_json (vLLM: a schema object or its text).
   // The schema's own text keeps its properties' order (the order the answer writes them): it is
   // read again from the body as an ordered document.

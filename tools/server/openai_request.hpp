@@ -28,10 +28,12 @@
 //   (sampling_params::json_object); response_format {"type": "json_schema", "json_schema":
 //   {"name", "schema", "strict"}} and vLLM's guided_json (a schema or its text): the answer is
 //   JSON the schema admits (sampling_params::json_schema; an unsupported keyword is a 400 naming
-//   it, json_schema.hpp); vLLM's guided_choice (1 to 256 non-empty strings): the answer is
-//   exactly one of them (sampling_params::choices). All decode without speculation.
+//   it, json_schema.hpp); vLLM's guided_regex: the answer matches the regex whole
+//   (sampling_params::regex, regex_grammar.hpp); vLLM's guided_choice (1 to 256 non-empty
+//   strings): the answer is exactly one of them (sampling_params::choices). All decode without
+//   speculation.
 // - Not built (refused, not ignored): chat's echo, suffix, tools/functions, best_of other than 1
-//   or n, and vLLM's guided_regex / guided_grammar.
+//   or n, and vLLM's guided_grammar.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
 //   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
 // Unknown fields are ignored, as vLLM does (clients send vendor fields).

@@ -124,8 +124,32 @@ TEST(json_schema, references_resolve_into_defs_and_may_recurse) {
   EXPECT_TRUE(admits(compile("true"), "null"));
 }
 
+TEST(json_schema, big_enums_typed_enums_bare_array_bounds_and_no_surrogate_escapes) {
+  std::string values;
+  for (int i = 0; i < 3000; ++i) values += (i ? "," : "") + std::string("\"item-") + std::to_string(i) + "\"";
+  const auto big = compile(R"({"enum":[)" + values + "]}");  // one way at a time: a prefix tree
+  EXPECT_TRUE(admits(big, R"("item-2999")"));
+  EXPECT_TRUE(admits(big, R"("item-3")"));
+  EXPECT_FALSE(admits(big, R"("item-3000")"));
+  const auto typed = compile(R"({"type":"string","enum":["a",1,"b"]})");
+  EXPECT_TRUE(admits(typed, R"("b")"));
+  EXPECT_FALSE(admits(typed, "1"));
+  EXPECT_NE(refusal(R"({"type":"string","const":3})").find("no value of enum / const"), std::string::npos);
+  const auto bare = compile(R"({"minItems":2,"maxItems":2})");
+  EXPECT_TRUE(admits(bare, R"([1,"x"])"));
+  EXPECT_FALSE(admits(bare, "[1]"));
+  const auto s = compile(R"({"type":"string"})");
+  EXPECT_TRUE(admits(s, R"("\u00e9\uFFFD")"));
+  EXPECT_FALSE(admits(s, R"("\ud83d\ude00")"));  // written as UTF-8 instead
+  EXPECT_FALSE(admits(s, R"("\uDFFF")"));
+  EXPECT_FALSE(admits(compile(R"({"type":"integer"})"), "1234567890123456"));  // 16 digits: beyond a double's exact range
+  EXPECT_TRUE(admits(compile(R"({"type":"integer"})"), "-123456789012345"));
+}
+
 TEST(json_schema, what_it_cannot_honour_is_refused_by_name) {
-  EXPECT_NE(refusal(R"({"type":"string","pattern":"^a"})").find("\"pattern\" is not supported"), std::string::npos);
+  EXPECT_NE(refusal(R"({"type":"string","uniqueItems":true})").find("\"uniqueItems\" is not supported"), std::string::npos);
+  EXPECT_NE(refusal(R"({"type":"string","pattern":"(a"})").find("/pattern: regex at offset 2"), std::string::npos);
+  EXPECT_NE(refusal(R"({"type":"string","pattern":"a","maxLength":3})").find("pattern together"), std::string::npos);
   EXPECT_NE(refusal(R"({"type":"object","properties":{"n":{"type":"integer","minimum":0}}})").find("/properties/n"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"type":"object","properties":{"n":{"type":"integer","minimum":0}}})").find("\"minimum\""),
@@ -142,9 +166,11 @@ TEST(json_schema, what_it_cannot_honour_is_refused_by_name) {
             std::string::npos);
   for (const char* loop : {R"({"$ref":"#"})", R"({"anyOf":[{"$ref":"#"},{"type":"null"}]})",
                            R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"})"})
-    EXPECT_NE(refusal(loop).find("reaches itself"), std::string::npos) << loop;
+    EXPECT_NE(refusal(loop).find("reaches itself before writing anything"), std::string::npos) << loop;
   EXPECT_EQ(refusal(R"({"type":"array","items":{"$ref":"#"}})"), "");  // recursion inside a value is fine
-    std::string deep = "{}";
+    EXPECT_NE(refusal(R"({"const":)" + std::string(400000, '[') + std::string(400000, ']') + "}").find("nests deeper"),
+            std::string::npos);
+  std::string deep = "{}";
   for (int i = 0; i < 100; ++i) deep = R"({"type":"array","items":)" + deep + "}";
   EXPECT_NE(refusal(deep).find("deeper"), std::string::npos);
 }

@@ -131,7 +131,10 @@ TEST(openai_request, logit_bias_stop_token_ids_and_ignore_eos) {
       {R"({"prompt":"x","ignore_eos":1})", "ignore_eos", "must be a boolean"},
       {R"({"prompt":"x","min_tokens":-1})", "min_tokens", "out of range"},
       {R"({"prompt":"x","min_tokens":9,"max_tokens":8})", "min_tokens", "above max_tokens = 8"},
-      {R"({"prompt":"x","guided_regex":"a+"})", "guided_regex", "not supported"},
+      {R"x({"prompt":"x","guided_regex":"a(?=b)"})x", "guided_regex", "lookaround"},
+      {R"({"prompt":"x","guided_regex":""})", "guided_regex", "non-empty string"},
+      {R"({"prompt":"x","guided_regex":"a","guided_choice":["a"]})", "", "cannot be combined"},
+      {R"({"prompt":"x","guided_grammar":"root ::= \"a\""})", "guided_grammar", "not supported"},
       {R"({"prompt":"x","prompt_logprobs":21})", "prompt_logprobs", "out of range"},
       {R"({"prompt":"x","prompt_logprobs":true})", "prompt_logprobs", "must be an integer"},
       {R"({"prompt":"x","prompt_logprobs":1,"stream":true})", "prompt_logprobs", "not available with stream"},
@@ -183,6 +186,7 @@ TEST(openai_request, json_schema_from_response_format_or_guided_json) {
   EXPECT_FALSE(g.params.json_object);
   g = ok(R"({"prompt":"x","guided_json":{"type":"array","items":{"type":"integer"}}})", false);
   EXPECT_EQ(g.params.json_schema, R"({"type":"array","items":{"type":"integer"}})");
+  EXPECT_EQ(ok(R"({"prompt":"x","guided_regex":"[0-9]{3}-[0-9]{4}"})", false).params.regex, "[0-9]{3}-[0-9]{4}");
   g = ok(R"({"prompt":"x","guided_json":"{\"type\": \"boolean\"}"})", false);  // vLLM takes the text too
   EXPECT_EQ(g.params.json_schema, R"({"type": "boolean"})");
   struct c {
@@ -191,7 +195,9 @@ TEST(openai_request, json_schema_from_response_format_or_guided_json) {
     const char* text;
   };
   const c cases[] = {
-      {R"({"prompt":"x","guided_json":{"type":"string","pattern":"a+"}})", "guided_json", "\"pattern\" is not supported"},
+      {R"({"prompt":"x","guided_json":{"type":"string","format":"email","uniqueItems":true}})", "guided_json",
+       "\"uniqueItems\" is not supported"},
+      {R"({"prompt":"x","guided_json":{"type":"string","pattern":"\\b"}})", "guided_json", "word boundaries"},
       {R"({"prompt":"x","guided_json":"{\"type\":"})", "guided_json", "not valid JSON"},
       {R"({"prompt":"x","guided_json":3})", "guided_json", "must be an object"},
       {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"type":"object",
