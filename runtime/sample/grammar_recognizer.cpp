@@ -27,6 +27,7 @@ grammar_recognizer::grammar_recognizer(std::shared_ptr<const grammar> g)
     if (expand(stack, stacks_, &budget, 0)) can_end_ = true;
   }
   canonical(stacks_);
+  start_failed_ = budget < 0;
 }
 
 size_t grammar_recognizer::flat_hash::operator()(const flat& f) const {

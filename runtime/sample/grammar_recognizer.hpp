@@ -7,8 +7,8 @@
 // alternative replaces its frame (right recursion does not grow the stack).
 // Decoding asks, every step, which of ~50k tokens can come next: states are interned in a cache
 // and their transitions on each byte remembered (a DFA built lazily over the states the text
-// actually reaches), so a token is checked by a table walk over its bytes. The cache holds at
-// most cache_states states; when full it starts again.
+// actually reaches), so a token is checked by a table walk over its bytes. The cache starts
+// again when a call finds it holding cache_states states or more.
 // Limits: at most max_stacks ways at once (max_stacks * 64 positions in all) and max_depth frames
 // a stack; a byte that would need more is refused (the text stays what it was), as is an
 // expansion that runs away or nests alternatives deeper than max_expansion_depth.
@@ -43,6 +43,8 @@ class grammar_recognizer {
   [[nodiscard]] bool feed(std::string_view bytes);
   /// Whether feed(bytes) would succeed (the state is not changed).
   [[nodiscard]] bool accepts(std::string_view bytes) const;
+  /// The start state could not be expanded within the limits (a grammar to refuse).
+  [[nodiscard]] bool start_failed() const { return start_failed_; }
   /// The text so far is a whole sentence of the grammar.
   [[nodiscard]] bool can_end() const { return can_end_; }
   /// It is whole and no byte can follow.
@@ -86,7 +88,8 @@ class grammar_recognizer {
   std::shared_ptr<cache> cache_;
   flat stacks_;
   bool can_end_ = false;
-  mutable uint32_t id_ = dead;  // in cache_, when cache_->states[id_] is this state
+  mutable uint32_t id_ = dead;
+  bool start_failed_ = false;  // in cache_, when cache_->states[id_] is this state
 };
 
 }  // namespace fw

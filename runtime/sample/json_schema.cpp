@@ -1,4 +1,5 @@
 #include "runtime/sample/json_schema.hpp"
+#include "runtime/sample/grammar_recognizer.hpp"
 #include "runtime/sample/regex_grammar.hpp"
 
 #include <algorithm>
@@ -95,16 +96,18 @@ uint32_t compiler::ws() {
   // Nothing, one space, or a line break and an indent of spaces or tabs (what formatted JSON has;
   // a model under sampling would otherwise wander into blank lines).
   const element indent = g.bytes(byte_set{}.add_all(" \t"));
+  // (Empty alternatives go last: a recognizer expands the last alternative in its loop and the
+  // others by recursion, so skipping optional parts in a row stays shallow.)
   uint32_t r = rule_of({seq{}});
-  for (int k = 1; k <= json_schema_max_whitespace; ++k) r = rule_of({seq{}, seq{indent, grammar::ref(r)}});
-  return ws_ = rule_of({seq{}, lit(" "), seq{g.byte('\n'), grammar::ref(r)}});
+  for (int k = 1; k <= json_schema_max_whitespace; ++k) r = rule_of({seq{indent, grammar::ref(r)}, seq{}});
+  return ws_ = rule_of({lit(" "), seq{g.byte('\n'), grammar::ref(r)}, seq{}});
 }
 
 uint32_t compiler::digits(int up_to) {
   if (auto it = digits_.find(up_to); it != digits_.end()) return it->second;
   const element digit = g.bytes(byte_set{}.add_range('0', '9'));
   uint32_t r = rule_of({seq{}});
-  for (int k = 1; k <= up_to; ++k) r = rule_of({seq{}, seq{digit, grammar::ref(r)}});
+  for (int k = 1; k <= up_to; ++k) r = rule_of({seq{digit, grammar::ref(r)}, seq{}});
   return digits_[up_to] = r;
 }
 
@@ -112,12 +115,12 @@ uint32_t compiler::number(bool integer_only) {
   uint32_t& cached = integer_only ? integer_ : number_;
   if (cached != UINT32_MAX) return cached;
   const element digit = g.bytes(byte_set{}.add_range('0', '9'));
-  const uint32_t minus = rule_of({seq{}, lit("-")});
+  const uint32_t minus = rule_of({lit("-"), seq{}});
   const uint32_t whole = rule_of({lit("0"), seq{g.bytes(byte_set{}.add_range('1', '9')), grammar::ref(digits(14))}});
   if (integer_only) return cached = rule_of({seq{grammar::ref(minus), grammar::ref(whole)}});
-  const uint32_t frac = rule_of({seq{}, seq{g.byte('.'), digit, grammar::ref(digits(15))}});
-  const uint32_t sign = rule_of({seq{}, seq{g.bytes(byte_set{}.add_all("+-"))}});
-  const uint32_t exp = rule_of({seq{}, seq{g.bytes(byte_set{}.add_all("eE")), grammar::ref(sign), digit, grammar::ref(digits(1))}});
+  const uint32_t frac = rule_of({seq{g.byte('.'), digit, grammar::ref(digits(15))}, seq{}});
+  const uint32_t sign = rule_of({seq{g.bytes(byte_set{}.add_all("+-"))}, seq{}});
+  const uint32_t exp = rule_of({seq{g.bytes(byte_set{}.add_all("eE")), grammar::ref(sign), digit, grammar::ref(digits(1))}, seq{}});
   return cached = rule_of({seq{grammar::ref(minus), grammar::ref(whole), grammar::ref(frac), grammar::ref(exp)}});
 }
 
@@ -169,23 +172,29 @@ uint32_t compiler::literals(std::vector<std::string> texts) {
   std::sort(texts.begin(), texts.end());
   texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
   // node(lo, hi, depth): the texts [lo, hi) share their first `depth` bytes; one alternative per
-  // next byte (or the end of a text), each leading to the node of the texts with that byte.
+  // next byte (or the end of a text), each leading on through the common prefix of the texts
+  // with that byte (recursion as deep as the branch points, not the bytes).
   auto node = [&](auto&& self, size_t lo, size_t hi, size_t depth) -> uint32_t {
     const uint32_t r = g.add_rule();
     size_t i = lo;
-    if (texts[i].size() == depth) {  // sorted: a text that ends here comes first
-      g.add_alternative(r, {});
-      ++i;
-    }
+    const bool ends_here = texts[i].size() == depth;  // sorted: a text that ends here comes first
+    if (ends_here) ++i;
     while (i < hi) {
       const char b = texts[i][depth];
       size_t j = i;
       while (j < hi && texts[j][depth] == b) ++j;
-      // A single text: the rest of it as a literal (no chain of one-way rules).
-      if (j - i == 1) g.add_alternative(r, lit(std::string_view(texts[i]).substr(depth)));
-      else g.add_alternative(r, {g.byte(b), grammar::ref(self(self, i, j, depth + 1))});
+      if (j - i == 1) {  // a single text: the rest of it as a literal
+        g.add_alternative(r, lit(std::string_view(texts[i]).substr(depth)));
+      } else {  // the group's common prefix as a literal (sorted: the first and last bound it), then a node
+        size_t l = depth;
+        while (l < texts[i].size() && l < texts[j - 1].size() && texts[i][l] == texts[j - 1][l]) ++l;
+        seq alt = lit(std::string_view(texts[i]).substr(depth, l - depth));
+        alt.push_back(grammar::ref(self(self, i, j, l)));
+        g.add_alternative(r, alt);
+      }
       i = j;
     }
+    if (ends_here) g.add_alternative(r, {});  // last: see ws()
     return r;
   };
   return node(node, 0, texts.size(), 0);
@@ -485,10 +494,14 @@ expected<std::shared_ptr<const grammar>> json_schema_grammar(std::string_view sc
   auto root = c.value(doc, "", 0);
   if (!root) return root.err();
   c.g.set_root(*root);
-  if (c.g.left_recursive_rule() >= 0)
+  auto g = std::make_shared<grammar>(std::move(c.g));
+  if (g->left_recursive_rule() >= 0)
     return make_error(errc::invalid_argument, "json_schema: a part reaches itself before writing anything (a $ref "
                                               "that is only a reference to itself, a pattern like (a*)*)");
-  return std::shared_ptr<const grammar>(std::make_shared<grammar>(std::move(c.g)));
+  if (grammar_recognizer(g).start_failed())
+    return make_error(errc::invalid_argument, "json_schema: its grammar nests too deep to start (optional parts "
+                                              "within optional parts)");
+  return std::shared_ptr<const grammar>(std::move(g));
 }
 
 }  // namespace fw

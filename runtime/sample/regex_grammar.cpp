@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/sample/grammar_recognizer.hpp"
 #include "runtime/sample/json_schema.hpp"
 
 namespace fw {
@@ -53,6 +54,9 @@ class regex_compiler {
       if (p_[pos_] == '$' && pos_ + 1 == p_.size()) anchored_end = true;
       else return fail("unexpected character");
     }
+    if (too_big_) return fail("the pattern's grammar is too large");
+    if ((anchored_start || anchored_end) && top_level_alternation_)
+      return fail("^ / $ with a top-level '|' are not supported (group the alternatives: ^(a|b)$)");
     if (!search) return *body;
     seq whole;
     if (!anchored_start) whole.push_back(grammar::ref(any_star()));
@@ -67,6 +71,7 @@ class regex_compiler {
                       "regex at offset " + std::to_string(pos_) + " of \"" + std::string(p_) + "\": " + what);
   }
   uint32_t rule_of(const std::vector<seq>& alternatives) {
+    if (g_.size() > max_elements) too_big_ = true;  // checked by compile()
     const uint32_t r = g_.add_rule();
     for (const auto& a : alternatives) g_.add_alternative(r, a);
     return r;
@@ -82,6 +87,13 @@ class regex_compiler {
                         : c == '\b' ? "\\b" : c == '\f' ? "\\f" : nullptr;
       if (esc) {
         g_.literal(esc, out);
+        return out;
+      }
+      if (static_cast<unsigned char>(c) < 0x20) {  // JSON's \u00XX for the other control characters
+        static const char hex[] = "0123456789abcdef";
+        const auto u = static_cast<unsigned char>(c);
+        const char text[] = {'\\', 'u', '0', '0', hex[u >> 4], hex[u & 15]};
+        g_.literal(std::string_view(text, sizeof text), out);
         return out;
       }
     }
@@ -101,8 +113,7 @@ class regex_compiler {
         continue;
       }
       const char ch = static_cast<char>(b);
-      seq e = character_bytes(std::string_view(&ch, 1));
-      if (e.size() > 1) alts.push_back(std::move(e));  // other control characters: not written
+      alts.push_back(character_bytes(std::string_view(&ch, 1)));
     }
     if (plain != byte_set{}) alts.push_back({g_.bytes(plain)});
     if (c.non_ascii) {
@@ -125,8 +136,8 @@ class regex_compiler {
     all.non_ascii = true;
     const uint32_t one = *class_rule(all);
     const uint32_t r = g_.add_rule();
-    g_.add_alternative(r, {});
     g_.add_alternative(r, {grammar::ref(one), grammar::ref(r)});
+    g_.add_alternative(r, {});
     return r;
   }
 
@@ -205,14 +216,14 @@ class regex_compiler {
       negated = true;
       ++pos_;
     }
-    bool first = true;
+    if (!at_end() && p_[pos_] == ']')  // ECMAScript's [] / [^] versus Python's literal ']': refused
+      return fail("a ']' first in a class is ambiguous (escape it as \\])");
     for (;;) {
       if (at_end()) return fail("an unterminated class '['");
-      if (p_[pos_] == ']' && !first) {
+      if (p_[pos_] == ']') {
         ++pos_;
         break;
       }
-      first = false;
       // One member: an escape (maybe a class), or a character, maybe the start of a range.
       int lo = -1;
       if (p_[pos_] == '\\') {
@@ -252,13 +263,13 @@ class regex_compiler {
     return class_rule(cls);
   }
 
-  expected<uint32_t> atom() {
+  expected<uint32_t> atom(int depth) {
     const char c = p_[pos_];
     if (c == '(') {
       ++pos_;
       if (p_.substr(pos_, 2) == "?:") pos_ += 2;
       else if (!at_end() && p_[pos_] == '?') return fail("lookaround, named groups and inline flags are not supported");
-      auto inner = alternation(1);
+      auto inner = alternation(depth + 1);
       if (!inner) return inner;
       if (at_end() || p_[pos_] != ')') return fail("an unterminated group '('");
       ++pos_;
@@ -314,15 +325,18 @@ class regex_compiler {
     if (lo > json_schema_max_bound || hi > json_schema_max_bound)
       return fail("a count above " + std::to_string(json_schema_max_bound));
     if (hi >= 0 && hi < lo) return fail("a count range out of order");
+    if (g_.size() + static_cast<size_t>(std::max(lo, hi)) * 4 > max_elements) return fail("the pattern's grammar is too large");
     // tail: up to (hi - lo) more, or any number more.
     uint32_t tail;
+    // (The empty alternative last: a recognizer expands the last one in its loop, the others by
+    // recursion, so skipping optionals in a row stays shallow.)
     if (hi < 0) {
       tail = g_.add_rule();
-      g_.add_alternative(tail, {});
       g_.add_alternative(tail, {grammar::ref(item), grammar::ref(tail)});
+      g_.add_alternative(tail, {});
     } else {
       tail = rule_of({seq{}});
-      for (int64_t k = 0; k < hi - lo; ++k) tail = rule_of({seq{}, seq{grammar::ref(item), grammar::ref(tail)}});
+      for (int64_t k = 0; k < hi - lo; ++k) tail = rule_of({seq{grammar::ref(item), grammar::ref(tail)}, seq{}});
     }
     seq whole(static_cast<size_t>(lo), grammar::ref(item));
     whole.push_back(grammar::ref(tail));
@@ -333,7 +347,7 @@ class regex_compiler {
     seq items;
     while (!at_end() && p_[pos_] != '|' && p_[pos_] != ')') {
       if (p_[pos_] == '$' && pos_ + 1 == p_.size()) break;  // the end anchor
-      auto a = atom();
+      auto a = atom(depth);
       if (!a) return a;
       uint32_t item = *a;
       while (!at_end()) {  // quantifiers (several in a row apply in turn)
@@ -359,7 +373,6 @@ class regex_compiler {
       }
       items.push_back(grammar::ref(item));
     }
-    (void)depth;
     return rule_of({items});
   }
 
@@ -371,15 +384,19 @@ class regex_compiler {
       if (!s) return s;
       alts.push_back({grammar::ref(*s)});
       if (at_end() || p_[pos_] != '|') break;
+      if (depth == 0) top_level_alternation_ = true;
       ++pos_;
     }
     return rule_of(alts);
   }
 
+  static constexpr size_t max_elements = 2'000'000;
   grammar& g_;
   std::string_view p_;
   regex_target target_;
   size_t pos_ = 0;
+  bool too_big_ = false;
+  bool top_level_alternation_ = false;
 };
 
 }  // namespace
@@ -397,6 +414,8 @@ expected<std::shared_ptr<const grammar>> regex_grammar(std::string_view pattern)
   if (g->left_recursive_rule() >= 0)
     return make_error(errc::invalid_argument, "regex \"" + std::string(pattern) +
                                                   "\": it repeats something that can match nothing (e.g. (a*)*)");
+  if (grammar_recognizer(g).start_failed())
+    return make_error(errc::invalid_argument, "regex \"" + std::string(pattern) + "\": its grammar nests too deep to start");
   return std::shared_ptr<const grammar>(std::move(g));
 }
 

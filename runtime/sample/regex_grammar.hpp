@@ -6,9 +6,13 @@
 // ranges (a negated class also takes every non-ASCII character), escapes \d \D \w \W \s \S \n
 // \r \t \f \v \xHH \uHHHH and escaped punctuation, groups `(...)` and `(?:...)`, alternation `|`,
 // quantifiers `*` `+` `?` `{n}` `{n,}` `{n,m}` (a lazy `?` after one is accepted: it changes
-// which match is found, not which texts match), `^` at the start and `$` at the end. Refused by
-// name: backreferences, lookaround, word boundaries, inline flags, non-ASCII class members,
-// counts above json_schema_max_bound, and repeating what can match nothing (`(a*)*`).
+// which match is found, not which texts match), `^` at the start and `$` at the end (of a
+// pattern without a top-level `|`). Classes are ASCII: `\s` is ASCII whitespace (not U+00A0 or
+// U+2028) and `.` takes every non-ASCII character. Refused by name: backreferences, lookaround,
+// word boundaries, inline flags, non-ASCII class members, a ']' first in a class, counts above
+// json_schema_max_bound, groups nested deeper than 64, a grammar over 2M elements, and repeating
+// what can match nothing (`(a*)*`). Highly ambiguous patterns (`(a?){300}`) may refuse texts once
+// a byte needs more ways than grammar_recognizer's limits.
 // Thread-safety: pure functions.
 #pragma once
 

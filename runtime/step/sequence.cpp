@@ -18,7 +18,7 @@ sequence::sequence(uint64_t id, std::vector<int32_t> prompt, const sampling_para
     // validate() compiled it at the boundary; one that fails here would be a bug there.
     auto g = params.regex.empty() ? json_schema_grammar(params.json_schema) : regex_grammar(params.regex);
     if (g) schema_.emplace(*g);
-    else json_.emplace();
+    else if (params.regex.empty()) json_.emplace();  // a schema's answer is at least a JSON object
   }
 }
 

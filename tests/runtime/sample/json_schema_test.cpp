@@ -131,6 +131,11 @@ TEST(json_schema, big_enums_typed_enums_bare_array_bounds_and_no_surrogate_escap
   EXPECT_TRUE(admits(big, R"("item-2999")"));
   EXPECT_TRUE(admits(big, R"("item-3")"));
   EXPECT_FALSE(admits(big, R"("item-3000")"));
+  // Two long values sharing a long prefix: the prefix tree recurses per branch point, not per byte.
+  const std::string long_a(200000, 'a');
+  const auto shared = compile(R"({"enum":[")" + long_a + R"(",")" + long_a + R"(b"]})");
+  EXPECT_TRUE(admits(shared, "\"" + long_a + "b\""));
+  EXPECT_FALSE(admits(shared, "\"" + long_a + "c\""));
   const auto typed = compile(R"({"type":"string","enum":["a",1,"b"]})");
   EXPECT_TRUE(admits(typed, R"("b")"));
   EXPECT_FALSE(admits(typed, "1"));
@@ -168,7 +173,7 @@ TEST(json_schema, what_it_cannot_honour_is_refused_by_name) {
                            R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"allOf":[{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"})"})
     EXPECT_NE(refusal(loop).find("reaches itself before writing anything"), std::string::npos) << loop;
   EXPECT_EQ(refusal(R"({"type":"array","items":{"$ref":"#"}})"), "");  // recursion inside a value is fine
-    EXPECT_NE(refusal(R"({"const":)" + std::string(400000, '[') + std::string(400000, ']') + "}").find("nests deeper"),
+  EXPECT_NE(refusal(R"({"const":)" + std::string(400000, '[') + std::string(400000, ']') + "}").find("nests deeper"),
             std::string::npos);
   std::string deep = "{}";
   for (int i = 0; i < 100; ++i) deep = R"({"type":"array","items":)" + deep + "}";

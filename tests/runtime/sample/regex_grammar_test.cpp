@@ -99,6 +99,34 @@ TEST(regex_grammar, what_it_cannot_honour_is_refused_by_name) {
   EXPECT_NE(refusal("(a").find("offset 2"), std::string::npos) << refusal("(a");
 }
 
+TEST(regex_grammar, hostile_and_ambiguous_patterns_are_refused_or_stay_shallow) {
+  EXPECT_NE(refusal(std::string(100000, '(') + "a" + std::string(100000, ')')).find("nested deeper than 64"),
+            std::string::npos);
+  std::string many;
+  for (int i = 0; i < 800; ++i) many += "a{0,4096}";
+  EXPECT_NE(refusal(many).find("too large"), std::string::npos);
+  EXPECT_NE(refusal("a|b$").find("top-level '|'"), std::string::npos);
+  EXPECT_NE(refusal("^a|b").find("top-level '|'"), std::string::npos);
+  EXPECT_TRUE(admits(compile("^(a|b)$"), "b"));
+  EXPECT_NE(refusal("[]a]").find("']' first"), std::string::npos);
+  EXPECT_NE(refusal("[^]]").find("']' first"), std::string::npos);
+  EXPECT_TRUE(admits(compile(R"([\]a]+)"), "]a]"));
+  // 300 optionals in a row: skipping them is a loop, not a recursion per optional.
+  std::string three_hundred;
+  for (int i = 0; i < 30; ++i) three_hundred += "a?b?c?d?e?f?g?h?i?j?";
+  const auto optionals = compile(three_hundred + "z");
+  EXPECT_TRUE(admits(optionals, "z"));
+  EXPECT_TRUE(admits(optionals, "aajz"));
+  EXPECT_FALSE(admits(optionals, "zz"));
+}
+
+TEST(regex_grammar, control_characters_in_a_schema_pattern_are_written_as_json_escapes) {
+  auto g = json_schema_grammar(R"({"type":"string","pattern":"^a\\u000bb[\\x01-\\x02]$"})");
+  ASSERT_TRUE(g) << g.err().message;
+  EXPECT_TRUE(admits(*g, R"("a\u000bb\u0001")"));
+  EXPECT_FALSE(admits(*g, "\"a\x0b" "b\x01\""));  // raw control bytes: not JSON
+}
+
 TEST(regex_grammar, a_schema_pattern_is_searched_inside_a_json_string) {
   auto g = json_schema_grammar(R"({"type":"object","properties":{"id":{"type":"string","pattern":"^[A-Z]{2}-\\d+$"},
       "note":{"type":"string","pattern":"ok"},"q":{"type":"string","pattern":"^say \"hi\"\\\\$"}},"required":["id","note","q"]})");
