@@ -148,31 +148,22 @@ void grammar_recognizer::canonical(flat& stacks) {
   stacks.swap(out);
 }
 
-bool grammar_recognizer::feed(char c) {
-  const uint32_t to = transition(id(), static_cast<uint8_t>(c));
-  if (to == dead) return false;
-  const cached_state& st = cache_->states[to];
-  stacks_ = st.stacks;
-  can_end_ = st.can_end;
-  id_ = to;
-  return true;
-}
-
-bool grammar_recognizer::accepts(std::string_view bytes) const {
+uint32_t grammar_recognizer::walk(std::string_view bytes) const {
   uint32_t at = id();
   for (char c : bytes) {
     at = transition(at, static_cast<uint8_t>(c));
-    if (at == dead) return false;
+    if (at == dead) break;
   }
-  return true;
+  return at;
 }
+
+bool grammar_recognizer::feed(char c) { return feed(std::string_view(&c, 1)); }
+
+bool grammar_recognizer::accepts(std::string_view bytes) const { return walk(bytes) != dead; }
 
 bool grammar_recognizer::feed(std::string_view bytes) {
-  uint32_t at = id();
-  for (char c : bytes) {
-    at = transition(at, static_cast<uint8_t>(c));
-    if (at == dead) return false;
-  }
+  const uint32_t at = walk(bytes);
+  if (at == dead) return false;
   const cached_state& st = cache_->states[at];
   stacks_ = st.stacks;
   can_end_ = st.can_end;

@@ -81,6 +81,8 @@ class grammar_recognizer {
   /// This state's id in the cache (interned now if the cache started again).
   uint32_t id() const;
   uint32_t intern(const flat& stacks, bool can_end) const;
+  /// The state's id after `bytes` from this one, or dead.
+  uint32_t walk(std::string_view bytes) const;
   /// The id after byte c from state `from`, or dead.
   uint32_t transition(uint32_t from, uint8_t c) const;
 
