@@ -79,6 +79,35 @@ int64_t grammar::left_recursive_rule() const {
   return -1;
 }
 
+void grammar::add_utf8_multibyte(uint32_t rule) {
+  auto range = [&](uint8_t lo, uint8_t hi) { return bytes(byte_set{}.add_range(lo, hi)); };
+  const element tail = range(0x80, 0xbf);
+  add_alternative(rule, {range(0xc2, 0xdf), tail});
+  add_alternative(rule, {byte('\xe0'), range(0xa0, 0xbf), tail});
+  add_alternative(rule, {bytes(byte_set{}.add_range(0xe1, 0xec).add_range(0xee, 0xef)), tail, tail});
+  add_alternative(rule, {byte('\xed'), range(0x80, 0x9f), tail});
+  add_alternative(rule, {byte('\xf0'), range(0x90, 0xbf), tail, tail});
+  add_alternative(rule, {range(0xf1, 0xf3), tail, tail, tail});
+  add_alternative(rule, {byte('\xf4'), range(0x80, 0x8f), tail, tail});
+}
+
+uint32_t grammar::at_most(element e, int64_t n) {
+  uint32_t r = add_rule();
+  if (n < 0) {  // r ::= e r | (nothing)
+    add_alternative(r, {e, ref(r)});
+    add_alternative(r, {});
+    return r;
+  }
+  add_alternative(r, {});
+  for (int64_t k = 0; k < n; ++k) {
+    const uint32_t more = add_rule();
+    add_alternative(more, {e, ref(r)});
+    add_alternative(more, {});
+    r = more;
+  }
+  return r;
+}
+
 void grammar::literal(std::string_view text, std::vector<element>& out) {
   for (char c : text) out.push_back(byte(c));
 }

@@ -59,6 +59,13 @@ class grammar {
   /// Elements matching `text` byte for byte, appended to `out`.
   void literal(std::string_view text, std::vector<element>& out);
   static element ref(uint32_t rule) { return {element::kind::rule, rule}; }
+  /// Appends to `rule` one alternative per UTF-8 lead byte form of a character of 2 to 4 bytes
+  /// (RFC 3629's table: no overlongs, no surrogates).
+  void add_utf8_multibyte(uint32_t rule);
+  /// A rule matching up to n of `e` (n < 0: any number). Its empty alternative is last: a
+  /// recognizer expands the last alternative in its loop and the others by recursion, so
+  /// skipping optional parts in a row stays shallow.
+  uint32_t at_most(element e, int64_t n);
 
   void set_root(uint32_t rule) { root_ = rule; }
   [[nodiscard]] uint32_t root() const { return root_; }

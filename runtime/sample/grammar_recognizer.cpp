@@ -55,8 +55,12 @@ uint32_t grammar_recognizer::id() const {
   if (states.size() >= cache_states) {  // full: start again (copies re-intern as they come)
     states.clear();
     cache_->ids.clear();
+    ++cache_->generation;
   }
-  if (id_ < states.size() && states[id_].can_end == can_end_ && states[id_].stacks == stacks_) return id_;
+  // No comparison of the stacks per call (a step asks once per candidate token): an id of the
+  // current generation was set together with the state it names.
+  if (id_ != dead && gen_ == cache_->generation) return id_;
+  gen_ = cache_->generation;
   return id_ = intern(stacks_, can_end_);
 }
 

@@ -70,6 +70,7 @@ class grammar_recognizer {
   struct cache {
     std::vector<cached_state> states;
     std::unordered_map<flat, uint32_t, flat_hash> ids;  // stacks + can_end -> id
+    uint64_t generation = 0;  // bumped when the cache starts again
   };
 
   /// The stacks of `from` advanced on byte c, into `to` (sorted); whether one ran out.
@@ -90,8 +91,10 @@ class grammar_recognizer {
   std::shared_ptr<cache> cache_;
   flat stacks_;
   bool can_end_ = false;
+  // This state's id in cache_ while the cache's generation is gen_ (set together with the state).
   mutable uint32_t id_ = dead;
-  bool start_failed_ = false;  // in cache_, when cache_->states[id_] is this state
+  mutable uint64_t gen_ = 0;
+  bool start_failed_ = false;
 };
 
 }  // namespace fw

@@ -96,19 +96,14 @@ uint32_t compiler::ws() {
   // Nothing, one space, or a line break and an indent of spaces or tabs (what formatted JSON has;
   // a model under sampling would otherwise wander into blank lines).
   const element indent = g.bytes(byte_set{}.add_all(" \t"));
-  // (Empty alternatives go last: a recognizer expands the last alternative in its loop and the
-  // others by recursion, so skipping optional parts in a row stays shallow.)
-  uint32_t r = rule_of({seq{}});
-  for (int k = 1; k <= json_schema_max_whitespace; ++k) r = rule_of({seq{indent, grammar::ref(r)}, seq{}});
+  // (Empty alternatives go last, as in grammar::at_most.)
+  const uint32_t r = g.at_most(indent, json_schema_max_whitespace);
   return ws_ = rule_of({lit(" "), seq{g.byte('\n'), grammar::ref(r)}, seq{}});
 }
 
 uint32_t compiler::digits(int up_to) {
   if (auto it = digits_.find(up_to); it != digits_.end()) return it->second;
-  const element digit = g.bytes(byte_set{}.add_range('0', '9'));
-  uint32_t r = rule_of({seq{}});
-  for (int k = 1; k <= up_to; ++k) r = rule_of({seq{digit, grammar::ref(r)}, seq{}});
-  return digits_[up_to] = r;
+  return digits_[up_to] = g.at_most(g.bytes(byte_set{}.add_range('0', '9')), up_to);
 }
 
 uint32_t compiler::number(bool integer_only) {
@@ -137,18 +132,10 @@ uint32_t compiler::escape() {
 
 uint32_t compiler::character() {
   if (char_ != UINT32_MAX) return char_;
-  // Printable ASCII but '"' and '\\', an escape, or a whole UTF-8 character (RFC 3629's table).
-  auto range = [&](uint8_t lo, uint8_t hi) { return g.bytes(byte_set{}.add_range(lo, hi)); };
-  const element tail = range(0x80, 0xbf);
-  return char_ = rule_of({seq{g.bytes(byte_set{}.add_range(0x20, 0x7f).remove('"').remove('\\'))},
-                          seq{grammar::ref(escape())},
-                          seq{range(0xc2, 0xdf), tail},
-                          seq{g.byte('\xe0'), range(0xa0, 0xbf), tail},
-                          seq{g.bytes(byte_set{}.add_range(0xe1, 0xec).add_range(0xee, 0xef)), tail, tail},
-                          seq{g.byte('\xed'), range(0x80, 0x9f), tail},
-                          seq{g.byte('\xf0'), range(0x90, 0xbf), tail, tail},
-                          seq{range(0xf1, 0xf3), tail, tail, tail},
-                          seq{g.byte('\xf4'), range(0x80, 0x8f), tail, tail}});
+  // Printable ASCII but '"' and '\\', an escape, or a whole UTF-8 character.
+  char_ = rule_of({seq{g.bytes(byte_set{}.add_range(0x20, 0x7f).remove('"').remove('\\'))}, seq{grammar::ref(escape())}});
+  g.add_utf8_multibyte(char_);
+  return char_;
 }
 
 uint32_t compiler::string(int64_t min, int64_t max) {

@@ -116,29 +116,16 @@ class regex_compiler {
       alts.push_back(character_bytes(std::string_view(&ch, 1)));
     }
     if (plain != byte_set{}) alts.push_back({g_.bytes(plain)});
-    if (c.non_ascii) {
-      auto range = [&](uint8_t lo, uint8_t hi) { return g_.bytes(byte_set{}.add_range(lo, hi)); };
-      const element tail = range(0x80, 0xbf);
-      alts.push_back({range(0xc2, 0xdf), tail});
-      alts.push_back({g_.byte('\xe0'), range(0xa0, 0xbf), tail});
-      alts.push_back({g_.bytes(byte_set{}.add_range(0xe1, 0xec).add_range(0xee, 0xef)), tail, tail});
-      alts.push_back({g_.byte('\xed'), range(0x80, 0x9f), tail});
-      alts.push_back({g_.byte('\xf0'), range(0x90, 0xbf), tail, tail});
-      alts.push_back({range(0xf1, 0xf3), tail, tail, tail});
-      alts.push_back({g_.byte('\xf4'), range(0x80, 0x8f), tail, tail});
-    }
-    if (alts.empty()) return fail("a class no character can match");
-    return rule_of(alts);
+    if (alts.empty() && !c.non_ascii) return fail("a class no character can match");
+    const uint32_t r = rule_of(alts);
+    if (c.non_ascii) g_.add_utf8_multibyte(r);
+    return r;
   }
 
   uint32_t any_star() {  // any characters (search padding)
     char_class all = of_range(0, 127);
     all.non_ascii = true;
-    const uint32_t one = *class_rule(all);
-    const uint32_t r = g_.add_rule();
-    g_.add_alternative(r, {grammar::ref(one), grammar::ref(r)});
-    g_.add_alternative(r, {});
-    return r;
+    return g_.at_most(grammar::ref(*class_rule(all)), -1);
   }
 
   static bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
@@ -327,17 +314,7 @@ class regex_compiler {
     if (hi >= 0 && hi < lo) return fail("a count range out of order");
     if (g_.size() + static_cast<size_t>(std::max(lo, hi)) * 4 > max_elements) return fail("the pattern's grammar is too large");
     // tail: up to (hi - lo) more, or any number more.
-    uint32_t tail;
-    // (The empty alternative last: a recognizer expands the last one in its loop, the others by
-    // recursion, so skipping optionals in a row stays shallow.)
-    if (hi < 0) {
-      tail = g_.add_rule();
-      g_.add_alternative(tail, {grammar::ref(item), grammar::ref(tail)});
-      g_.add_alternative(tail, {});
-    } else {
-      tail = rule_of({seq{}});
-      for (int64_t k = 0; k < hi - lo; ++k) tail = rule_of({seq{grammar::ref(item), grammar::ref(tail)}, seq{}});
-    }
+    const uint32_t tail = g_.at_most(grammar::ref(item), hi < 0 ? -1 : hi - lo);
     seq whole(static_cast<size_t>(lo), grammar::ref(item));
     whole.push_back(grammar::ref(tail));
     return rule_of({whole});
