@@ -446,6 +446,93 @@ class OpenAIClient(unittest.TestCase):
         self.assertIn("/properties/age", str(e.exception))
         self.assertIn("minimum", str(e.exception))
 
+    def test_tool_calls_named_required_auto_and_the_turn_after(self):
+        from typing import Literal
+
+        import pydantic
+
+        class Weather(pydantic.BaseModel):
+            city: str
+            unit: Literal["celsius", "fahrenheit"]
+
+        class Time(pydantic.BaseModel):
+            city: str
+
+        schemas = {"get_weather": Weather, "get_time": Time}
+        tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city now",
+                                                   "parameters": Weather.model_json_schema()}},
+                 {"type": "function", "function": {"name": "get_time", "description": "The local time in a city",
+                                                   "parameters": Time.model_json_schema()}}]
+        messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+        named = {"type": "function", "function": {"name": "get_weather"}}
+        # A named function: one call whose arguments hold its schema; no text.
+        r = self.client.chat.completions.create(model=MODEL_ID, messages=messages, tools=tools, tool_choice=named,
+                                                max_tokens=80, temperature=0)
+        c = r.choices[0]
+        self.assertEqual(c.finish_reason, "stop")
+        self.assertIsNone(c.message.content)
+        self.assertEqual(len(c.message.tool_calls), 1)
+        call = c.message.tool_calls[0]
+        self.assertEqual((call.type, call.function.name), ("function", "get_weather"))
+        Weather.model_validate_json(call.function.arguments)
+        # Streamed, the arguments arrive as the call's deltas: the same greedy arguments, one id.
+        args, names, ids, finish = "", [], set(), None
+        for ch in self.client.chat.completions.create(model=MODEL_ID, messages=messages, tools=tools,
+                                                      tool_choice=named, max_tokens=80, temperature=0, stream=True):
+            for d in ch.choices:
+                self.assertFalse(d.delta.content)
+                for tc in d.delta.tool_calls or []:
+                    self.assertEqual(tc.index, 0)
+                    ids.add(tc.id) if tc.id else None
+                    names.append(tc.function.name) if tc.function.name else None
+                    args += tc.function.arguments or ""
+                finish = d.finish_reason or finish
+        self.assertEqual((args, names, len(ids), finish), (call.function.arguments, ["get_weather"], 1, "stop"))
+        # required, sampled, n = 3: every call names a listed function with valid arguments.
+        r = self.client.chat.completions.create(model=MODEL_ID, messages=messages, tools=tools, tool_choice="required",
+                                                n=3, max_tokens=200, temperature=0.9, seed=5)
+        seen = set()
+        for c in r.choices:
+            self.assertEqual(c.finish_reason, "tool_calls", c.message)
+            self.assertGreaterEqual(len(c.message.tool_calls), 1)
+            for tc in c.message.tool_calls:
+                schemas[tc.function.name].model_validate_json(tc.function.arguments)
+                self.assertNotIn(tc.id, seen)
+                seen.add(tc.id)
+        # required without parallel calls, streamed: exactly one whole call at the end.
+        calls = []
+        for ch in self.client.chat.completions.create(model=MODEL_ID, messages=messages, tools=tools,
+                                                      tool_choice="required", parallel_tool_calls=False,
+                                                      max_tokens=200, temperature=0.9, seed=8, stream=True):
+            for d in ch.choices:
+                calls += d.delta.tool_calls or []
+                finish = d.finish_reason or finish
+        self.assertEqual(len(calls), 1)
+        self.assertEqual(finish, "tool_calls")
+        schemas[calls[0].function.name].model_validate_json(calls[0].function.arguments)
+        # The turn after: the call and its result go back; with tool_choice none the answer is text.
+        call = r.choices[0].message.tool_calls[0]
+        history = messages + [r.choices[0].message.model_dump(exclude_none=True),
+                              {"role": "tool", "tool_call_id": call.id, "content": "18 degrees celsius and sunny"}]
+        after = self.client.chat.completions.create(model=MODEL_ID, messages=history, tools=tools, tool_choice="none",
+                                                    max_tokens=30, temperature=0)
+        self.assertTrue(after.choices[0].message.content)
+        self.assertIsNone(after.choices[0].message.tool_calls)
+        # The result reached the prompt: it is longer than the history without it.
+        shorter = self.client.chat.completions.create(model=MODEL_ID, messages=history[:-1], tools=tools,
+                                                      tool_choice="none", max_tokens=1)
+        self.assertGreater(after.usage.prompt_tokens, shorter.usage.prompt_tokens + 8)
+        # auto (the default with tools): the functions' text is in the prompt; plain text stays text.
+        plain = self.client.chat.completions.create(model=MODEL_ID, messages=messages, max_tokens=20, temperature=0)
+        auto = self.client.chat.completions.create(model=MODEL_ID, messages=messages, tools=tools, max_tokens=20,
+                                                   temperature=0)
+        self.assertGreater(auto.usage.prompt_tokens, plain.usage.prompt_tokens + 50)
+        # What cannot be honoured is a 400 naming the field.
+        with self.assertRaises(openai.BadRequestError) as e:
+            self.client.chat.completions.create(model=MODEL_ID, messages=messages, tools=tools, max_tokens=2,
+                                                tool_choice={"type": "function", "function": {"name": "get_news"}})
+        self.assertIn("get_news", str(e.exception))
+
     def test_guided_choice_answers_one_of_the_choices(self):
         choices = ["billing", "fraud", "other"]
         messages = [{"role": "user", "content": "My card was charged twice for one order. Which team: billing, "

@@ -122,18 +122,40 @@ void read_messages(reader& r, generation_request& out) {
     if (!msg.contains("role") || !msg["role"].is_string()) return r.fail(at + ".role must be a string", "messages");
     std::string role = msg["role"].get<std::string>();
     if (role == "developer") role = "system";
-    if (role != "system" && role != "user" && role != "assistant")
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool")
       return r.fail(at + ".role \"" + msg["role"].get<std::string>() +
-                        "\" is not supported; allowed: system, developer, user, assistant",
+                        "\" is not supported; allowed: system, developer, user, assistant, tool",
                     "messages");
+    // An assistant turn's earlier calls, written as the prompt shows calls (tool_calls.hpp).
+    std::string calls;
+    if (role == "assistant" && msg.contains("tool_calls") && !msg["tool_calls"].is_null()) {
+      const json& tc = msg["tool_calls"];
+      if (!tc.is_array()) return r.fail(at + ".tool_calls must be an array", "messages");
+      for (size_t k = 0; k < tc.size(); ++k) {
+        const json& c = tc[k];
+        const json* fn = c.is_object() && c.contains("function") && c["function"].is_object() ? &c["function"] : nullptr;
+        if (!fn || !fn->contains("name") || !(*fn)["name"].is_string() ||
+            (fn->contains("arguments") && !(*fn)["arguments"].is_string()))
+          return r.fail(at + ".tool_calls[" + std::to_string(k) +
+                            "] must be {\"type\": \"function\", \"function\": {\"name\": string, \"arguments\": string}}",
+                        "messages");
+        if (!calls.empty()) calls += '\n';
+        calls += tool_call_text((*fn)["name"].get<std::string>(), fn->value("arguments", std::string("{}")));
+      }
+    }
     if (!msg.contains("content") || msg["content"].is_null()) {
-      if (role == "assistant" && msg.contains("tool_calls"))
-        return r.fail(at + ": tool calls are not supported by this server", "messages");
-      return r.fail(at + ".content is required", "messages");
+      if (calls.empty()) return r.fail(at + ".content is required", "messages");
+      out.messages.push_back({std::move(role), std::move(calls)});
+      continue;
     }
     std::string err;
     auto text = message_content(msg["content"], err);
     if (!text) return r.fail(at + ".content: " + err, "messages");
+    if (role == "tool") {  // a tool's result: a user turn the model reads it in
+      role = "user";
+      *text = tool_result_text(*text);
+    }
+    if (!calls.empty()) *text = text->empty() ? std::move(calls) : *text + "\n" + calls;
     out.messages.push_back({std::move(role), std::move(*text)});
   }
 }
@@ -311,6 +333,91 @@ void read_logprobs(reader& r, generation_request& out, int cap) {
   if (on) out.params.logprobs = has_top ? static_cast<int32_t>(v) : 0;
 }
 
+// OpenAI's tools, tool_choice and parallel_tool_calls (chat; tool_calls.hpp says how they are
+// answered). Read after the other constraints: a tool_choice that calls fixes the answer's form.
+void read_tools(reader& r, std::string_view body, generation_request& out) {
+  tool_spec& spec = out.tools;
+  r.boolean("parallel_tool_calls", spec.parallel);
+  const json* tools = r.field("tools");
+  if (tools) {
+    if (!tools->is_array()) return r.fail(std::string("tools must be an array, got ") + kind(*tools), "tools");
+    if (tools->size() > 128)
+      return r.fail("tools lists " + std::to_string(tools->size()) + " functions; at most 128", "tools");
+    const auto ordered = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false);
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const json& t = (*tools)[i];
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      const json* fn = t.is_object() && t.contains("function") && t["function"].is_object() ? &t["function"] : nullptr;
+      if (!fn || !t.contains("type") || t["type"] != "function")
+        return r.fail(at + " must be {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}",
+                      "tools");
+      tool_function f;
+      if (fn->contains("name") && (*fn)["name"].is_string()) f.name = (*fn)["name"].get<std::string>();
+      if (f.name.empty() || f.name.size() > 64 ||
+          f.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != std::string::npos)
+        return r.fail(at + ".function.name must be 1 to 64 letters, digits, '_' or '-'", "tools");
+      for (const auto& g : spec.functions)
+        if (g.name == f.name) return r.fail(at + ": the function " + f.name + " is listed twice", "tools");
+      if (fn->contains("description") && !(*fn)["description"].is_null()) {
+        if (!(*fn)["description"].is_string()) return r.fail(at + ".function.description must be a string", "tools");
+        f.description = (*fn)["description"].get<std::string>();
+      }
+      if (fn->contains("strict") && !(*fn)["strict"].is_null() && !(*fn)["strict"].is_boolean())
+        return r.fail(at + ".function.strict must be a boolean", "tools");
+      if (fn->contains("parameters") && !(*fn)["parameters"].is_null()) {
+        if (!(*fn)["parameters"].is_object()) return r.fail(at + ".function.parameters must be a JSON schema object", "tools");
+        // The schema's own text keeps its properties' order (the order the arguments are written in).
+        const nlohmann::ordered_json* o = &ordered;
+        o = o->is_object() && o->contains("tools") && (*o)["tools"].is_array() && (*o)["tools"].size() > i ? &(*o)["tools"][i] : nullptr;
+        o = o && o->is_object() && o->contains("function") ? &(*o)["function"] : nullptr;
+        o = o && o->is_object() && o->contains("parameters") ? &(*o)["parameters"] : nullptr;
+        f.parameters = o ? o->dump() : (*fn)["parameters"].dump();
+        if (auto g = json_schema_grammar(f.parameters); !g)
+          return r.fail(at + ".function.parameters: " + g.err().message, "tools");
+      }
+      spec.functions.push_back(std::move(f));
+    }
+  }
+  spec.choice = spec.functions.empty() ? tool_choice::none : tool_choice::automatic;
+  if (const json* c = r.field("tool_choice")) {
+    if (c->is_string() && (*c == "none" || *c == "auto" || *c == "required")) {
+      if (*c == "none") spec.choice = tool_choice::none;
+      else if (*c == "required") spec.choice = tool_choice::required;
+    } else if (c->is_object() && c->value("type", "") == "function" && c->contains("function") &&
+               (*c)["function"].is_object() && (*c)["function"].contains("name") && (*c)["function"]["name"].is_string()) {
+      spec.choice = tool_choice::named;
+      spec.named = (*c)["function"]["name"].get<std::string>();
+      if (std::none_of(spec.functions.begin(), spec.functions.end(), [&](const tool_function& f) { return f.name == spec.named; }))
+        return r.fail("tool_choice names the function \"" + spec.named + "\", which tools does not list", "tool_choice");
+    } else {
+      return r.fail("tool_choice must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
+                    "{\"name\": ...}}",
+                    "tool_choice");
+    }
+    if (spec.choice == tool_choice::required && spec.functions.empty())
+      return r.fail("tool_choice \"required\" needs tools", "tool_choice");
+  }
+  if (!spec.active()) return;
+  sampling_params& p = out.params;
+  if (p.json_object || !p.json_schema.empty() || !p.regex.empty() || !p.choices.empty())
+    return r.fail("tools (with tool_choice other than \"none\") cannot be combined with response_format json_object / "
+                  "json_schema or guided decoding: the answer could not hold a call",
+                  "tool_choice");
+  // The functions and the call syntax, in the system message.
+  const std::string prompt = tool_prompt(spec);
+  if (!out.messages.empty() && out.messages.front().role == "system")
+    out.messages.front().content += "\n\n" + prompt;
+  else
+    out.messages.insert(out.messages.begin(), chat_message{"system", prompt});
+  if (spec.choice == tool_choice::named || spec.choice == tool_choice::required) {
+    if (p.min_tokens > 0)
+      return r.fail("min_tokens cannot be combined with a tool_choice that calls (the answer ends with its call)",
+                    "min_tokens");
+    p.json_schema = tool_answer_schema(spec);
+    p.max_draft_k = 0;
+  }
+}
+
 }  // namespace
 
 parse_result parse_generation_request(std::string_view body, bool chat, const sampling_params& defaults,
@@ -403,8 +510,12 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   if (out.echo && out.params.logprobs >= 0)
     out.params.prompt_logprobs = std::max(out.params.prompt_logprobs, out.params.logprobs);
   r.refuse("suffix", "no fill-in-the-middle");
-  r.refuse("tools", "no tool calling");
-  r.refuse("functions", "no function calling");
+  if (!chat) {
+    r.refuse("tools", "tools belong to /v1/chat/completions");
+    r.refuse("tool_choice", "tools belong to /v1/chat/completions");
+  }
+  r.refuse("functions", "the legacy functions field is not built; send tools and tool_choice");
+  r.refuse("function_call", "the legacy function_call field is not built; send tools and tool_choice");
   r.refuse("guided_grammar", "no grammars; guided_regex, guided_json, guided_choice and response_format json_object / "
                              "json_schema constrain the answer");
   if (const json* gr = r.field("guided_regex"); gr && !gr->is_null()) {
@@ -470,6 +581,7 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
              "response_format");
     }
   }
+  if (chat && !r.err) read_tools(r, body, out);
   if (r.err) return *r.err;
   if (auto ok = out.params.validate(); !ok) return bad_request(ok.err().message);
   return out;

@@ -32,8 +32,13 @@
 //   (sampling_params::regex, regex_grammar.hpp); vLLM's guided_choice (1 to 256 non-empty
 //   strings): the answer is exactly one of them (sampling_params::choices). All decode without
 //   speculation.
-// - Not built (refused, not ignored): chat's echo, suffix, tools/functions, best_of other than 1
-//   or n, and vLLM's guided_grammar.
+// - chat: tools (up to 128 functions, each parameters schema checked as a JSON schema), tool_choice
+//   ("none", "auto", "required" or a named function), parallel_tool_calls; messages may hold an
+//   assistant's tool_calls and role "tool" results. tool_calls.hpp says how the prompt shows them
+//   and how the answer is constrained and read; a calling tool_choice is not combined with
+//   response_format / guided decoding or min_tokens.
+// - Not built (refused, not ignored): chat's echo, suffix, the legacy functions / function_call,
+//   best_of other than 1 or n, and vLLM's guided_grammar.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
 //   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
 // Unknown fields are ignored, as vLLM does (clients send vendor fields).
@@ -50,6 +55,7 @@
 #include "runtime/sample/sampling_params.hpp"
 #include "runtime/text/chat_template.hpp"
 #include "tools/server/api_error.hpp"
+#include "tools/server/tool_calls.hpp"
 
 namespace fw::server {
 
@@ -74,6 +80,7 @@ struct generation_request {
   bool echo = false;  ///< completions: each choice's text starts with its prompt
   bool prompt_only = false;     ///< completions: max_tokens = 0 with echo (the prompt, scored if asked)
   int32_t prompt_logprobs = -1; ///< vLLM's prompt_logprobs (-1: not asked)
+  tool_spec tools;              ///< chat: tools, tool_choice, parallel_tool_calls (tool_calls.hpp)
 };
 
 struct parse_limits {

@@ -144,6 +144,21 @@ json vllm_prompt_logprobs(const tokenizer& vocab, const std::vector<int32_t>& id
 }
 
 
+// A choice's calls as OpenAI writes them; a stream's deltas number them (index).
+json tool_calls_json(const std::string& response_id, uint32_t choice, const std::vector<tool_call>& calls,
+                     bool stream, size_t first = 0) {
+  json out = json::array();
+  for (size_t k = first; k < calls.size(); ++k) {
+    json c = {{"id", "call_" + response_id.substr(response_id.find('-') + 1) + "_" + std::to_string(choice) + "_" +
+                         std::to_string(k)},
+              {"type", "function"},
+              {"function", {{"name", calls[k].name}, {"arguments", calls[k].arguments}}}};
+    if (stream) c["index"] = k;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 }  // namespace
 
 struct openai_service::choice {
@@ -157,6 +172,8 @@ struct openai_service::choice {
   size_t text_offset = 0;  // completions logprobs: bytes of completion text so far
   std::string finish_reason;
   uint32_t completion_tokens = 0;
+  tool_stream_filter filter;  // stream, tool_choice auto: content until a call may begin
+  tool_answer answer;         // with tools: what the finished text says
 };
 
 struct openai_service::response {
@@ -184,6 +201,7 @@ struct openai_service::response {
   std::vector<std::vector<int32_t>> prompt_ids;            // per prompt, when it is scored
   std::vector<std::vector<token_logprobs>> scored;         // per prompt: its first choice's scores
   sampling_params params;
+  tool_spec tools;                              // chat with tools (tool_calls.hpp); inactive otherwise
   std::vector<choice> choices;                  // index = prompt * n + j
   size_t outstanding = 0;                       // submitted choices whose final event has not arrived
 };
@@ -412,6 +430,7 @@ void openai_service::generate(const http_request& req, std::shared_ptr<reply_cha
   r->vllm_top = static_cast<size_t>(std::max(g.prompt_logprobs, 0));
   r->n = g.n;
   r->params = g.params;
+  if (chat && g.tools.active()) r->tools = std::move(g.tools);
   r->prompt_tokens.assign(r->prompts.size(), 0);
   r->cached_tokens.assign(r->prompts.size(), 0);
   if (g.params.prompt_logprobs >= 0) r->prompt_ids = r->prompts;
@@ -464,14 +483,16 @@ void openai_service::submit_rest(const std::shared_ptr<response>& r, uint32_t in
 }
 
 std::string openai_service::chunk(const response& r, uint32_t index, const std::string& text,
-                                  const std::vector<int32_t>& ids, const char* finish_reason, const json* logprobs) const {
+                                  const std::vector<int32_t>& ids, const char* finish_reason, const json* logprobs,
+                                  const json* tool_calls) const {
   const choice& c = r.choices[index];
   json ch = {{"index", index}, {"logprobs", logprobs ? *logprobs : json(nullptr)},
              {"finish_reason", finish_reason ? json(finish_reason) : json(nullptr)}};
   if (r.chat) {
     json delta = json::object();
     if (!c.started) delta["role"] = "assistant";
-    if (!text.empty() || !c.started) delta["content"] = text;
+    if (!text.empty() || (!c.started && !tool_calls)) delta["content"] = text;
+    if (tool_calls) delta["tool_calls"] = *tool_calls;
     ch["delta"] = std::move(delta);
   } else {
     // echo: a choice's first chunk starts with its prompt.
@@ -518,11 +539,31 @@ void openai_service::on_event(uint64_t id, const actors::stream_event& e) {
     count_response(r.route, 200);
     r.started = true;
   }
-  if (r.prompt_only && c.started) return;                                       // nothing after the prompt
-  if (e.text.empty() && !r.return_ids && !r.want_logprobs && c.started) return;  // a partial UTF-8 character: wait
+  if (r.prompt_only && c.started) return;  // nothing after the prompt
+  // With tools the text may be a call: a named function's arguments stream as its call's
+  // deltas, auto's content flows until a call may begin, required's array is read at the end.
+  std::string tool_text;
+  json call_delta;
+  if (r.tools.active()) {
+    c.text += e.text;
+    if (r.tools.choice == tool_choice::automatic) {
+      tool_text = c.filter.feed(e.text);
+    } else if (r.tools.choice == tool_choice::named && !e.text.empty()) {
+      const bool first = c.answer.calls.empty();
+      if (first) c.answer.calls.push_back({r.tools.named, ""});
+      call_delta = json::array({{{"index", 0}, {"function", {{"arguments", e.text}}}}});
+      if (first) {
+        call_delta = tool_calls_json(r.response_id, index, c.answer.calls, true);
+        call_delta[0]["function"]["arguments"] = e.text;
+      }
+    }
+  }
+  const std::string& visible = r.tools.active() ? tool_text : e.text;
+  if (visible.empty() && call_delta.is_null() && !r.return_ids && !r.want_logprobs && c.started)
+    return;  // a partial UTF-8 character, or text held for a call: wait
   static const std::string none;
   static const std::vector<int32_t> no_ids;
-  const std::string& text = r.prompt_only ? none : e.text;
+  const std::string& text = r.prompt_only ? none : visible;
   const std::vector<int32_t>& ids = r.prompt_only ? no_ids : e.tokens;
   json lp;
   if (r.want_logprobs) {
@@ -532,7 +573,8 @@ void openai_service::on_event(uint64_t id, const actors::stream_event& e) {
     if (r.echo_logprobs && !c.started)
       lp = prompt_columns(vocab, r.prompt_ids[index / r.n], r.scored[index / r.n], r.echo_top, lp);
   }
-  r.reply->stream(chunk(r, index, text, ids, nullptr, r.want_logprobs ? &lp : nullptr));
+  r.reply->stream(chunk(r, index, text, ids, nullptr, r.want_logprobs ? &lp : nullptr,
+                        call_delta.is_null() ? nullptr : &call_delta));
   c.started = true;
 }
 
@@ -541,6 +583,14 @@ void openai_service::choice_done(response& r, uint32_t index, const actors::stre
   choice& c = r.choices[index];
   c.finish_reason = r.prompt_only ? "length" : e.finish_reason;  // prompt only: max_tokens = 0 reached
   c.completion_tokens = r.prompt_only ? 0 : e.completion_tokens;
+  if (r.tools.active()) {
+    const bool streamed_named = r.stream && r.tools.choice == tool_choice::named;
+    if (!streamed_named)
+      c.answer = read_tool_answer(r.tools, r.stream && r.tools.choice == tool_choice::automatic ? c.filter.held() : c.text);
+    // OpenAI: "tool_calls" when the model chose to call; a named function's call ends with "stop".
+    if (!c.answer.calls.empty() && c.finish_reason == "stop" && r.tools.choice != tool_choice::named)
+      c.finish_reason = "tool_calls";
+  }
   r.prompt_tokens[index / r.n] = e.prompt_tokens;
   // The prompt's own cost: its first choice's hit (the others copy what that one computed).
   if (index % r.n == 0) r.cached_tokens[index / r.n] = e.cached_tokens;
@@ -549,6 +599,14 @@ void openai_service::choice_done(response& r, uint32_t index, const actors::stre
     r.reply->start_stream(200, "text/event-stream");
     count_response(r.route, 200);
     r.started = true;
+  }
+  if (r.tools.active() && r.tools.choice != tool_choice::named) {
+    // What was held: content, then the calls, each whole.
+    const json calls = tool_calls_json(r.response_id, index, c.answer.calls, true);
+    if (!c.answer.content.empty() || !calls.empty()) {
+      r.reply->stream(chunk(r, index, c.answer.content, {}, nullptr, nullptr, calls.empty() ? nullptr : &calls));
+      c.started = true;
+    }
   }
   json lp;  // echo with logprobs: a choice that ends before any token chunk still sends its prompt's columns
   if (r.echo_logprobs && !c.started)
@@ -599,7 +657,12 @@ void openai_service::complete(response& r) {
     if (r.want_logprobs)
       lp = r.echo_logprobs ? prompt_columns(vocab, r.prompt_ids[p], r.scored[p], r.echo_top, c.logprobs) : c.logprobs;
     json ch = {{"index", i}, {"logprobs", std::move(lp)}, {"finish_reason", c.finish_reason}};
-    if (r.chat) ch["message"] = {{"role", "assistant"}, {"content", c.text}};
+    if (r.chat && r.tools.active() && !c.answer.calls.empty())
+      ch["message"] = {{"role", "assistant"},
+                       {"content", c.answer.content.empty() ? json(nullptr) : json(c.answer.content)},
+                       {"tool_calls", tool_calls_json(r.response_id, i, c.answer.calls, false)}};
+    else if (r.chat)
+      ch["message"] = {{"role", "assistant"}, {"content", c.text}};
     else ch["text"] = r.echo.empty() ? c.text : r.echo[p] + c.text;
     if (r.return_ids) ch["token_ids"] = c.ids;
     if (r.vllm_prompt && !r.chat)

@@ -86,7 +86,8 @@ class openai_service {
   void reply_error(reply_channel& reply, const api_error& e, const char* route);
   bool authorized(const http_request& req) const;
   std::string chunk(const response& r, uint32_t index, const std::string& text, const std::vector<int32_t>& ids,
-                    const char* finish_reason, const nlohmann::json* logprobs = nullptr) const;
+                    const char* finish_reason, const nlohmann::json* logprobs = nullptr,
+                    const nlohmann::json* tool_calls = nullptr) const;
   void count_response(const char* route, unsigned status);
 
   actors::engine& engine_;

@@ -271,7 +271,7 @@ TEST(openai_request, refusals_name_the_field) {
       {R"({"messages":[{"role":"user","content":"x"}],"echo":true})", true, "echo", "not supported"},
       {R"({"prompt":"x","stop":[1]})", false, "stop", "must hold strings"},
       {R"({"prompt":"x","stream_options":{"include_usage":true}})", false, "stream_options", "only allowed"},
-      {R"({"messages":[{"role":"tool","content":"x"}]})", true, "messages", "\"tool\" is not supported"},
+      {R"({"messages":[{"role":"function","content":"x"}]})", true, "messages", "\"function\" is not supported"},
       {R"({"messages":[{"content":"x"}]})", true, "messages", "role must be a string"},
       {R"({"messages":[{"role":"user"}]})", true, "messages", "content is required"},
       {R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{}}})",
