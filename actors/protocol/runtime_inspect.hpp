@@ -22,7 +22,7 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
   return f(caf::meta::type_name("fw::sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
            x.repeat_penalty, x.repeat_last_n, x.presence_penalty, x.frequency_penalty, x.seed,
            x.max_tokens, x.stop, x.ignore_eos, x.stop_token_ids, x.min_tokens, x.logit_bias_ids, x.logit_bias, x.max_draft_k,
-           x.logprobs, x.prompt_logprobs, x.json_object, x.choices, x.json_schema, x.regex);
+           x.logprobs, x.prompt_logprobs, x.json_object, x.choices, x.json_schema, x.regex, x.grammar);
 }
 
 template <class Inspector>

@@ -91,6 +91,75 @@ void grammar::add_utf8_multibyte(uint32_t rule) {
   add_alternative(rule, {byte('\xf4'), range(0x80, 0x8f), tail, tail});
 }
 
+namespace {
+
+size_t utf8_encode(uint32_t cp, uint8_t out[4]) {
+  if (cp < 0x80) {
+    out[0] = static_cast<uint8_t>(cp);
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = static_cast<uint8_t>(0xc0 | (cp >> 6));
+    out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3f));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = static_cast<uint8_t>(0xe0 | (cp >> 12));
+    out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3f));
+    out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3f));
+    return 3;
+  }
+  out[0] = static_cast<uint8_t>(0xf0 | (cp >> 18));
+  out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3f));
+  out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3f));
+  out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3f));
+  return 4;
+}
+
+}  // namespace
+
+void grammar::character(uint32_t cp, std::vector<element>& out) {
+  uint8_t b[4];
+  const size_t n = utf8_encode(cp, b);
+  for (size_t k = 0; k < n; ++k) out.push_back(byte(static_cast<char>(b[k])));
+}
+
+void grammar::add_codepoints(uint32_t rule, uint32_t lo, uint32_t hi) {
+  hi = std::min<uint32_t>(hi, 0x10ffff);
+  if (lo > hi) return;
+  // Whole encoding lengths and no surrogates first.
+  for (const uint32_t edge : {0x7fu, 0x7ffu, 0xd7ffu, 0xdfffu, 0xffffu}) {
+    if (lo <= edge && hi > edge) {
+      add_codepoints(rule, lo, edge);
+      add_codepoints(rule, edge + 1, hi);
+      return;
+    }
+  }
+  if (lo >= 0xd800 && hi <= 0xdfff) return;
+  // Split until, at every continuation byte, the range either keeps one prefix or covers all of
+  // the lower bytes: then each byte position is one byte range.
+  for (uint32_t i = 1; i < 4; ++i) {
+    const uint32_t low = (uint32_t{1} << (6 * i)) - 1;
+    if ((lo & ~low) == (hi & ~low)) continue;
+    if ((lo & low) != 0) {
+      add_codepoints(rule, lo, lo | low);
+      add_codepoints(rule, (lo | low) + 1, hi);
+      return;
+    }
+    if ((hi & low) != low) {
+      add_codepoints(rule, lo, (hi & ~low) - 1);
+      add_codepoints(rule, hi & ~low, hi);
+      return;
+    }
+  }
+  uint8_t a[4], b[4];
+  const size_t n = utf8_encode(lo, a);
+  utf8_encode(hi, b);
+  std::vector<element> seq;
+  for (size_t k = 0; k < n; ++k) seq.push_back(bytes(byte_set{}.add_range(a[k], b[k])));
+  add_alternative(rule, seq);
+}
+
 uint32_t grammar::at_most(element e, int64_t n) {
   uint32_t r = add_rule();
   if (n < 0) {  // r ::= e r | (nothing)

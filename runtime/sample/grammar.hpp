@@ -58,10 +58,16 @@ class grammar {
   element byte(char c) { return bytes(byte_set{}.add(static_cast<uint8_t>(c))); }
   /// Elements matching `text` byte for byte, appended to `out`.
   void literal(std::string_view text, std::vector<element>& out);
+  /// Elements matching code point `cp`'s UTF-8 bytes, appended to `out`.
+  void character(uint32_t cp, std::vector<element>& out);
   static element ref(uint32_t rule) { return {element::kind::rule, rule}; }
   /// Appends to `rule` one alternative per UTF-8 lead byte form of a character of 2 to 4 bytes
   /// (RFC 3629's table: no overlongs, no surrogates).
   void add_utf8_multibyte(uint32_t rule);
+  /// Appends to `rule` alternatives matching one character (UTF-8) of the code point range
+  /// [lo, hi] (within 0..0x10FFFF; surrogates are skipped): one alternative per run of code points
+  /// whose encodings form a product of byte ranges.
+  void add_codepoints(uint32_t rule, uint32_t lo, uint32_t hi);
   /// A rule matching up to n of `e` (n < 0: any number). Its empty alternative is last: a
   /// recognizer expands the last alternative in its loop and the others by recursion, so
   /// skipping optional parts in a row stays shallow.

@@ -12,6 +12,7 @@
 
 #include "runtime/base/expected.hpp"
 #include "runtime/config/sections/sampling_section.hpp"
+#include "runtime/sample/gbnf_grammar.hpp"
 #include "runtime/sample/json_schema.hpp"
 #include "runtime/sample/regex_grammar.hpp"
 
@@ -69,6 +70,9 @@ struct sampling_params {
   /// A regular expression (vLLM's guided_regex): the answer is a text it matches whole
   /// (regex_grammar.hpp says which regexes). Decoded plainly, as JSON mode. Empty: none.
   std::string regex;
+  /// A GBNF grammar (llama.cpp's grammar, vLLM's guided_grammar): the answer is a sentence of its
+  /// rule root (gbnf_grammar.hpp says which grammars). Decoded plainly, as JSON mode. Empty: none.
+  std::string grammar;
 
   /// The per-request parameters a [sampling] section describes (its defaults equal these).
   [[nodiscard]] static sampling_params from_section(const sampling_section& s) {
@@ -148,6 +152,14 @@ struct sampling_params {
       if (min_tokens > 0)
         return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with a regex");
       if (auto g = regex_grammar(regex); !g) return g.err();
+    }
+    if (!grammar.empty()) {
+      if (json_object || !choices.empty() || !json_schema.empty() || !regex.empty())
+        return make_error(errc::invalid_argument, "sampling parameter grammar cannot be combined with JSON mode, a JSON "
+                                                  "schema, a regex or guided_choice");
+      if (min_tokens > 0)
+        return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with a grammar");
+      if (auto g = gbnf_grammar(grammar); !g) return g.err();
     }
     if (json_object && min_tokens > 0)
       return make_error(errc::invalid_argument, "sampling parameter min_tokens cannot be combined with JSON mode "

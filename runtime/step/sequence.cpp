@@ -14,11 +14,13 @@ sequence::sequence(uint64_t id, std::vector<int32_t> prompt, const sampling_para
       budget_(budget),
       stops_(params.stop) {
   if (params.json_object) json_.emplace();
-  if (!params.json_schema.empty() || !params.regex.empty()) {
+  if (!params.json_schema.empty() || !params.regex.empty() || !params.grammar.empty()) {
     // validate() compiled it at the boundary; one that fails here would be a bug there.
-    auto g = params.regex.empty() ? json_schema_grammar(params.json_schema) : regex_grammar(params.regex);
+    auto g = !params.regex.empty() ? regex_grammar(params.regex)
+             : !params.grammar.empty() ? gbnf_grammar(params.grammar)
+                                       : json_schema_grammar(params.json_schema);
     if (g) schema_.emplace(*g);
-    else if (params.regex.empty()) json_.emplace();  // a schema's answer is at least a JSON object
+    else if (!params.json_schema.empty()) json_.emplace();  // a schema's answer is at least a JSON object
   }
 }
 

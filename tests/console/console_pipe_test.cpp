@@ -309,5 +309,33 @@ TEST(generate_cli, a_json_schema_shapes_the_answer) {
   EXPECT_NE(missing.err.find("cannot read /nonexistent/schema.json"), std::string::npos) << missing.err;
 }
 
+// `flywheel generate --grammar`: the answer is a sentence of the GBNF grammar (text or @FILE),
+// sampled too; a grammar with an undefined rule exits 2 naming it and where.
+TEST(generate_cli, a_gbnf_grammar_shapes_the_answer) {
+  const std::string grammar = "root ::= verdict \" because \" reason \".\"\n"
+                              "verdict ::= \"yes\" | \"no\"\n"
+                              "reason ::= [a-z]{1,12} (\" \" [a-z]{1,12}){0,5}\n";
+  const std::string file = ::testing::TempDir() + "fw_generate_grammar.gbnf";
+  std::ofstream(file) << grammar;
+  const std::regex sentence("(yes|no) because [a-z]{1,12}( [a-z]{1,12}){0,5}\\.");
+  for (const std::string& arg : {grammar, "@" + file}) {
+    for (const char* temperature : {"0", "1.0"}) {
+      const auto g = run_process({flywheel_binary(), "generate", "--config", default_config(), "--temperature",
+                                  temperature, "--seed", "3", "--max-tokens", "120", "--chat", "--prompt",
+                                  "Is Paris in France?", "--grammar", arg, "--json"},
+                                 "");
+      ASSERT_EQ(g.exit_code, 0) << g.err;
+      const auto out = nlohmann::json::parse(g.out);
+      EXPECT_EQ(out["finish_reason"], "stop") << g.out;
+      EXPECT_TRUE(std::regex_match(out["text"].get<std::string>(), sentence)) << g.out;
+    }
+  }
+  const auto bad = run_process({flywheel_binary(), "generate", "--config", default_config(), "--prompt", "x",
+                                "--grammar", "root ::= verdict"},
+                               "");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("line 1, column 10: the rule verdict is used but not defined"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace fw::test

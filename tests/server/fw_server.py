@@ -257,3 +257,115 @@ class PrefillNode:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def is_json_object_prefix(text):
+    """Whether `text` is the start of some JSON object text (an answer cut by max_tokens in JSON
+    mode must be one); a whole object is one too."""
+    class End(Exception):
+        pass
+
+    s, i = text, [0]
+
+    def peek():
+        if i[0] >= len(s):
+            raise End
+        return s[i[0]]
+
+    def ws():
+        while i[0] < len(s) and s[i[0]] in " \t\n\r":
+            i[0] += 1
+
+    def expect(ch):
+        if peek() != ch:
+            raise ValueError(f"expected {ch!r} at {i[0]}")
+        i[0] += 1
+
+    def string():
+        expect('"')
+        while True:
+            c = peek()
+            i[0] += 1
+            if c == '"':
+                return
+            if c == "\\":
+                e = peek()
+                i[0] += 1
+                if e == "u":
+                    for _ in range(4):
+                        if peek() not in "0123456789abcdefABCDEF":
+                            raise ValueError("bad \\u escape")
+                        i[0] += 1
+                elif e not in '"\\/bfnrt':
+                    raise ValueError("bad escape")
+            elif ord(c) < 0x20:
+                raise ValueError("control character in a string")
+
+    def number():
+        m = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?").match(s, i[0])
+        partial = re.compile(r"-?((0|[1-9][0-9]*)(\.[0-9]*)?([eE][+-]?[0-9]*)?)?$").match(s, i[0])
+        if partial and partial.end() == len(s):
+            raise End  # a number still being written
+        if not m or m.end() == i[0]:
+            raise ValueError(f"bad number at {i[0]}")
+        i[0] = m.end()
+
+    def value():
+        ws()
+        c = peek()
+        if c == "{":
+            obj()
+        elif c == "[":
+            i[0] += 1
+            ws()
+            if peek() == "]":
+                i[0] += 1
+                return
+            while True:
+                value()
+                ws()
+                if peek() == "]":
+                    i[0] += 1
+                    return
+                expect(",")
+        elif c == '"':
+            string()
+        elif c in "-0123456789":
+            number()
+        else:
+            for word in ("true", "false", "null"):
+                rest = s[i[0]:i[0] + len(word)]
+                if word.startswith(rest) and rest and rest[0] == word[0]:
+                    if len(rest) < len(word):
+                        raise End
+                    i[0] += len(word)
+                    return
+            raise ValueError(f"unexpected {c!r} at {i[0]}")
+
+    def obj():
+        expect("{")
+        ws()
+        if peek() == "}":
+            i[0] += 1
+            return
+        while True:
+            ws()
+            string()
+            ws()
+            expect(":")
+            value()
+            ws()
+            if peek() == "}":
+                i[0] += 1
+                return
+            expect(",")
+
+    try:
+        ws()
+        obj()
+        ws()
+        return i[0] == len(s)
+    except End:
+        return True
+    except ValueError:
+        return False

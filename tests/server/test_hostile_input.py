@@ -82,6 +82,8 @@ CASES = [
     ("tool_choice naming an unlisted function", CHAT,
      chat(tools=[{"type": "function", "function": {"name": "f"}}],
           tool_choice={"type": "function", "function": {"name": "g"}}), 400, "which tools does not list"),
+    ("a grammar with an undefined rule", CHAT, chat(guided_grammar="root ::= x"), 400, "x is used but not defined"),
+    ("a left-recursive grammar", COMP, comp(grammar='root ::= root "a" | "a"'), 400, "left recursion"),
     ("too many stop strings", CHAT, chat(stop=[str(i) for i in range(20)]), 400, "stop"),
     ("empty stop string", CHAT, chat(stop=[""]), 400, "stop"),
     ("stream_options without stream", CHAT, chat(stream_options={"include_usage": True}), 400, "stream_options"),

@@ -2,6 +2,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -35,16 +36,19 @@ expected<sampling_params> sampling_from(const arg_parser& a) {
   sampling_params p = sampling_params::from_section(cfg->sampling);
   if (a.has("stop")) p.stop = {a.str("stop")};
   p.ignore_eos = a.on("ignore-eos");
-  if (a.has("json-schema")) {  // the schema's text, or @FILE
-    std::string schema = a.str("json-schema");
-    if (!schema.empty() && schema[0] == '@') {
-      std::ifstream f(schema.substr(1), std::ios::binary);
-      if (!f) return make_error(errc::invalid_argument, "--json-schema: cannot read " + schema.substr(1));
-      schema.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  // --json-schema / --grammar: the text, or @FILE. Constrained answers decode plainly.
+  for (const auto& [flag, field] : {std::pair{"json-schema", &sampling_params::json_schema},
+                                    std::pair{"grammar", &sampling_params::grammar}}) {
+    if (!a.has(flag)) continue;
+    std::string text = a.str(flag);
+    if (!text.empty() && text[0] == '@') {
+      std::ifstream f(text.substr(1), std::ios::binary);
+      if (!f) return make_error(errc::invalid_argument, std::string("--") + flag + ": cannot read " + text.substr(1));
+      text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
     }
-    if (schema.empty()) return make_error(errc::invalid_argument, "--json-schema: the schema is empty");
-    p.json_schema = std::move(schema);
-    p.max_draft_k = 0;  // constrained answers decode plainly
+    if (text.empty()) return make_error(errc::invalid_argument, std::string("--") + flag + ": the text is empty");
+    p.*field = std::move(text);
+    p.max_draft_k = 0;
   }
   if (auto ok = p.validate(); !ok) return ok.err();
   return p;
@@ -68,6 +72,7 @@ int cmd_generate(int argc, char** argv) {
       .option("stop", "stop string")
       .flag("ignore-eos", "keep generating past end-of-sequence")
       .option("json-schema", "the answer is JSON this JSON Schema admits: the schema's text, or @FILE")
+      .option("grammar", "the answer is a sentence of this GBNF grammar's rule root: its text, or @FILE")
       .flag("json", "print one JSON object instead of streaming text");
   if (auto done = args.parse_or_exit_code(argc, argv)) return *done;
   if (!args.has("prompt")) {

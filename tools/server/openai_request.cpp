@@ -399,7 +399,7 @@ void read_tools(reader& r, std::string_view body, generation_request& out) {
   }
   if (!spec.active()) return;
   sampling_params& p = out.params;
-  if (p.json_object || !p.json_schema.empty() || !p.regex.empty() || !p.choices.empty())
+  if (p.json_object || !p.json_schema.empty() || !p.regex.empty() || !p.choices.empty() || !p.grammar.empty())
     return r.fail("tools (with tool_choice other than \"none\") cannot be combined with response_format json_object / "
                   "json_schema or guided decoding: the answer could not hold a call",
                   "tool_choice");
@@ -516,8 +516,21 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   }
   r.refuse("functions", "the legacy functions field is not built; send tools and tool_choice");
   r.refuse("function_call", "the legacy function_call field is not built; send tools and tool_choice");
-  r.refuse("guided_grammar", "no grammars; guided_regex, guided_json, guided_choice and response_format json_object / "
-                             "json_schema constrain the answer");
+  // A GBNF grammar: vLLM's guided_grammar, llama.cpp's grammar (gbnf_grammar.hpp).
+  for (const char* field : {"guided_grammar", "grammar"}) {
+    const json* gg = r.field(field);
+    if (!gg) continue;
+    if (!gg->is_string() || gg->get_ref<const std::string&>().empty()) {
+      r.fail(std::string(field) + " must be a non-empty string (a GBNF grammar with a rule root)", field);
+    } else if (!out.params.grammar.empty()) {
+      r.fail("a grammar is given twice (guided_grammar and grammar)", field);
+    } else if (auto g = gbnf_grammar(gg->get<std::string>()); !g) {
+      r.fail(g.err().message, field);
+    } else {
+      out.params.grammar = gg->get<std::string>();
+      out.params.max_draft_k = 0;
+    }
+  }
   if (const json* gr = r.field("guided_regex"); gr && !gr->is_null()) {
     if (!gr->is_string() || gr->get_ref<const std::string&>().empty()) {
       r.fail("guided_regex must be a non-empty string", "guided_regex");

@@ -30,15 +30,16 @@
 //   JSON the schema admits (sampling_params::json_schema; an unsupported keyword is a 400 naming
 //   it, json_schema.hpp); vLLM's guided_regex: the answer matches the regex whole
 //   (sampling_params::regex, regex_grammar.hpp); vLLM's guided_choice (1 to 256 non-empty
-//   strings): the answer is exactly one of them (sampling_params::choices). All decode without
-//   speculation.
+//   strings): the answer is exactly one of them (sampling_params::choices); vLLM's guided_grammar
+//   or llama.cpp's grammar (GBNF text): the answer is a sentence of its rule root
+//   (sampling_params::grammar, gbnf_grammar.hpp). All decode without speculation.
 // - chat: tools (up to 128 functions, each parameters schema checked as a JSON schema), tool_choice
 //   ("none", "auto", "required" or a named function), parallel_tool_calls; messages may hold an
 //   assistant's tool_calls and role "tool" results. tool_calls.hpp says how the prompt shows them
 //   and how the answer is constrained and read; a calling tool_choice is not combined with
 //   response_format / guided decoding or min_tokens.
 // - Not built (refused, not ignored): chat's echo, suffix, the legacy functions / function_call,
-//   best_of other than 1 or n, and vLLM's guided_grammar.
+//   best_of other than 1 or n.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;
 //   max_draft_tokens (0..16) caps this request's speculative draft tokens per step (0: none).
 // Unknown fields are ignored, as vLLM does (clients send vendor fields).

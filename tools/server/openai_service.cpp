@@ -146,9 +146,9 @@ json vllm_prompt_logprobs(const tokenizer& vocab, const std::vector<int32_t>& id
 
 // A choice's calls as OpenAI writes them; a stream's deltas number them (index).
 json tool_calls_json(const std::string& response_id, uint32_t choice, const std::vector<tool_call>& calls,
-                     bool stream, size_t first = 0) {
+                     bool stream) {
   json out = json::array();
-  for (size_t k = first; k < calls.size(); ++k) {
+  for (size_t k = 0; k < calls.size(); ++k) {
     json c = {{"id", "call_" + response_id.substr(response_id.find('-') + 1) + "_" + std::to_string(choice) + "_" +
                          std::to_string(k)},
               {"type", "function"},

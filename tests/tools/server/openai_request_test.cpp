@@ -134,7 +134,10 @@ TEST(openai_request, logit_bias_stop_token_ids_and_ignore_eos) {
       {R"x({"prompt":"x","guided_regex":"a(?=b)"})x", "guided_regex", "lookaround"},
       {R"({"prompt":"x","guided_regex":""})", "guided_regex", "non-empty string"},
       {R"({"prompt":"x","guided_regex":"a","guided_choice":["a"]})", "", "cannot be combined"},
-      {R"({"prompt":"x","guided_grammar":"root ::= \"a\""})", "guided_grammar", "not supported"},
+      {R"({"prompt":"x","guided_grammar":"root ::= item"})", "guided_grammar", "line 1, column 10: the rule item is used but not defined"},
+      {R"({"prompt":"x","grammar":""})", "grammar", "non-empty string"},
+      {R"({"prompt":"x","grammar":"root ::= \"a\"","guided_grammar":"root ::= \"b\""})", "grammar", "given twice"},
+      {R"({"prompt":"x","grammar":"root ::= \"a\"","guided_regex":"a"})", "", "cannot be combined"},
       {R"({"prompt":"x","prompt_logprobs":21})", "prompt_logprobs", "out of range"},
       {R"({"prompt":"x","prompt_logprobs":true})", "prompt_logprobs", "must be an integer"},
       {R"({"prompt":"x","prompt_logprobs":1,"stream":true})", "prompt_logprobs", "not available with stream"},
@@ -143,6 +146,14 @@ TEST(openai_request, logit_bias_stop_token_ids_and_ignore_eos) {
     const api_error e = refused(x.body, false);
     EXPECT_EQ(e.param, x.param) << x.body;
     EXPECT_NE(e.message.find(x.text), std::string::npos) << x.body << " -> " << e.message;
+  }
+}
+
+TEST(openai_request, a_gbnf_grammar_constrains_plain_decoding) {
+  for (const char* field : {"guided_grammar", "grammar"}) {
+    const auto g = ok(std::string(R"({"prompt":"x",")") + field + R"(":"root ::= [a-z]+ \"!\""})", false);
+    EXPECT_EQ(g.params.grammar, "root ::= [a-z]+ \"!\"") << field;
+    EXPECT_EQ(g.params.max_draft_k, 0) << field;  // constrained answers decode plainly
   }
 }
 
