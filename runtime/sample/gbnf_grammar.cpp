@@ -134,35 +134,46 @@ class gbnf_compiler {
     }
   }
 
+  // The elements of the grammar and of the sequences still being read (not yet in it).
+  size_t elements() const { return g_->size() + pending_; }
+
   expected<seq> sequence(int depth) {
     seq items;
     for (;;) {
       skip();
-      if (at_end() || t_[pos_] == '|' || t_[pos_] == ')' || (depth == 0 && rule_starts())) return items;
-      if (g_->size() > max_elements) return fail("the grammar is too large (over 2M elements)");
+      if (at_end() || t_[pos_] == '|' || t_[pos_] == ')' || (depth == 0 && rule_starts())) {
+        pending_ -= items.size();  // the caller stores them in the grammar
+        return items;
+      }
+      if (elements() > max_elements) return fail("the grammar is too large (over 2M elements)");
       const size_t at = pos_;
       auto a = atom(depth);
       if (!a) return a.err();
       seq item = std::move(*a);
-      while (!at_end()) {  // postfix repetition (several in a row apply in turn)
-        const char q = t_[pos_];
+      for (;;) {  // postfix repetition (several in a row apply in turn; spaces before one allowed)
+        size_t q_at = pos_;
+        while (q_at < t_.size() && (t_[q_at] == ' ' || t_[q_at] == '\t')) ++q_at;
+        if (q_at >= t_.size()) break;
+        const char q = t_[q_at];
+        if (q != '*' && q != '+' && q != '?' && q != '{') break;
+        pos_ = q_at;
         int64_t lo, hi;
         if (q == '*') lo = 0, hi = -1, ++pos_;
         else if (q == '+') lo = 1, hi = -1, ++pos_;
         else if (q == '?') lo = 0, hi = 1, ++pos_;
-        else if (q == '{') {
-          if (auto c = counts(&lo, &hi); !c) return c.err();
-        } else {
-          break;
-        }
+        else if (auto c = counts(&lo, &hi); !c) return c.err();
         const element one = item.size() == 1 ? item[0] : grammar::ref(new_rule({item}));
-        if (g_->size() + static_cast<size_t>(std::max(lo, hi)) * 4 > max_elements)
+        if (elements() + static_cast<size_t>(lo) + static_cast<size_t>(std::max<int64_t>(hi - lo, 1)) * 4 >
+            max_elements)
           return fail_at(at, "the grammar is too large (over 2M elements)");
         const uint32_t tail = g_->at_most(one, hi < 0 ? -1 : hi - lo);
         item.assign(static_cast<size_t>(lo), one);
         item.push_back(grammar::ref(tail));
       }
+      if (elements() + item.size() > max_elements)
+        return fail_at(at, "the grammar is too large (over 2M elements)");
       items.insert(items.end(), item.begin(), item.end());
+      pending_ += item.size();
     }
   }
 
@@ -325,6 +336,7 @@ class gbnf_compiler {
   size_t pos_ = 0;
   std::shared_ptr<grammar> g_;
   std::map<std::string, rule_info> rules_;
+  size_t pending_ = 0;  // elements read into sequences not yet stored
 };
 
 }  // namespace

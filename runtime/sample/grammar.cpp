@@ -1,6 +1,7 @@
 #include "runtime/sample/grammar.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace fw {
 
@@ -26,24 +27,42 @@ grammar::element grammar::bytes(const byte_set& set) {
 
 int64_t grammar::left_recursive_rule() const {
   const size_t n = alternatives_.size();
-  // Rules that can match the empty string: a fixpoint over the alternatives.
+  // Rules that can match the empty string, by a worklist (linear in the grammar's size): an
+  // alternative is nullable once each of its elements is a nullable rule; it waits on a count of
+  // the rule elements not yet known nullable (an alternative with a byte never becomes one).
   std::vector<uint8_t> nullable(n, 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < n; ++r) {
-      if (nullable[r]) continue;
-      for (uint32_t p : alternatives_[r]) {
-        bool all = true;
-        for (; elements_[p].k != element::kind::end; ++p)
-          if (elements_[p].k == element::kind::bytes || !nullable[elements_[p].index]) {
-            all = false;
-            break;
-          }
-        if (all) {
-          nullable[r] = 1;
-          changed = true;
-          break;
+  std::vector<uint32_t> waiting;                             // per alternative: rule elements not yet nullable
+  std::vector<uint32_t> owner;                               // per alternative: its rule
+  std::vector<std::vector<uint32_t>> used_in(n);             // rule -> alternatives holding it (per occurrence)
+  std::vector<uint32_t> ready;
+  for (size_t r = 0; r < n; ++r)
+    for (uint32_t p : alternatives_[r]) {
+      const auto alt = static_cast<uint32_t>(waiting.size());
+      uint32_t count = 0;
+      bool has_bytes = false;
+      for (; elements_[p].k != element::kind::end; ++p) {
+        if (elements_[p].k == element::kind::bytes) {
+          has_bytes = true;
+          continue;
         }
+        ++count;
+        used_in[elements_[p].index].push_back(alt);
+      }
+      waiting.push_back(has_bytes ? UINT32_MAX : count);
+      owner.push_back(static_cast<uint32_t>(r));
+      if (count == 0 && !has_bytes && !nullable[r]) {
+        nullable[r] = 1;
+        ready.push_back(static_cast<uint32_t>(r));
+      }
+    }
+  while (!ready.empty()) {
+    const uint32_t s = ready.back();
+    ready.pop_back();
+    for (uint32_t alt : used_in[s]) {
+      if (waiting[alt] == UINT32_MAX || waiting[alt] == 0) continue;
+      if (--waiting[alt] == 0 && !nullable[owner[alt]]) {
+        nullable[owner[alt]] = 1;
+        ready.push_back(owner[alt]);
       }
     }
   }

@@ -27,6 +27,7 @@ const std::set<std::string, std::less<>> structural_keys = {
     "minLength", "maxLength", "pattern"};
 constexpr int max_schema_depth = 64;
 constexpr int max_json_depth = 128;  // of the schema's JSON text (const / enum values included)
+constexpr size_t max_object_keys = 4096;  // keys in one object of the schema's JSON text
 constexpr size_t max_grammar_elements = 2'000'000;
 
 std::string pointer_token(const std::string& key) {  // RFC 6901 escaping
@@ -463,13 +464,17 @@ expected<uint32_t> compiler::array(const ojson& s, const std::string& path, int 
 
 expected<std::shared_ptr<const grammar>> json_schema_grammar(std::string_view schema_json) {
   ojson doc;
-  bool too_deep = false;
+  bool too_deep = false, too_wide = false;
+  std::vector<size_t> keys;  // per open object: its keys so far (an ordered object's insert is linear)
   try {
     doc = ojson::parse(
         schema_json.begin(), schema_json.end(),
-        [&](int depth, ojson::parse_event_t, ojson&) {
+        [&](int depth, ojson::parse_event_t e, ojson&) {
           if (depth > max_json_depth) too_deep = true;
-          return !too_deep;  // stop building deeper values (their dump() would recurse as deep)
+          if (e == ojson::parse_event_t::object_start) keys.push_back(0);
+          else if (e == ojson::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+          else if (e == ojson::parse_event_t::key && !keys.empty() && ++keys.back() > max_object_keys) too_wide = true;
+          return !too_deep && !too_wide;  // stop building deeper values (their dump() would recurse as deep)
         },
         true, false);
   } catch (const std::exception& e) {
@@ -477,6 +482,9 @@ expected<std::shared_ptr<const grammar>> json_schema_grammar(std::string_view sc
   }
   if (too_deep)
     return make_error(errc::invalid_argument, "json_schema nests deeper than " + std::to_string(max_json_depth) + " levels");
+  if (too_wide)
+    return make_error(errc::invalid_argument, "json_schema has an object of more than " + std::to_string(max_object_keys) +
+                                                  " keys");
   compiler c(doc);
   auto root = c.value(doc, "", 0);
   if (!root) return root.err();

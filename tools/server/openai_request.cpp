@@ -333,6 +333,77 @@ void read_logprobs(reader& r, generation_request& out, int cap) {
   if (on) out.params.logprobs = has_top ? static_cast<int32_t>(v) : 0;
 }
 
+// The raw text of the value at `path` (object keys, or "#N" for an array's element N) in a valid
+// JSON text: the client's own text, its objects' key order kept, found in one linear pass (an
+// ordered document of the whole body would cost time quadratic in an object's keys). The last
+// of duplicate keys wins, as in the parsed body.
+class value_finder {
+ public:
+  explicit value_finder(std::string_view s) : s_(s) {}
+  std::optional<std::string_view> find(const std::vector<std::string>& path) {
+    i_ = s_.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;  // a byte order mark, as the JSON parser allows
+    found_.reset();
+    value(path, 0, true);
+    return found_;
+  }
+
+ private:
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+  std::string string_token() {  // at '"': the decoded text
+    const size_t start = i_++;
+    bool escaped = false;
+    while (i_ < s_.size() && s_[i_] != '"') i_ += s_[i_] == '\\' ? (escaped = true, 2) : 1;
+    ++i_;
+    const std::string_view raw = s_.substr(start, std::min(i_, s_.size()) - start);
+    if (!escaped) return std::string(raw.substr(1, raw.size() >= 2 ? raw.size() - 2 : 0));
+    const json k = json::parse(raw, nullptr, false);
+    return k.is_string() ? k.get<std::string>() : std::string();
+  }
+  // Reads one value; records its text when it is the path's end (`on` says the path holds so far).
+  void value(const std::vector<std::string>& path, size_t k, bool on) {
+    ws();
+    const size_t start = i_;
+    if (i_ >= s_.size()) return;
+    if (s_[i_] == '{') {
+      ++i_;
+      for (;;) {
+        ws();
+        if (i_ >= s_.size() || s_[i_] == '}') break;
+        const std::string key = string_token();
+        ws();
+        ++i_;  // ':'
+        value(path, k + 1, on && k < path.size() && key == path[k]);
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') ++i_;
+      }
+      ++i_;
+    } else if (s_[i_] == '[') {
+      ++i_;
+      for (size_t n = 0;; ++n) {
+        ws();
+        if (i_ >= s_.size() || s_[i_] == ']') break;
+        value(path, k + 1, on && k < path.size() && path[k] == "#" + std::to_string(n));
+        ws();
+        if (i_ < s_.size() && s_[i_] == ',') ++i_;
+      }
+      ++i_;
+    } else if (s_[i_] == '"') {
+      string_token();
+    } else {
+      while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ']' && s_[i_] != ' ' && s_[i_] != '\n' &&
+             s_[i_] != '\t' && s_[i_] != '\r')
+        ++i_;
+    }
+    if (on && k == path.size()) found_ = s_.substr(start, std::min(i_, s_.size()) - start);
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+  std::optional<std::string_view> found_;
+};
+
 // OpenAI's tools, tool_choice and parallel_tool_calls (chat; tool_calls.hpp says how they are
 // answered). Read after the other constraints: a tool_choice that calls fixes the answer's form.
 void read_tools(reader& r, std::string_view body, generation_request& out) {
@@ -343,7 +414,7 @@ void read_tools(reader& r, std::string_view body, generation_request& out) {
     if (!tools->is_array()) return r.fail(std::string("tools must be an array, got ") + kind(*tools), "tools");
     if (tools->size() > 128)
       return r.fail("tools lists " + std::to_string(tools->size()) + " functions; at most 128", "tools");
-    const auto ordered = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false);
+    value_finder finder(body);
     for (size_t i = 0; i < tools->size(); ++i) {
       const json& t = (*tools)[i];
       const std::string at = "tools[" + std::to_string(i) + "]";
@@ -367,11 +438,8 @@ void read_tools(reader& r, std::string_view body, generation_request& out) {
       if (fn->contains("parameters") && !(*fn)["parameters"].is_null()) {
         if (!(*fn)["parameters"].is_object()) return r.fail(at + ".function.parameters must be a JSON schema object", "tools");
         // The schema's own text keeps its properties' order (the order the arguments are written in).
-        const nlohmann::ordered_json* o = &ordered;
-        o = o->is_object() && o->contains("tools") && (*o)["tools"].is_array() && (*o)["tools"].size() > i ? &(*o)["tools"][i] : nullptr;
-        o = o && o->is_object() && o->contains("function") ? &(*o)["function"] : nullptr;
-        o = o && o->is_object() && o->contains("parameters") ? &(*o)["parameters"] : nullptr;
-        f.parameters = o ? o->dump() : (*fn)["parameters"].dump();
+        const auto text = finder.find({"tools", "#" + std::to_string(i), "function", "parameters"});
+        f.parameters = text ? std::string(*text) : (*fn)["parameters"].dump();
         if (auto g = json_schema_grammar(f.parameters); !g)
           return r.fail(at + ".function.parameters: " + g.err().message, "tools");
       }
@@ -383,7 +451,7 @@ void read_tools(reader& r, std::string_view body, generation_request& out) {
     if (c->is_string() && (*c == "none" || *c == "auto" || *c == "required")) {
       if (*c == "none") spec.choice = tool_choice::none;
       else if (*c == "required") spec.choice = tool_choice::required;
-    } else if (c->is_object() && c->value("type", "") == "function" && c->contains("function") &&
+    } else if (c->is_object() && c->contains("type") && (*c)["type"] == "function" && c->contains("function") &&
                (*c)["function"].is_object() && (*c)["function"].contains("name") && (*c)["function"]["name"].is_string()) {
       spec.choice = tool_choice::named;
       spec.named = (*c)["function"]["name"].get<std::string>();
@@ -399,9 +467,12 @@ void read_tools(reader& r, std::string_view body, generation_request& out) {
   }
   if (!spec.active()) return;
   sampling_params& p = out.params;
-  if (p.json_object || !p.json_schema.empty() || !p.regex.empty() || !p.choices.empty() || !p.grammar.empty())
-    return r.fail("tools (with tool_choice other than \"none\") cannot be combined with response_format json_object / "
-                  "json_schema or guided decoding: the answer could not hold a call",
+  // auto reads calls from whatever the answer is (a constraint may shape it); required and a
+  // named function constrain the answer themselves.
+  const bool calls = spec.choice == tool_choice::named || spec.choice == tool_choice::required;
+  if (calls && (p.json_object || !p.json_schema.empty() || !p.regex.empty() || !p.choices.empty() || !p.grammar.empty()))
+    return r.fail("tool_choice \"required\" or a named function constrains the answer itself: it cannot be combined "
+                  "with response_format json_object / json_schema or guided decoding",
                   "tool_choice");
   // The functions and the call syntax, in the system message.
   const std::string prompt = tool_prompt(spec);
@@ -409,7 +480,7 @@ void read_tools(reader& r, std::string_view body, generation_request& out) {
     out.messages.front().content += "\n\n" + prompt;
   else
     out.messages.insert(out.messages.begin(), chat_message{"system", prompt});
-  if (spec.choice == tool_choice::named || spec.choice == tool_choice::required) {
+  if (calls) {
     if (p.min_tokens > 0)
       return r.fail("min_tokens cannot be combined with a tool_choice that calls (the answer ends with its call)",
                     "min_tokens");
@@ -544,15 +615,13 @@ parse_result parse_generation_request(std::string_view body, bool chat, const sa
   // A JSON schema: response_format json_schema (OpenAI) or guided_json (vLLM: a schema object or its text).
   // The schema's own text keeps its properties' order (the order the answer writes them): it is
   // read again from the body as an ordered document.
-  auto take_schema = [&](const json& schema, const char* field, std::initializer_list<const char*> where) {
+  auto take_schema = [&](const json& schema, const char* field, std::vector<std::string> where) {
     if (!out.params.json_schema.empty()) return r.fail("a JSON schema is given twice (response_format and guided_json)", field);
     if (schema.is_string()) {
       out.params.json_schema = schema.get<std::string>();
     } else if (schema.is_object() || schema.is_boolean()) {
-      const auto ordered = nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, false);
-      const nlohmann::ordered_json* at = &ordered;
-      for (const char* key : where) at = at && at->is_object() && at->contains(key) ? &(*at)[key] : nullptr;
-      out.params.json_schema = at ? at->dump() : schema.dump();
+      const auto text = value_finder(body).find(where);
+      out.params.json_schema = text ? std::string(*text) : schema.dump();
     } else {
       return r.fail("a JSON schema must be an object", field);
     }

@@ -36,8 +36,8 @@
 // - chat: tools (up to 128 functions, each parameters schema checked as a JSON schema), tool_choice
 //   ("none", "auto", "required" or a named function), parallel_tool_calls; messages may hold an
 //   assistant's tool_calls and role "tool" results. tool_calls.hpp says how the prompt shows them
-//   and how the answer is constrained and read; a calling tool_choice is not combined with
-//   response_format / guided decoding or min_tokens.
+//   and how the answer is constrained and read; required or a named function is not combined
+//   with response_format / guided decoding or min_tokens (auto is: calls are read from the answer).
 // - Not built (refused, not ignored): chat's echo, suffix, the legacy functions / function_call,
 //   best_of other than 1 or n.
 // - flywheel's extensions: return_token_ids (bool) adds the generated ids to each choice / chunk;

@@ -14,7 +14,36 @@ using ojson = nlohmann::ordered_json;
 constexpr std::string_view call_open = "<tool_call>";
 constexpr std::string_view call_close = "</tool_call>";
 
-ojson parse(std::string_view text) { return ojson::parse(text.begin(), text.end(), nullptr, false); }
+// Model text or a client's schema; a value nested deeper than 64 levels is not read (dump()
+// and the walks below recurse).
+ojson parse(std::string_view text) {
+  bool too_deep = false;
+  ojson v = ojson::parse(
+      text.begin(), text.end(),
+      [&](int depth, ojson::parse_event_t, ojson&) {
+        if (depth > 64) too_deep = true;
+        return !too_deep;
+      },
+      false);
+  return too_deep ? ojson(ojson::value_t::discarded) : v;
+}
+
+// A schema moved from the document's root to `at` (a JSON pointer): its "#..." references
+// follow it (values of const / enum / default / examples are data, not schemas).
+void move_refs(ojson& schema, const std::string& at) {
+  if (schema.is_array()) {
+    for (auto& v : schema) move_refs(v, at);
+    return;
+  }
+  if (!schema.is_object()) return;
+  for (auto& [key, v] : schema.items()) {
+    if (key == "const" || key == "enum" || key == "default" || key == "examples") continue;
+    if (key == "$ref" && v.is_string() && v.get_ref<const std::string&>().rfind('#', 0) == 0)
+      v = "#" + at + v.get<std::string>().substr(1);
+    else
+      move_refs(v, at);
+  }
+}
 
 ojson parameters_of(const tool_function& f) {
   ojson p = parse(f.parameters.empty() ? no_parameters_schema : std::string_view(f.parameters));
@@ -113,12 +142,17 @@ std::string tool_answer_schema(const tool_spec& spec) {
   }
   if (spec.choice != tool_choice::required || spec.functions.empty()) return {};
   ojson any = ojson::array();
-  for (const auto& f : spec.functions)
+  const bool one = spec.functions.size() == 1;
+  for (size_t i = 0; i < spec.functions.size(); ++i) {
+    // Each function's parameters sit below the array's items: their references move with them.
+    ojson params = parameters_of(spec.functions[i]);
+    move_refs(params, one ? "/items/properties/arguments" : "/items/anyOf/" + std::to_string(i) + "/properties/arguments");
     any.push_back({{"type", "object"},
-                   {"properties", {{"name", {{"const", f.name}}}, {"arguments", parameters_of(f)}}},
+                   {"properties", {{"name", {{"const", spec.functions[i].name}}}, {"arguments", std::move(params)}}},
                    {"required", {"name", "arguments"}},
                    {"additionalProperties", false}});
-  ojson items = any.size() == 1 ? any[0] : ojson{{"anyOf", std::move(any)}};
+  }
+  ojson items = one ? any[0] : ojson{{"anyOf", std::move(any)}};
   ojson schema = {{"type", "array"}, {"items", std::move(items)}, {"minItems", 1}};
   if (!spec.parallel) schema["maxItems"] = 1;
   return schema.dump();
@@ -163,6 +197,7 @@ tool_answer read_tool_answer(const tool_spec& spec, std::string_view text) {
         else content += text.substr(open, end - open);  // not a call: it stays text
         pos = end;
       }
+      if (!spec.parallel && a.calls.size() > 1) a.calls.resize(1);  // parallel_tool_calls = false: the first
       a.content = a.calls.empty() ? std::string(text) : std::string(trim(content));
       return a;
     }

@@ -14,7 +14,8 @@
 //   [{"name": ..., "arguments": {...}}] (one at most with parallel_tool_calls = false), each
 //   call's arguments to its function's schema.
 // - tool_choice "auto" (the default with tools): the answer is free; each well-formed
-//   <tool_call> block naming a listed function becomes a call, the text around them the content.
+//   <tool_call> block naming a listed function becomes a call (the first only with
+//   parallel_tool_calls = false), the text around them the content.
 // - tool_choice "none" (the default without tools): tools are neither shown nor called.
 // Thread-safety: pure functions; a tool_stream_filter belongs to one choice.
 #pragma once

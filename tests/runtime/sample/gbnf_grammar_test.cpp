@@ -3,6 +3,7 @@
 // that an independent parser accepts, and what is refused with which line and column.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 #include <string>
 
@@ -183,12 +184,13 @@ TEST(gbnf_grammar, codepoint_ranges_take_exactly_their_characters) {
 }
 
 TEST(gbnf_grammar, repetition_counts_and_rule_order) {
-  const auto g = compile("root ::= a{2} b{1,3} c{2,}\nc ::= \"c\"\na ::= \"a\"\nb ::= \"b\"");
+  const auto g = compile("root ::= a{2} b {1,3} c{2,}\nc ::= \"c\"\na ::= \"a\"\nb ::= \"b\"");  // "b {1,3}": llama.cpp allows the space
   EXPECT_TRUE(admits(g, "aabcc"));
   EXPECT_TRUE(admits(g, "aabbbccccc"));
   EXPECT_FALSE(admits(g, "abcc"));
   EXPECT_FALSE(admits(g, "aabbbbcc"));
   EXPECT_FALSE(admits(g, "aabc"));
+  EXPECT_TRUE(admits(compile("root ::= \"a\" * \"b\" +"), "aabb"));
   // Alternatives may start a line; an empty alternative matches nothing.
   const auto opt = compile("root ::= \"x\" tail\ntail ::=\n  \"y\"\n  | \"z\"\n  |\n");
   EXPECT_TRUE(admits(opt, "xy"));
@@ -227,6 +229,17 @@ TEST(gbnf_grammar, what_it_cannot_honour_is_refused_with_where) {
     const std::string why = refusal(c.text);
     EXPECT_NE(why.find(c.says), std::string::npos) << c.text << " -> " << why;
   }
+  // Sizes are bounded while reading, not after: a long line of repetitions is refused before it
+  // is built; a long chain of rules is checked in linear time (then refused: too deep to start).
+  std::string flat = "root ::=";
+  for (int i = 0; i < 600; ++i) flat += " \"a\"{4096}";
+  EXPECT_NE(refusal(flat).find("too large"), std::string::npos);
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 100000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  chain += "r100000 ::= \"a\"\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NE(refusal(chain).find("too deep"), std::string::npos);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
   // Deep nesting is refused, not a stack overflow.
   EXPECT_NE(refusal("root ::= " + std::string(100000, '(') + "\"a\"" + std::string(100000, ')')).find("deeper than 64"),
             std::string::npos);

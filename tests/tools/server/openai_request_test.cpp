@@ -187,12 +187,12 @@ TEST(openai_request, json_mode) {
 }
 
 TEST(openai_request, json_schema_from_response_format_or_guided_json) {
-  // The schema's text keeps the body's property order (std::map order would put "b" first).
+  // The schema is the body's own text: its property order kept (std::map order would put "b" first).
   auto g = ok(R"({"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
       "json_schema":{"name":"p","strict":true,"schema":{"type":"object","properties":{"z":{"type":"string"},
       "b":{"type":"integer"}},"required":["z","b"],"additionalProperties":false}}}})", true);
-  EXPECT_EQ(g.params.json_schema, R"({"type":"object","properties":{"z":{"type":"string"},"b":{"type":"integer"}},)"
-                                  R"("required":["z","b"],"additionalProperties":false})");
+  EXPECT_EQ(g.params.json_schema, R"({"type":"object","properties":{"z":{"type":"string"},
+      "b":{"type":"integer"}},"required":["z","b"],"additionalProperties":false})");
   EXPECT_EQ(g.params.max_draft_k, 0) << "decoded plainly";
   EXPECT_FALSE(g.params.json_object);
   g = ok(R"({"prompt":"x","guided_json":{"type":"array","items":{"type":"integer"}}})", false);

@@ -81,6 +81,19 @@ TEST(tool_calls, required_constrains_the_answer_to_an_array_of_listed_calls) {
   EXPECT_FALSE(admits(schema, "[]"));                                                       // at least one call
   EXPECT_FALSE(admits(schema, R"([{"name": "get_news", "arguments": {}}])"));               // not listed
   EXPECT_FALSE(admits(schema, R"([{"name": "get_weather", "arguments": {"unit": "C"}}])"));  // its schema holds
+  // A function's own references ("#/$defs/...", "#") follow its schema into the array.
+  tool_spec refs;
+  refs.choice = tool_choice::required;
+  refs.functions.push_back({"add_pet", "", R"({"type":"object","properties":{"pet":{"$ref":"#/$defs/Pet"}},"required":["pet"],
+      "$defs":{"Pet":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}})"});
+  refs.functions.push_back({"tree", "", R"({"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"},"maxItems":2}}})"});
+  const std::string moved = tool_answer_schema(refs);
+  EXPECT_TRUE(admits(moved, R"([{"name": "add_pet", "arguments": {"pet": {"name": "Rex"}}}])")) << moved;
+  EXPECT_FALSE(admits(moved, R"([{"name": "add_pet", "arguments": {"pet": {}}}])"));
+  EXPECT_TRUE(admits(moved, R"([{"name": "tree", "arguments": {"kids": [{"kids": []}, {}]}}])"));
+  EXPECT_FALSE(admits(moved, R"([{"name": "tree", "arguments": {"kids": [{"name": "tree", "arguments": {}}]}}])"));
+  refs.functions.pop_back();  // one function: no anyOf
+  EXPECT_TRUE(admits(tool_answer_schema(refs), R"([{"name": "add_pet", "arguments": {"pet": {"name": "Rex"}}}])"));
   spec.parallel = false;
   const std::string one = tool_answer_schema(spec);
   EXPECT_TRUE(admits(one, R"([{"name": "get_time", "arguments": {}}])"));
@@ -136,6 +149,15 @@ TEST(tool_calls, auto_reads_tool_call_blocks_and_keeps_the_rest_as_text) {
   auto mixed = read_tool_answer(spec, "A <tool_call>oops</tool_call> B <tool_call>{\"name\": \"get_time\"}</tool_call>");
   ASSERT_EQ(mixed.calls.size(), 1u);
   EXPECT_EQ(mixed.content, "A <tool_call>oops</tool_call> B");
+  // parallel_tool_calls = false: the first call only.
+  auto single = spec;
+  single.parallel = false;
+  EXPECT_EQ(read_tool_answer(single, "<tool_call>{\"name\": \"get_time\"}</tool_call><tool_call>{\"name\": \"get_weather\", "
+                                     "\"arguments\": {\"city\": \"x\"}}</tool_call>").calls.size(), 1u);
+  // Arguments nested deeper than 64 levels are not read as a call (nor recursed into).
+  const std::string deep = "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"a\": " + std::string(100000, '[') +
+                           std::string(100000, ']') + "}}</tool_call>";
+  EXPECT_TRUE(read_tool_answer(spec, deep).calls.empty());
 }
 
 TEST(tool_calls, the_stream_filter_holds_only_what_may_start_a_call) {
@@ -213,10 +235,30 @@ TEST(openai_request_tools, tools_put_their_text_in_the_system_message_and_constr
                      R"(,"tool_choice":"required","parallel_tool_calls":false})");
   EXPECT_EQ(json::parse(required.params.json_schema)["maxItems"], 1);
 
+  // auto with a constraint: the answer follows it, calls are read from it.
+  auto shaped = ok(R"({"messages":[{"role":"user","content":"Oslo?"}],)" + tools_json + R"(,"guided_regex":"<tool_call>.*"})");
+  EXPECT_EQ(shaped.tools.choice, tool_choice::automatic);
+  EXPECT_EQ(shaped.params.regex, "<tool_call>.*");
+
   auto none = ok(R"({"messages":[{"role":"user","content":"Oslo?"}],)" + tools_json + R"(,"tool_choice":"none"})");
   EXPECT_FALSE(none.tools.active());
   EXPECT_EQ(none.messages.size(), 1u);  // not shown
   EXPECT_FALSE(ok(R"({"messages":[{"role":"user","content":"x"}],"tools":[],"tool_choice":"auto"})").tools.active());
+}
+
+TEST(openai_request_tools, a_schema_keeps_the_clients_key_order_whatever_the_body_around_it) {
+  // Escaped keys, spaces, a byte order mark, a duplicate (the last wins, as the parser reads it) and a
+  // wide object elsewhere in the body.
+  std::string wide = "{";
+  for (int i = 0; i < 20000; ++i) wide += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":1";
+  wide += "}";
+  const auto g = ok("\xEF\xBB\xBF{ \"messages\" : [{\"role\":\"user\",\"content\":\"x\"}], \"vendor\": " + wide +
+                    R"(, "t\u006fols" : [ {"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"b":{}}}}},
+                       {"type":"function","function":{"name":"g","parameters":{"type":"object","properties":{"zz":{}}}}} ],
+                       "tools": [ {"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"z":{"type":"string"},"a":{"type":"string"}}}}} ],
+                       "tool_choice": {"type": "function", "function": {"name": "f"}}})");
+  EXPECT_LT(g.params.json_schema.find("\"z\""), g.params.json_schema.find("\"a\"")) << g.params.json_schema;
+  EXPECT_EQ(g.params.json_schema.find("zz"), std::string::npos);
 }
 
 TEST(openai_request_tools, earlier_calls_and_tool_results_become_turns) {
@@ -250,7 +292,9 @@ TEST(openai_request_tools, bad_tools_are_refused_naming_what_is_wrong) {
       {user + tools_json + R"(,"tool_choice":{"type":"function","function":{"name":"get_news"}}})", "get_news", "tool_choice"},
       {user + tools_json + R"(,"tool_choice":"sometimes"})", "tool_choice must be", "tool_choice"},
       {user + R"("tool_choice":"required"})", "needs tools", "tool_choice"},
-      {user + tools_json + R"(,"response_format":{"type":"json_object"}})", "cannot be combined", "tool_choice"},
+      {user + tools_json + R"(,"tool_choice":{"type":5,"function":{"name":"get_time"}}})", "tool_choice must be", "tool_choice"},
+      {user + tools_json + R"(,"tool_choice":"required","response_format":{"type":"json_object"}})", "cannot be combined", "tool_choice"},
+      {user + tools_json + R"(,"tool_choice":{"type":"function","function":{"name":"get_time"}},"guided_regex":"a"})", "cannot be combined", "tool_choice"},
       {user + tools_json + R"(,"tool_choice":"required","min_tokens":3})", "min_tokens", "min_tokens"},
       {user + R"("functions":[{"name":"f"}]})", "send tools and tool_choice", "functions"},
       {R"({"messages":[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f","arguments":{}}}]}]})",
