@@ -137,11 +137,13 @@ size_t utf8_encode(uint32_t cp, uint8_t out[4]) {
 
 }  // namespace
 
-void grammar::character(uint32_t cp, std::vector<element>& out) {
+std::string grammar::utf8(uint32_t cp) {
   uint8_t b[4];
   const size_t n = utf8_encode(cp, b);
-  for (size_t k = 0; k < n; ++k) out.push_back(byte(static_cast<char>(b[k])));
+  return std::string(reinterpret_cast<const char*>(b), n);
 }
+
+void grammar::character(uint32_t cp, std::vector<element>& out) { literal(utf8(cp), out); }
 
 void grammar::add_codepoints(uint32_t rule, uint32_t lo, uint32_t hi) {
   hi = std::min<uint32_t>(hi, 0x10ffff);

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -58,6 +59,8 @@ class grammar {
   element byte(char c) { return bytes(byte_set{}.add(static_cast<uint8_t>(c))); }
   /// Elements matching `text` byte for byte, appended to `out`.
   void literal(std::string_view text, std::vector<element>& out);
+  /// Code point `cp`'s UTF-8 bytes (the compilers' one encoder; runtime/text's is not a dependency here).
+  static std::string utf8(uint32_t cp);
   /// Elements matching code point `cp`'s UTF-8 bytes, appended to `out`.
   void character(uint32_t cp, std::vector<element>& out);
   static element ref(uint32_t rule) { return {element::kind::rule, rule}; }

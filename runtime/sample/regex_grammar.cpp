@@ -130,14 +130,6 @@ class regex_compiler {
 
   static bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
   static unsigned hex_value(std::string_view h) { return static_cast<unsigned>(std::stoul(std::string(h), nullptr, 16)); }
-  static std::string utf8_of(unsigned cp) {
-    std::string s;
-    if (cp < 0x80) s += static_cast<char>(cp);
-    else if (cp < 0x800) s += {static_cast<char>(0xc0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3f))};
-    else s += {static_cast<char>(0xe0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3f)), static_cast<char>(0x80 | (cp & 0x3f))};
-    return s;
-  }
-
   /// \d \w \s and their negations \D \W \S.
   static std::optional<char_class> shorthand(char c) {
     char_class cls;
@@ -176,7 +168,7 @@ class regex_compiler {
         const unsigned cp = hex_value(p_.substr(pos_, n));
         pos_ += n;
         if (cp >= 0xd800 && cp <= 0xdfff) return fail("a surrogate is not a character");
-        return std::pair{char_class{}, utf8_of(cp)};
+        return std::pair{char_class{}, grammar::utf8(cp)};
       }
       case 'b': case 'B': return fail("word boundaries (\\b, \\B) are not supported");
       default:

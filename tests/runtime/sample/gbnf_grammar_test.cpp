@@ -9,6 +9,7 @@
 
 #include "runtime/sample/gbnf_grammar.hpp"
 #include "runtime/sample/grammar_recognizer.hpp"
+#include "runtime/text/unicode_text.hpp"
 
 namespace fw {
 namespace {
@@ -27,26 +28,6 @@ bool admits(const std::shared_ptr<const grammar>& g, const std::string& text) {
 std::string refusal(const std::string& text) {
   auto g = gbnf_grammar(text);
   return g ? "" : g.err().message;
-}
-
-std::string utf8(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xc0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xe0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    s += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    s += static_cast<char>(0xf0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    s += static_cast<char>(0x80 | (cp & 0x3f));
-  }
-  return s;
 }
 
 // Arithmetic over decimals, written over several lines with comments; `factor` is used before
@@ -178,7 +159,7 @@ TEST(gbnf_grammar, codepoint_ranges_take_exactly_their_characters) {
                         (cp >= 0xd7fe && cp <= 0xe001) || cp < 0x900;
       if (!near && cp % 97 != 0) continue;
       if (cp >= 0xd800 && cp <= 0xdfff) continue;
-      ASSERT_EQ(admits(g, utf8(cp)), cp >= lo && cp <= hi) << std::hex << lo << "-" << hi << " at " << cp;
+      ASSERT_EQ(admits(g, codepoint_to_utf8(cp)), cp >= lo && cp <= hi) << std::hex << lo << "-" << hi << " at " << cp;
     }
   }
 }
