@@ -38,7 +38,7 @@ prefill_actor::behavior_type prefill_worker(prefill_actor::stateful_pointer<pref
         forward_result out;
         // A rollout stage without logical PD: one forward.
         const uint32_t chunk = job.chunk > 0 ? job.chunk : max_chunk;
-        prefill_chunking chunking{[chunk](int32_t, size_t) { return chunk; }, {}};
+        prefill_chunking chunking{[chunk](int32_t, size_t) { return chunk; }, {}, {}};
         if (auto& budget = self->state.budget; budget && job.chunk == 0) {
           chunking.size = [&budget](int32_t pos, size_t left) { return budget->next(static_cast<uint32_t>(pos), left); };
           chunking.ran = [&budget](int32_t pos, uint32_t rows, double s) {

@@ -30,7 +30,7 @@ done
 command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ not found (scripts/setup.sh installs it)" >&2; exit 2; }
 out="$root/build-fuzz"
 if [[ ! -f "$out/CMakeCache.txt" ]]; then
-  CC=clang CXX=clang++ cmake -S "$root" -B "$out" -DCMAKE_BUILD_TYPE=Release -DFW_FUZZ=ON -DFW_BUILD_TESTS=OFF \
+  CC=clang CXX=clang++ cmake -S "$root" -B "$out" -DCMAKE_BUILD_TYPE=Release -DFW_FUZZ=ON -DFW_BENCH=OFF -DFW_BUILD_TESTS=OFF \
     -DFW_ENABLE_CUDA=OFF >/dev/null
 fi
 cmake --build "$out" -j "${FW_JOBS:-2}" --target fuzz_targets 2>&1 | grep -E "error|warning: .*fuzz" || true

@@ -36,7 +36,7 @@ if [[ $thread == 1 ]]; then
 else
   out="$root/build-fuzz"
   what="ASan + UBSan"
-  flags=(-DFW_FUZZ=ON)
+  flags=(-DFW_FUZZ=ON -DFW_BENCH=OFF)
 fi
 if [[ ! -f "$out/CMakeCache.txt" ]]; then
   CC=clang CXX=clang++ cmake -S "$root" -B "$out" -DCMAKE_BUILD_TYPE=Release "${flags[@]}" -DFW_BUILD_TESTS=OFF \

@@ -7,6 +7,16 @@
 
 namespace {
 
+#ifndef FW_WITH_BENCH
+// A build configured with -DFW_BENCH=OFF (scripts/sanitize.sh's instrumented one) has no
+// benchmark commands.
+int no_bench(int, char**) {
+  std::fprintf(stderr, "flywheel: the benchmark commands are not in this build (configured with -DFW_BENCH=OFF); "
+                       "scripts/setup.sh's build has them\n");
+  return 2;
+}
+#endif
+
 struct command {
   const char* name;
   int (*run)(int, char**);
@@ -18,8 +28,13 @@ constexpr command commands[] = {
     {"serve", fw::cli::cmd_serve, "OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions, /metrics"},
     {"generate", fw::cli::cmd_generate, "generate text from a prompt (or a chat turn with --chat)"},
     {"tokenize", fw::cli::cmd_tokenize, "print the token ids of a text as a JSON array"},
+#ifdef FW_WITH_BENCH
     {"bench", fw::cli::cmd_bench, "measure prefill and decode tokens/s like llama-bench (and the decode bound)"},
     {"bench-spec", fw::cli::cmd_bench_spec, "speculative decoding vs plain decoding: acceptance and speedup per draft and k"},
+#else
+    {"bench", no_bench, "(not in this build: -DFW_BENCH=OFF)"},
+    {"bench-spec", no_bench, "(not in this build: -DFW_BENCH=OFF)"},
+#endif
     {"fit-draft", fw::cli::cmd_fit_draft, "fit the feature draft (--draft feature) on prompts: greedy answers, one linear solve"},
     {"quantize", fw::cli::cmd_quantize, "write a model in another scheme: f16/q4_0/..., or W8A8/W4A16/mixed calibrated on your queries"},
     {"eval", fw::cli::cmd_eval, "quality of a model against a reference: perplexity, KL, top-1, per-layer error"},
