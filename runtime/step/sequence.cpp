@@ -30,11 +30,57 @@ token_outcome sequence::advance(std::span<const float> logits, const tokenizer& 
     out.finished = true;
     return out;
   }
+  if (constrained() && params_.temperature <= 0) {
+    // Greedy under a constraint: the most likely token is the answer whenever the constraint
+    // admits it (it is then also the most likely admitted one, lowest id on ties), so the
+    // vocabulary is walked only when it does not. Logprobs are the raw logits' either way.
+    build_pieces(vocab);
+    if (sampler_.has_banned()) {
+      banned_buf_.clear();
+      sampler_.swap_banned(banned_buf_);  // no bans; the old list's buffer is kept for reuse
+    }
+    const int32_t best = sampler_.sample(logits, history_);
+    if (admits(best)) return push(best, vocab);
+  }
   if (json_) constrain_json(vocab);
   else if (schema_) constrain_grammar(vocab);
   else if (!params_.choices.empty()) constrain_choice(vocab);
   else ban_endings(vocab);
   return push(sampler_.sample(logits, history_), vocab);
+}
+
+bool sequence::admits(int32_t t) const {
+  const token_pieces& tp = *pieces_;
+  if (t < 0 || t >= tp.size()) return false;
+  // The lists begin_bans starts from: endings unless the answer may end, text-less tokens.
+  if (tp.eog(t)) return json_ ? json_->complete() : schema_ ? schema_->can_end() : choice_whole();
+  const std::string& piece = tp.piece(t);
+  if (piece.empty()) return false;
+  // The rest as constrain_json / constrain_grammar / constrain_choice decide for its bucket.
+  if (json_) {
+    if (json_->complete()) return false;
+    if (json_->in_string_text() && tp.string_safe(t)) return true;
+    json_recognizer r = *json_;
+    return r.feed(piece);
+  }
+  if (schema_) {
+    if (schema_->done()) return false;
+    byte_set next, same;
+    schema_->next_bytes(&next, &same);
+    return next.has(static_cast<uint8_t>(piece[0])) && (tp.bytes_within(t, same) || schema_->accepts(piece));
+  }
+  return choice_continues(piece);
+}
+
+bool sequence::choice_whole() const {
+  return std::any_of(params_.choices.begin(), params_.choices.end(), [&](const std::string& c) { return c == answer_; });
+}
+
+bool sequence::choice_continues(const std::string& piece) const {
+  return std::any_of(params_.choices.begin(), params_.choices.end(), [&](const std::string& c) {
+    return c.size() >= answer_.size() + piece.size() && c.compare(0, answer_.size(), answer_) == 0 &&
+           c.compare(answer_.size(), piece.size(), piece) == 0;
+  });
 }
 
 void sequence::build_pieces(const tokenizer& vocab) {
@@ -70,14 +116,8 @@ void sequence::constrain_choice(const tokenizer& vocab) {
       banned.insert(banned.end(), bucket.begin(), bucket.end());
       continue;
     }
-    for (int32_t t : bucket) {
-      const std::string& piece = tp.piece(t);
-      const bool ok = std::any_of(params_.choices.begin(), params_.choices.end(), [&](const std::string& c) {
-        return c.size() >= answer_.size() + piece.size() && c.compare(0, answer_.size(), answer_) == 0 &&
-               c.compare(answer_.size(), piece.size(), piece) == 0;
-      });
-      if (!ok) banned.push_back(t);
-    }
+    for (int32_t t : bucket)
+      if (!choice_continues(tp.piece(t))) banned.push_back(t);
   }
   end_bans();
 }

@@ -99,6 +99,12 @@ class sequence {
   void constrain_choice(const tokenizer& vocab);
   /// Every token's bytes, control tokens empty (built once, for the constraints).
   void build_pieces(const tokenizer& vocab);
+  /// Whether the constraint's full walk (constrain_json / _grammar / _choice) would leave token t
+  /// allowed: the same rules for one token (pieces_ built).
+  [[nodiscard]] bool admits(int32_t t) const;
+  /// guided_choice: the answer so far is one of the choices / piece continues one of them.
+  [[nodiscard]] bool choice_whole() const;
+  [[nodiscard]] bool choice_continues(const std::string& piece) const;
   /// A constraint's bans start with the textless tokens and, unless the answer may end, the
   /// endings; end_bans() hands them to the sampler (allowing the endings if nothing is left).
   std::vector<int32_t>& begin_bans(bool may_end);

@@ -6,14 +6,17 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/sample/gbnf_grammar.hpp"
 #include "runtime/sample/grammar_recognizer.hpp"
 #include "runtime/sample/json_recognizer.hpp"
 #include "runtime/sample/json_schema.hpp"
+#include "runtime/sample/regex_grammar.hpp"
 #include "runtime/step/sequence.hpp"
 #include "tests/support/sampling_presets.hpp"
 #include "tests/support/test_models.hpp"
@@ -90,7 +93,9 @@ TEST_F(sequence_constraint_test, random_logits_give_json_prefixes_and_closed_obj
     }
     json_recognizer r;
     ASSERT_TRUE(r.feed(text)) << "run " << run << ": " << text;
-    if (s.generated().size() < 120) EXPECT_TRUE(r.complete()) << "run " << run << " ended before the object closed: " << text;
+    if (s.generated().size() < 120) {
+      EXPECT_TRUE(r.complete()) << "run " << run << " ended before the object closed: " << text;
+    }
     closed += r.complete();
   }
   EXPECT_GT(closed, 0);
@@ -142,6 +147,104 @@ TEST_F(sequence_constraint_test, under_a_json_schema_random_logits_write_what_th
   EXPECT_EQ(o.token, id_of("{"));
 }
 
+// Greedy steps under a constraint take the most likely token when the constraint admits it and
+// walk the vocabulary only otherwise (sequence::advance). Against a brute-force oracle that feeds
+// every token's text to its own recognizer: the token taken is always the most likely admitted
+// one (lowest id on ties), end-of-generation only where the answer may end (or nothing else is
+// left), for JSON mode, a JSON schema, a regex, a GBNF grammar and guided_choice; the logits make
+// both cases frequent (a boosted admitted token on top, or noise whose best token is refused).
+TEST_F(sequence_constraint_test, greedy_steps_take_the_most_likely_admitted_token_under_every_constraint) {
+  const auto& v = model_->vocab();
+  const int32_t nv = static_cast<int32_t>(model_->config().n_vocab);
+  const std::string schema = R"({"type":"object","properties":{"ok":{"type":"boolean"},"n":{"type":"integer"}},
+      "required":["ok","n"],"additionalProperties":false})";
+  const std::string regex = "[a-z]{1,6}( [0-9]{1,3})?";
+  const std::string gbnf = "root ::= \"(\" item (\",\" item)* \")\"\nitem ::= [a-c]+ | \"x\"";
+  const std::vector<std::string> choices = {"yes", "no", "nope", "not sure"};
+  std::mt19937 rng(17);
+  std::normal_distribution<float> noise(0.0f, 2.0f);
+  std::uniform_real_distribution<float> coin(0.0f, 1.0f);
+  int lazy_hits = 0, walks = 0;
+  for (int kind = 0; kind < 5; ++kind) {
+    for (int run = 0; run < 6; ++run) {
+      sampling_params params = test::greedy(60);
+      params.ignore_eos = false;
+      std::optional<grammar_recognizer> oracle;
+      std::optional<json_recognizer> oracle_json;
+      switch (kind) {
+        case 0: params.json_object = true, oracle_json.emplace(); break;
+        case 1: params.json_schema = schema, oracle.emplace(*json_schema_grammar(schema)); break;
+        case 2: params.regex = regex, oracle.emplace(*regex_grammar(regex)); break;
+        case 3: params.grammar = gbnf, oracle.emplace(*gbnf_grammar(gbnf)); break;
+        default: params.choices = choices; break;
+      }
+      ASSERT_TRUE(params.validate()) << kind;
+      sequence s(1, {id_of("x")}, params, nv, 60);
+      std::string answer;
+      const auto piece_of = [&](int32_t t) { return v.is_control(t) ? std::string() : v.token_to_piece(t); };
+      const auto may_end = [&] {
+        if (oracle_json) return oracle_json->complete();
+        if (oracle) return oracle->can_end();
+        return std::find(choices.begin(), choices.end(), answer) != choices.end();
+      };
+      const auto text_ok = [&](const std::string& p) {
+        if (p.empty()) return false;
+        if (oracle_json) {
+          json_recognizer r = *oracle_json;
+          return !oracle_json->complete() && r.feed(p);
+        }
+        if (oracle) {
+          grammar_recognizer r = *oracle;
+          return r.feed(p);
+        }
+        const std::string next = answer + p;
+        return std::any_of(choices.begin(), choices.end(),
+                           [&](const std::string& c) { return c.compare(0, next.size(), next) == 0 && c.size() >= next.size(); });
+      };
+      while (!s.finished()) {
+        std::vector<bool> allowed(static_cast<size_t>(nv));
+        std::vector<int32_t> admitted;
+        for (int32_t t = 0; t < nv; ++t) {
+          allowed[static_cast<size_t>(t)] = v.is_eog(t) ? may_end() : text_ok(piece_of(t));
+          if (allowed[static_cast<size_t>(t)]) admitted.push_back(t);
+        }
+        if (admitted.empty())  // nothing continues the text: ending is allowed
+          for (int32_t t = 0; t < nv; ++t) allowed[static_cast<size_t>(t)] = v.is_eog(t);
+        std::vector<float> l(static_cast<size_t>(nv));
+        for (auto& f : l) f = noise(rng);
+        if (!admitted.empty() && coin(rng) < 0.5f)
+          l[static_cast<size_t>(admitted[rng() % admitted.size()])] += 12.0f;
+        int32_t best = -1, best_any = 0;
+        for (int32_t t = 0; t < nv; ++t) {
+          if (l[static_cast<size_t>(t)] > l[static_cast<size_t>(best_any)]) best_any = t;
+          if (allowed[static_cast<size_t>(t)] && (best < 0 || l[static_cast<size_t>(t)] > l[static_cast<size_t>(best)]))
+            best = t;
+        }
+        ASSERT_GE(best, 0);
+        (allowed[static_cast<size_t>(best_any)] ? lazy_hits : walks) += 1;
+        const auto o = s.advance(l, v);
+        if (v.is_eog(best)) {
+          ASSERT_TRUE(o.finished) << "kind " << kind << " after '" << answer << "'";
+          ASSERT_EQ(o.token, -1);
+          break;
+        }
+        ASSERT_EQ(o.token, best) << "kind " << kind << " run " << run << " after '" << answer << "': took '"
+                                 << (o.token >= 0 ? piece_of(o.token) : "") << "', best admitted '" << piece_of(best) << "'";
+        const std::string p = piece_of(best);
+        answer += p;
+        if (oracle_json) {
+          ASSERT_TRUE(oracle_json->feed(p));
+        }
+        if (oracle) {
+          ASSERT_TRUE(oracle->feed(p));
+        }
+      }
+    }
+  }
+  EXPECT_GT(lazy_hits, 100);  // the most likely token admitted: taken without walking the vocabulary
+  EXPECT_GT(walks, 100);      // refused: the walk decides
+}
+
 TEST_F(sequence_constraint_test, a_guided_choice_answer_is_exactly_one_of_the_choices) {
   const auto& v = model_->vocab();
   const size_t nv = model_->config().n_vocab;
@@ -161,7 +264,9 @@ TEST_F(sequence_constraint_test, a_guided_choice_answer_is_exactly_one_of_the_ch
       for (auto& f : l) f = noise(rng);
       const auto o = s.advance(l, v);
       if (o.token >= 0) text += v.token_to_piece(o.token);
-      if (o.finished) EXPECT_EQ(o.finish_reason, "stop") << text;
+      if (o.finished) {
+        EXPECT_EQ(o.finish_reason, "stop") << text;
+      }
     }
     EXPECT_NE(std::find(choices.begin(), choices.end(), text), choices.end()) << "run " << run << ": " << text;
     ++seen[text];
