@@ -17,6 +17,7 @@
 #include "runtime/sample/json_recognizer.hpp"
 #include "runtime/sample/json_schema.hpp"
 #include "runtime/sample/regex_grammar.hpp"
+#include "runtime/sample/sampler.hpp"
 #include "runtime/step/sequence.hpp"
 #include "tests/support/sampling_presets.hpp"
 #include "tests/support/test_models.hpp"
@@ -150,9 +151,11 @@ TEST_F(sequence_constraint_test, under_a_json_schema_random_logits_write_what_th
 // Greedy steps under a constraint take the most likely token when the constraint admits it and
 // walk the vocabulary only otherwise (sequence::advance). Against a brute-force oracle that feeds
 // every token's text to its own recognizer: the token taken is always the most likely admitted
-// one (lowest id on ties), end-of-generation only where the answer may end (or nothing else is
-// left), for JSON mode, a JSON schema, a regex, a GBNF grammar and guided_choice; the logits make
-// both cases frequent (a boosted admitted token on top, or noise whose best token is refused).
+// one (lowest id on ties; a sampler of the same parameters with every refused token banned says
+// which, penalties and logit_bias included), end-of-generation only where the answer may end (or
+// nothing else is left), for JSON mode, a JSON schema, a regex, a GBNF grammar and guided_choice;
+// the logits make both cases frequent (a boosted admitted token on top, or noise whose best token
+// is refused).
 TEST_F(sequence_constraint_test, greedy_steps_take_the_most_likely_admitted_token_under_every_constraint) {
   const auto& v = model_->vocab();
   const int32_t nv = static_cast<int32_t>(model_->config().n_vocab);
@@ -178,8 +181,18 @@ TEST_F(sequence_constraint_test, greedy_steps_take_the_most_likely_admitted_toke
         case 3: params.grammar = gbnf, oracle.emplace(*gbnf_grammar(gbnf)); break;
         default: params.choices = choices; break;
       }
+      if (run % 2) {  // penalties move the logits by the history: the same for the walk and the shortcut
+        params.repeat_penalty = 1.5f;
+        params.presence_penalty = 0.7f;
+        params.frequency_penalty = 0.4f;
+        params.logit_bias_ids = {id_of("x"), id_of("1")};
+        params.logit_bias = {5.0f, -3.0f};
+      }
       ASSERT_TRUE(params.validate()) << kind;
       sequence s(1, {id_of("x")}, params, nv, 60);
+      // The reference: a sampler of the same parameters with every refused token banned.
+      sampler reference(params, nv);
+      std::vector<int32_t> history = {id_of("x")};
       std::string answer;
       const auto piece_of = [&](int32_t t) { return v.is_control(t) ? std::string() : v.token_to_piece(t); };
       const auto may_end = [&] {
@@ -214,13 +227,14 @@ TEST_F(sequence_constraint_test, greedy_steps_take_the_most_likely_admitted_toke
         for (auto& f : l) f = noise(rng);
         if (!admitted.empty() && coin(rng) < 0.5f)
           l[static_cast<size_t>(admitted[rng() % admitted.size()])] += 12.0f;
-        int32_t best = -1, best_any = 0;
-        for (int32_t t = 0; t < nv; ++t) {
-          if (l[static_cast<size_t>(t)] > l[static_cast<size_t>(best_any)]) best_any = t;
-          if (allowed[static_cast<size_t>(t)] && (best < 0 || l[static_cast<size_t>(t)] > l[static_cast<size_t>(best)]))
-            best = t;
-        }
-        ASSERT_GE(best, 0);
+        std::vector<int32_t> refused;
+        for (int32_t t = 0; t < nv; ++t)
+          if (!allowed[static_cast<size_t>(t)]) refused.push_back(t);
+        reference.set_banned({});
+        const int32_t best_any = reference.sample(l, history);
+        reference.set_banned(refused);
+        const int32_t best = reference.sample(l, history);
+        ASSERT_TRUE(best >= 0 && allowed[static_cast<size_t>(best)]);
         (allowed[static_cast<size_t>(best_any)] ? lazy_hits : walks) += 1;
         const auto o = s.advance(l, v);
         if (v.is_eog(best)) {
@@ -232,6 +246,7 @@ TEST_F(sequence_constraint_test, greedy_steps_take_the_most_likely_admitted_toke
                                  << (o.token >= 0 ? piece_of(o.token) : "") << "', best admitted '" << piece_of(best) << "'";
         const std::string p = piece_of(best);
         answer += p;
+        history.push_back(best);
         if (oracle_json) {
           ASSERT_TRUE(oracle_json->feed(p));
         }
