@@ -438,6 +438,11 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
       }
     }
   };
+  // A prompt whose prefix is cached here is prefilled here (choose_peer), so once the shared
+  // prefixes are cached few streams cross the link, most of them in the first seconds: one
+  // damaged-stream arming before the first arrival lets the first stream that crosses carry it
+  // (a CI run with the bag's first kv_stream arming after those streams injected none).
+  if (std::find(kinds.begin(), kinds.end(), soak_fault::kv_stream) != kinds.end()) chaos->arm(soak_fault::kv_stream);
   std::thread arrivals([&] {
     std::mt19937_64 rng(o.seed * 7919 + 1);
     std::exponential_distribution<double> gap(o.rate);

@@ -140,7 +140,7 @@ TEST(tool_calls, auto_reads_tool_call_blocks_and_keeps_the_rest_as_text) {
   ASSERT_EQ(open.calls.size(), 1u);
   EXPECT_TRUE(open.content.empty());
   // Blocks that are not calls stay text; without a call the answer is the text as it was.
-  for (const std::string text : {std::string("plain answer  "), std::string("<tool_call>{\"name\": \"get_news\", \"arguments\": {}}</tool_call>"),
+  for (const std::string& text : {std::string("plain answer  "), std::string("<tool_call>{\"name\": \"get_news\", \"arguments\": {}}</tool_call>"),
                                  std::string("<tool_call>not json</tool_call>"), std::string("<tool_call>{\"name\": \"get_time\", \"arguments\": [1]}</tool_call>")}) {
     auto t = read_tool_answer(spec, text);
     EXPECT_TRUE(t.calls.empty()) << text;
