@@ -11,7 +11,22 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # The tests fit the small feature maps they need themselves.
 "$root/scripts/setup.sh"
 cd "$root/build"
-ctest --output-on-failure --timeout 600 -j2 "$@"
+# A failure's own lines are printed again at the very end (the last lines of a CI log are often
+# all a reader gets): each failed test's last 25 lines of output, from ctest's log.
+status=0
+ctest --output-on-failure --timeout 600 -j2 "$@" || status=$?
+if [ "$status" -ne 0 ]; then
+  awk -v n=25 '
+    /^[0-9]+\/[0-9]+ Testing: / { name = $3 }
+    /^Output:$/ { getline; inside = 1; c = 0; split("", buf); next }
+    /^<end of output>$/ { inside = 0; next }
+    inside { buf[c++] = $0; next }
+    /^Test Failed\./ {
+      print "---- " name " failed; the last lines of its output:"
+      for (i = (c > n ? c - n : 0); i < c; i++) print buf[i]
+    }' Testing/Temporary/LastTest.log || true
+  exit "$status"
+fi
 # Coverage-guided fuzzing of the parsers, bounded (tests/fuzz; scripts/fuzz.sh --seconds N for longer).
 # The same instrumented clang build (build-fuzz/) runs the unit tests of the actor-free code first.
 [ "${FW_SKIP_FUZZ:-0}" = 1 ] || "$root/scripts/sanitize.sh"

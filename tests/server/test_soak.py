@@ -1,6 +1,6 @@
 """`flywheel bench soak` through the real binary, CI-sized (label: server): the shipped
 customer-service workload through the real server (a decode node in the soak's process, its
-prefill node a child process) for 100 s while a fault is injected about every 0.7 s: the decode,
+prefill node a child process) for 100 s (a request a second) while a fault is injected about every 0.7 s: the decode,
 prefill and draft workers die, a sequence's KV fails to grow, a KV stream is damaged in transit,
 the prefill node is killed with SIGKILL and restarted on its port, clients leave mid-stream, the
 draft plugin is reloaded, a telemetry drill plays. Checked from its JSON: every kind was injected
@@ -23,37 +23,46 @@ class Soak(unittest.TestCase):
         d = tempfile.mkdtemp(prefix="fw_soak_")
         out = os.path.join(d, "soak.json")
         # Resident memory is judged by the 10-minute run (README); 100 s is too short for a warm-up.
-        p = subprocess.run([FLYWHEEL, "bench", "soak", "--duration", "100", "--rate", "2", "--fault-every", "0.7",
+        # One request a second: below what the faults leave of a 2-core AVX2 host's capacity (at 2/s
+        # a Zen 3 host fell behind: requests took 48 s at the median, the slowest 123 s with a retry,
+        # and a busier host ran past the hang bound). ctest runs it alone (RUN_SERIAL).
+        p = subprocess.run([FLYWHEEL, "bench", "soak", "--duration", "100", "--rate", "1", "--fault-every", "0.7",
                             "--seed", "7", "--rss-bound", "10", "--work-dir", d, "--out", out],
                            capture_output=True, text=True, timeout=900, cwd=SRC)
+        print(p.stdout[-2500:])  # the soak's table, in ctest's log
         self.assertTrue(os.path.exists(out), p.stdout[-3000:] + p.stderr[-3000:])
         with open(out) as f:
             r = json.load(f)
-        self.assertEqual(r["problems"], [], p.stdout[-3000:])
-        self.assertEqual(r["verdict"], "pass")
-        self.assertEqual(p.returncode, 0)
+        # One short line on every failure: a CI log's last lines are often all a reader gets.
+        s = r["resources"]
+        digest = json.dumps({"problems": r["problems"], "requests": r["requests"],
+                             "injected": {k: f["injected"] for k, f in r["faults"].items()},
+                             "skipped": r["faults_skipped"], "prefill_node": r.get("prefill_node"),
+                             "worker_restarts": s["worker_restarts"], "fds": [s["fds_idle"], s["fds_end"]]})
+        self.assertEqual(r["problems"], [], digest)
+        self.assertEqual(r["verdict"], "pass", digest)
+        self.assertEqual(p.returncode, 0, digest)
         q = r["requests"]
-        self.assertGreaterEqual(q["total"], 120)
-        self.assertEqual(q["lost"], 0)
-        self.assertEqual(q["changed"], 0)
-        self.assertEqual(q["failed"], 0)
-        self.assertGreater(q["same"], 0.8 * q["total"])
+        self.assertGreaterEqual(q["total"], 65, digest)  # Poisson, 100 expected
+        self.assertEqual(q["lost"], 0, digest)
+        self.assertEqual(q["changed"], 0, digest)
+        self.assertEqual(q["failed"], 0, digest)
+        self.assertGreater(q["same"], 0.8 * q["total"], digest)
         for kind, f in r["faults"].items():
-            # A damaged stream needs a long prompt's stream in flight while it is armed: fewer.
-            self.assertGreaterEqual(f["injected"], 1 if kind == "kv_stream" else 3, kind)
+            # A damaged stream needs a stream in flight while it is armed: fewer.
+            self.assertGreaterEqual(f["injected"], 1 if kind == "kv_stream" else 3, kind + " " + digest)
         hit = sum(f["requests_in_flight"] for f in r["faults"].values())
-        self.assertGreater(hit, 50)
+        self.assertGreater(hit, 50, digest)
         self.assertEqual(sorted(r["faults"]), sorted(["decode_worker", "prefill_worker", "draft_actor", "kv_reserve",
                                                        "kv_stream", "prefill_node_kill", "client_disconnect",
-                                                       "plugin_reload", "drill"]))
-        s = r["resources"]
-        self.assertEqual(s["requests_running"], 0)
-        self.assertEqual(s["kv_used_blocks"], s["prefix_cache_blocks"])
-        self.assertEqual(s["open_connections"], 0)
-        self.assertLessEqual(s["fds_end"], s["fds_idle"] + 2)
-        self.assertGreaterEqual(s["worker_restarts"], 6)
-        self.assertEqual(r["prefill_node"]["state"], "connected")
-        self.assertGreater(r["prefill_node"]["prefills"], 0)
+                                                       "plugin_reload", "drill"]), digest)
+        self.assertEqual(s["requests_running"], 0, digest)
+        self.assertEqual(s["kv_used_blocks"], s["prefix_cache_blocks"], digest)
+        self.assertEqual(s["open_connections"], 0, digest)
+        self.assertLessEqual(s["fds_end"], s["fds_idle"] + 2, digest)
+        self.assertGreaterEqual(s["worker_restarts"], 6, digest)
+        self.assertEqual(r["prefill_node"]["state"], "connected", digest)
+        self.assertGreater(r["prefill_node"]["prefills"], 0, digest)
         left = subprocess.run(["pgrep", "-f", "prefill_node.toml"], capture_output=True, text=True).stdout.split()
         self.assertEqual(left, [], "the prefill node outlived the soak")
 

@@ -1,6 +1,6 @@
 // bench_soak: `flywheel bench soak`, the chaos soak. The user's config serves the shipped
 // customer-service workload (or theirs) through the real OpenAI server on loopback, as a decode
-// node whose long prompts go to a prefill node in a child process, while a driver injects faults
+// node whose prompts go to a prefill node in a child process, while a driver injects faults
 // at random (tools/bench/soak_schedule): the decode, prefill and draft workers die, a sequence's
 // KV fails to grow, a KV stream is damaged in transit, the prefill node is killed with SIGKILL and
 // restarted, clients go away mid-stream, the draft plugin is reloaded, a telemetry drill plays.
