@@ -494,6 +494,16 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
     arrivals_done = true;
   });
 
+  // Remote prefills over the whole run: the link's counters start again whenever its actor does
+  // (a prefill_worker fault on a decode node kills the link, its prefill worker), so they are
+  // summed across restarts, read after each fault.
+  uint64_t remote_prefills = 0, remote_last = e.peers().empty() ? 0 : e.peers()[0].prefills;  // the reference run's
+  auto count_remote = [&] {
+    const auto peers = e.peers();
+    const uint64_t now = peers.empty() ? 0 : peers[0].prefills;
+    remote_prefills += now >= remote_last ? now - remote_last : now;
+    remote_last = now;
+  };
   std::thread driver([&] {
     auto next = clock_type::now();
     auto last_report = clock_type::now();
@@ -543,6 +553,7 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
           chaos->arm(k);  // counted when it fires
           break;
       }
+      count_remote();
       if (seconds_since(last_report) >= 15) {
         last_report = clock_type::now();
         const memory_sample m = sample_memory();
@@ -681,8 +692,10 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
                     {"requeued", st.requeued}};
   if (!e.peers().empty()) {
     const auto p = e.peers()[0];
-    r["prefill_node"] = {{"state", p.state}, {"prefills", p.prefills}, {"failovers", p.failovers}, {"connects", p.connects},
-                         {"local_prefills", e.local_prefills()}};
+    count_remote();
+    r["prefill_node"] = {{"state", p.state},          {"prefills", remote_prefills},
+                         {"prefills_since_link_start", p.prefills}, {"failovers", p.failovers},
+                         {"connects", p.connects},  {"local_prefills", e.local_prefills()}};
   }
 
   // The verdict.
