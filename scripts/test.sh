@@ -17,11 +17,11 @@ status=0
 ctest --output-on-failure --timeout 600 -j2 "$@" || status=$?
 if [ "$status" -ne 0 ]; then
   awk -v n=25 '
-    /^[0-9]+\/[0-9]+ Testing: / { name = $3 }
-    /^Output:$/ { getline; inside = 1; c = 0; split("", buf); next }
     /^<end of output>$/ { inside = 0; next }
     inside { buf[c++] = $0; next }
-    /^Test Failed\./ {
+    /^[0-9]+\/[0-9]+ Testing: / { name = $3 }
+    /^Output:$/ { getline; inside = 1; c = 0; split("", buf); next }
+    /^Test Failed\.|^Test Fail Reason:/ {
       print "---- " name " failed; the last lines of its output:"
       for (i = (c > n ? c - n : 0); i < c; i++) print buf[i]
     }' Testing/Temporary/LastTest.log || true

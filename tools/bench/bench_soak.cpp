@@ -152,7 +152,8 @@ struct request_record {
 /// The soak's own config: the user's, as a decode node of a prefill node on `peer` (when set)
 /// whose prompts of 32 tokens or more go there, with a draft (the draft_ngram plugin when it is
 /// built, else the n-gram draft) at a fixed k so that the draft actor is asked every step, and a
-/// crash-loop limit its own injected deaths (one fault each fault_gap_s) cannot reach.
+/// crash-loop limit its own injected deaths (one fault each fault_gap_s) cannot reach, and a
+/// restart back-off capped at 200 ms.
 config decode_config(config cfg, const std::string& peer, double fault_gap_s, json& overrides) {
   if (!peer.empty()) {
     cfg.node.role = node_role::decode;
@@ -198,7 +199,8 @@ config decode_config(config cfg, const std::string& peer, double fault_gap_s, js
   // for [supervisor] down_s, decoding stops, the arrivals pile up and, on a slow or busy host, run
   // past the hang bound: a CI run's soak failed so. The soak tests that requests survive the deaths;
   // the escalation itself is the restart policy's and supervisor's tests' (restart_policy_test).
-  const double deaths = cfg.supervisor.restart_window_s / std::max(0.05, fault_gap_s * 6);
+  // Bounded by every fault killing it (--faults decode_worker alone).
+  const double deaths = cfg.supervisor.restart_window_s / std::max(0.05, fault_gap_s);
   const auto limit = static_cast<uint32_t>(std::ceil(3 * deaths)) + 10;
   if (cfg.supervisor.max_restarts < limit) {
     cfg.supervisor.max_restarts = limit;
@@ -496,7 +498,8 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
 
   // Remote prefills over the whole run: the link's counters start again whenever its actor does
   // (a prefill_worker fault on a decode node kills the link, its prefill worker), so they are
-  // summed across restarts, read after each fault.
+  // summed across restarts, read after each fault: at least this many (those finished between the
+  // last read and a restart are missed). The report's other link figures are since its last start.
   uint64_t remote_prefills = 0, remote_last = e.peers().empty() ? 0 : e.peers()[0].prefills;  // the reference run's
   auto count_remote = [&] {
     const auto peers = e.peers();
