@@ -121,6 +121,51 @@ TEST_F(console_session_test, chat_keeps_the_conversation_until_reset) {
   EXPECT_EQ(s.failed_count(), 0u);
 }
 
+TEST_F(console_session_test, format_shapes_every_answer_until_turned_off) {
+  using o = console_session::outcome;
+  auto s = make();
+  ASSERT_TRUE(cfg_.set("max_tokens", "48"));
+  ASSERT_TRUE(cfg_.set("temperature", "0"));
+  EXPECT_EQ(s.execute(":format"), o::ok);
+  EXPECT_EQ(out_.str(), "answers: plain text\n");
+
+  EXPECT_EQ(s.execute(":format choice yes|no"), o::ok) << err_.str();
+  EXPECT_EQ(s.execute("Is the water of the sea salty? Answer yes or no."), o::ok) << err_.str();
+  std::string a = s.conversation().back().content;
+  EXPECT_TRUE(a == "yes" || a == "no") << a;
+
+  EXPECT_EQ(s.execute(":format regex [0-9]{2,4}"), o::ok) << err_.str();
+  EXPECT_EQ(s.execute("In which year did the Second World War end?"), o::ok) << err_.str();
+  a = s.conversation().back().content;
+  EXPECT_TRUE(std::regex_match(a, std::regex("[0-9]{2,4}"))) << a;
+
+  // Sampled, under a schema: the answer is JSON of the schema.
+  ASSERT_TRUE(cfg_.set("temperature", "0.8"));
+  EXPECT_EQ(s.execute(R"(:format schema {"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"],)"
+                      R"("additionalProperties":false})"),
+            o::ok)
+      << err_.str();
+  EXPECT_EQ(s.execute("Is the sky blue? Answer in JSON."), o::ok) << err_.str();
+  a = s.conversation().back().content;
+  EXPECT_TRUE(std::regex_match(a, std::regex(R"(\{\s*"ok"\s*:\s*(true|false)\s*\})"))) << a;
+
+  // A bad format is one error line and keeps the one before.
+  const size_t failed = s.failed_count();
+  EXPECT_EQ(s.execute(":format regex (ab"), o::failed);
+  EXPECT_EQ(s.failed_count(), failed + 1);
+  EXPECT_NE(err_.str().find("error: "), std::string::npos);
+  out_.str("");
+  EXPECT_EQ(s.execute(":format"), o::ok);
+  EXPECT_EQ(out_.str().rfind("answers: JSON of the schema", 0), 0u) << out_.str();
+
+  ASSERT_TRUE(cfg_.set("temperature", "0"));
+  EXPECT_EQ(s.execute(":format off"), o::ok);
+  EXPECT_EQ(s.execute("Say hello in three words."), o::ok) << err_.str();
+  a = s.conversation().back().content;
+  EXPECT_FALSE(a.empty());
+  EXPECT_NE(a.front(), '{') << "plain text again: " << a;
+}
+
 TEST_F(console_session_test, interrupt_cancels_the_generation_only) {
   int polls = 0;
   console_options o;

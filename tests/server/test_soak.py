@@ -7,11 +7,14 @@ draft plugin is reloaded, a telemetry drill plays. Checked from its JSON: every 
 several times with requests in flight; no request was lost (every finished one has the tokens of
 an undisturbed greedy run, none hung, none failed without a clear error); after the drain no
 request runs, every KV block is back, no HTTP connection is open and no file descriptor leaked;
-the prefill node's process is gone. A bad flag is refused before anything starts."""
+the prefill node's process is gone. A soak stopped with SIGTERM takes its prefill node along. A bad
+flag is refused before anything starts."""
 import json
 import os
+import signal
 import subprocess
 import tempfile
+import time
 import unittest
 
 FLYWHEEL = os.environ.get("FW_FLYWHEEL", "build/tools/flywheel")
@@ -69,6 +72,34 @@ class Soak(unittest.TestCase):
         left = subprocess.run(["pgrep", "-f", os.path.join(d, "prefill_node.toml")], capture_output=True,
                               text=True).stdout.split()
         self.assertEqual(left, [], "the prefill node outlived the soak")
+
+    def test_a_soak_stopped_with_sigterm_takes_its_prefill_node_along(self):
+        d = tempfile.mkdtemp(prefix="fw_soak_term_")
+        log_path = os.path.join(d, "stderr.log")
+        node_conf = os.path.join(d, "prefill_node.toml")
+        with open(log_path, "w") as log:
+            p = subprocess.Popen([FLYWHEEL, "bench", "soak", "--duration", "60", "--work-dir", d,
+                                  "--out", os.path.join(d, "soak.json")], stdout=subprocess.DEVNULL, stderr=log, cwd=SRC)
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline and p.poll() is None:
+                with open(log_path) as f:
+                    if "soak: the reference run" in f.read():  # the node is up and connected
+                        break
+                time.sleep(0.2)
+            node = subprocess.run(["pgrep", "-f", node_conf], capture_output=True, text=True).stdout.split()
+            self.assertEqual(len(node), 1, open(log_path).read()[-2000:])
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.wait(timeout=30), -signal.SIGTERM)
+            deadline = time.time() + 10
+            while time.time() < deadline and subprocess.run(["pgrep", "-f", node_conf]).returncode == 0:
+                time.sleep(0.1)
+            left = subprocess.run(["pgrep", "-f", node_conf], capture_output=True, text=True).stdout.split()
+            self.assertEqual(left, [], "the prefill node outlived a soak stopped with SIGTERM")
+        finally:
+            if p.poll() is None:
+                p.kill()
+            subprocess.run(["pkill", "-9", "-f", node_conf])
 
     def test_bad_flags_are_refused_before_anything_starts(self):
         for args, want in ((["--duration", "0"], "--duration"), (["--rate", "x"], "--rate"),

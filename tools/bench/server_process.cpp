@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <functional>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tools/bench/http_stream_client.hpp"
@@ -57,6 +60,32 @@ std::string self_executable() {
 
 namespace {
 
+/// The children started and not yet reaped, for the signal handler (lock-free, async-signal-safe
+/// to read). More than its slots at once are not tracked (no benchmark starts that many).
+std::array<std::atomic<pid_t>, 16> live_children{};
+static_assert(std::atomic<pid_t>::is_always_lock_free);
+
+void remember_child(pid_t pid) {
+  for (auto& c : live_children) {
+    pid_t none = 0;
+    if (c.compare_exchange_strong(none, pid)) return;
+  }
+}
+
+void forget_child(pid_t pid) {
+  for (auto& c : live_children) {
+    pid_t was = pid;
+    if (c.compare_exchange_strong(was, 0)) return;
+  }
+}
+
+void kill_children_then_die(int sig) {
+  for (auto& c : live_children)
+    if (const pid_t pid = c.load(); pid > 0) ::kill(pid, SIGKILL);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
 /// fork + exec of `exe args...` with stdout and stderr to log_path, stdin from /dev/null; -1 on
 /// failure. Everything the child needs is made before fork (no allocation between fork and exec).
 pid_t spawn_logged(const std::string& exe, const std::vector<std::string>& args, const std::string& log_path) {
@@ -64,6 +93,7 @@ pid_t spawn_logged(const std::string& exe, const std::vector<std::string>& args,
   for (const auto& a : args) argv.push_back(a.c_str());
   argv.push_back(nullptr);
   const pid_t pid = ::fork();
+  if (pid > 0) remember_child(pid);
   if (pid != 0) return pid;
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (log >= 0) {
@@ -108,7 +138,7 @@ expected<void> server_process::wait_ready(const std::string& what, double timeou
   while (std::chrono::steady_clock::now() < until) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+      forget_child(std::exchange(pid_, -1));
       return make_error(errc::io_error, what + " exited (" + exit_text(status) + ") before it was ready; its log " + log_ +
                                             ":\n" + tail_of(log_));
     }
@@ -125,7 +155,14 @@ void server_process::kill9() {
   ::kill(pid_, SIGKILL);
   int status = 0;
   ::waitpid(pid_, &status, 0);
-  pid_ = -1;
+  forget_child(std::exchange(pid_, -1));
+}
+
+void server_process::kill_children_on_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = kill_children_then_die;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
 expected<server_process> server_process::start(const std::string& exe, const std::string& config_path,
@@ -184,14 +221,14 @@ void server_process::stop(double grace_s) {
   int status = 0;
   while (std::chrono::steady_clock::now() < until) {
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+      forget_child(std::exchange(pid_, -1));
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ::kill(pid_, SIGKILL);
   ::waitpid(pid_, &status, 0);
-  pid_ = -1;
+  forget_child(std::exchange(pid_, -1));
 }
 
 }  // namespace fw::cli

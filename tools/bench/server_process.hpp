@@ -43,6 +43,10 @@ class server_process {
   void stop(double grace_s = 15);
   /// SIGKILL at once (a crash), reaped; idempotent.
   void kill9();
+  /// From now on SIGTERM, SIGINT and SIGHUP to this process first SIGKILL every child a
+  /// server_process started and has not reaped, then end it as the signal would (a soak stopped
+  /// with `kill` left its prefill node serving). Call before other handlers are installed.
+  static void kill_children_on_signals();
 
  private:
   server_process(pid_t pid, std::string url, std::string log) : pid_(pid), url_(std::move(url)), log_(std::move(log)) {}

@@ -40,6 +40,10 @@ const std::vector<console_command>& commands() {
       {command_id::gen, ":gen", "TEXT", "raw completion of TEXT (no chat template, not added to the conversation)"},
       {command_id::set, ":set", "KEY VALUE", "change a sampling or speculative setting, e.g. :set temperature 0"},
       {command_id::get, ":get", "[KEY]", "show a config value, or every sampling and speculative setting", true},
+      {command_id::format, ":format", "[off|json|schema S|grammar G|regex R|choice A|B]",
+       "shape the answers: a JSON object, JSON of a schema, a GBNF grammar's sentence, a regex match or one of the "
+       "choices (S, G: text or @FILE); alone: show it",
+       true},
       {command_id::stats, ":stats", "", "last turn's tokens, TTFT, TPOT and tokens/s; totals; runtime queues"},
       {command_id::metrics, ":metrics", "", "the runtime's metrics in Prometheus text format"},
       {command_id::kernels, ":kernels", "", "the kernel path of each weight type, with fallback warnings"},

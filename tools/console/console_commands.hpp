@@ -12,7 +12,7 @@
 namespace fw::console {
 
 enum class command_id {
-  help, reset, gen, set, get, stats, metrics, kernels, config, devices, health, drill, rollout,
+  help, reset, gen, set, get, format, stats, metrics, kernels, config, devices, health, drill, rollout,
   plugins, load, unload, reload, quit,
 };
 

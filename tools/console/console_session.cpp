@@ -101,6 +101,7 @@ console_session::outcome console_session::run_command(std::string_view name, std
     case command_id::gen: return cmd_gen(args);
     case command_id::set: return cmd_set(args);
     case command_id::get: return cmd_get(args);
+    case command_id::format: return cmd_format(args);
     case command_id::stats: return cmd_stats();
     case command_id::metrics: out_ << engine_.render_metrics(); break;
     case command_id::kernels: return cmd_kernels();
@@ -156,7 +157,8 @@ console_session::outcome console_session::cmd_gen(std::string_view text) {
 
 console_session::stream_result console_session::generate(std::vector<int32_t> prompt) {
   stream_result r;
-  const sampling_params params = sampling_params::from_section(cfg_.sampling);
+  sampling_params params = sampling_params::from_section(cfg_.sampling);
+  format_.apply(params);
   if (auto ok = params.validate(); !ok) {
     r.error = ok.err().message;
     return r;
@@ -220,6 +222,16 @@ console_session::stream_result console_session::generate(std::vector<int32_t> pr
 }
 
 // -- settings --
+
+console_session::outcome console_session::cmd_format(std::string_view args) {
+  if (!args.empty()) {
+    auto f = output_format::parse(args);
+    if (!f) return fail(f.err().message);
+    format_ = std::move(*f);
+  }
+  out_ << "answers: " << format_.description << "\n";
+  return outcome::ok;
+}
 
 console_session::outcome console_session::cmd_set(std::string_view args) {
   auto [key, value] = split_word(args);

@@ -25,6 +25,7 @@
 #include "runtime/config/config.hpp"
 #include "runtime/plugin/plugin_host.hpp"
 #include "tools/console/console_commands.hpp"
+#include "tools/console/output_format.hpp"
 #include "tools/console/turn_stats.hpp"
 
 namespace fw::console {
@@ -69,6 +70,7 @@ class console_session {
   outcome cmd_gen(std::string_view text);
   outcome cmd_set(std::string_view args);
   outcome cmd_get(std::string_view args);
+  outcome cmd_format(std::string_view args);
   outcome cmd_stats();
   outcome cmd_kernels();
   outcome cmd_devices();
@@ -86,6 +88,7 @@ class console_session {
   std::ostream& err_;
   console_options options_;
   std::vector<chat_message> conversation_;
+  output_format format_;  ///< :format, applied to every turn
   turn_stats stats_;
   size_t failed_ = 0;
 };

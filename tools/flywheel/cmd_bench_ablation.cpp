@@ -97,6 +97,7 @@ int cmd_bench_ablation(int argc, char** argv) {
   o.peers = args.list("peer");
   o.cache_dir = args.str("cache-dir");
   o.out_dir = args.str("out");
+  server_process::kill_children_on_signals();  // stopped with `kill`: its servers go too
   auto r = run_ablation(o);
   if (!r) {
     std::fprintf(stderr, "bench ablation: %s\n", r.err().what().c_str());

@@ -69,6 +69,7 @@ int cmd_bench_soak(int argc, char** argv) {
   o.work_dir = args.str("work-dir");
   if (args.has("faults") && args.str("faults") != "none") o.faults = args.list("faults");
   if (args.has("faults") && args.str("faults") == "none") o.faults = {"none"};
+  server_process::kill_children_on_signals();  // a soak stopped with `kill` takes its prefill node along
   auto r = run_soak(o, [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
