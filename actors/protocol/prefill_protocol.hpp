@@ -22,7 +22,8 @@ namespace fw {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, prefill_job& x) {
-  return f(caf::meta::type_name("fw::actors::prefill_job"), x.id, x.tokens, x.kv, x.chunk, x.prompt_logprobs, x.next_token);
+  return f(caf::meta::type_name("fw::actors::prefill_job"), x.id, x.tokens, x.kv, x.chunk, x.prompt_logprobs, x.next_token,
+           x.cached);
 }
 
 template <class Inspector>

@@ -7,10 +7,10 @@ namespace fw {
 
 peer_pick choose_peer(std::span<const peer_view> peers, uint32_t tokens, uint32_t cached, uint32_t min_remote,
                       double deadline_s) {
-  if (cached > 0) return {-1, "its prefix is cached here"};
   if (tokens == 0 || tokens < min_remote) return {-1, "shorter than [node] min_remote_tokens"};
+  if (cached > tokens) return {-1, "most of it is cached here"};
   auto finish_s = [&](const peer_view& p) {
-    return p.tokens_per_s > 0 ? static_cast<double>(p.queued_tokens + tokens) / p.tokens_per_s : 0.0;
+    return p.tokens_per_s > 0 ? static_cast<double>(p.queued_tokens + cached + tokens) / p.tokens_per_s : 0.0;
   };
   int best = -1;
   for (int i = 0; i < static_cast<int>(peers.size()); ++i) {

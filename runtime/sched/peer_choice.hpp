@@ -22,11 +22,14 @@ struct peer_pick {
   std::string reason;  ///< why locally ("" when remote)
 };
 
-/// A prompt of `tokens` new tokens, `cached` of them already in the local KV (a prefix-cache hit:
-/// the remote node cannot see them, so the prompt stays local), goes to the connected peer that
-/// is expected to finish it first (its queued tokens and this prompt at its measured rate; then
-/// the fewest in flight, then the least used); locally when it is shorter than min_remote, no
-/// peer is up, or even that peer would finish it past deadline_s (it would fail over anyway).
+/// A prompt of `tokens` new tokens after `cached` ones already in the local KV (a prefix-cache
+/// hit, which a peer cannot see: it is given the prompt whole, its own prefix cache serving the
+/// shared part) goes to the connected peer that is expected to finish it first (its queued tokens
+/// and this prompt at its measured rate; then the fewest in flight, then the least used); locally
+/// when its new tokens are fewer than min_remote, when most of it is cached here (more cached
+/// tokens than new ones: a conversation's next turn, cheaper to finish here than to stream back
+/// whole), when no peer is up, or when even that peer would finish it past deadline_s (it would
+/// fail over anyway).
 peer_pick choose_peer(std::span<const peer_view> peers, uint32_t tokens, uint32_t cached, uint32_t min_remote,
                       double deadline_s = 1e300);
 

@@ -144,6 +144,7 @@ bool scheduler::scores_prompt(uint64_t id) const {
 
 prefill_job scheduler::prefill_for(uint64_t id, const std::vector<int32_t>& history, uint32_t reused, kv_handle kv) {
   prefill_job job{id, std::vector<int32_t>(history.begin() + reused, history.end()), std::move(kv)};
+  job.cached.assign(history.begin(), history.begin() + reused);
   if (scores_prompt(id)) {  // the history is the prompt but its last token, the first decode step's input
     auto& held = requests_.at(id);
     job.prompt_logprobs = held.req.params.prompt_logprobs;

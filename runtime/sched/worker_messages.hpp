@@ -33,6 +33,9 @@ struct prefill_job {
   /// many alternatives; the last row's next token is next_token (< 0: the last row is not scored).
   int32_t prompt_logprobs = -1;
   int32_t next_token = -1;
+  /// The tokens already in kv (a prefix-cache hit), so that a prefill node, which cannot see this
+  /// node's cache, can be given the prompt whole.
+  std::vector<int32_t> cached;
 };
 
 struct prefill_done {

@@ -62,6 +62,40 @@ TEST_F(node_link_test, the_prefill_node_prefills_and_the_tokens_equal_one_node) 
   EXPECT_NE(text.find("peer=\"127.0.0.1:" + std::to_string(node->port()) + "\"} 8"), std::string::npos);
 }
 
+TEST_F(node_link_test, a_prompt_with_a_cached_prefix_goes_to_the_prefill_node_whole_unless_mostly_cached) {
+  // A shared 64-token beginning (a system prompt), then: a first prompt, one with a long new
+  // part (the node prefills it whole although its beginning is cached here) and one with a
+  // short new part (mostly cached: finished here).
+  const std::vector<int32_t> base = prompt_of(5);
+  const std::vector<int32_t> head(base.begin(), base.begin() + 64);
+  auto with_tail = [&](size_t n, int32_t salt) {
+    std::vector<int32_t> p = head;
+    for (size_t j = 0; j < n; ++j) p.push_back(static_cast<int32_t>(3 + (salt * 31 + j * 7) % 250));
+    return p;
+  };
+  const std::vector<std::vector<int32_t>> ps{with_tail(40, 1), with_tail(80, 2), with_tail(10, 3)};
+  std::vector<std::vector<int32_t>> want;
+  {
+    auto one = start_engine({});
+    for (const auto& p : ps) want.push_back(run_all(*one, {p})[0]);
+  }
+  auto node = start_node();
+  ASSERT_TRUE(node);
+  auto e = start_engine({node->port()}, 3.0, nullptr, {}, 1, {}, 64);
+  ASSERT_TRUE(wait_peer(*e, "connected"));
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(run_all(*e, {ps[i]})[0], want[i]) << "prompt " << i;
+  const auto s = e->stats();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->prefix_cache_hits, 2u) << "the second and third prompts found the shared beginning cached";
+  const auto p = e->peers();
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].prefills, 2u) << "the first prompt, and the second whole";
+  EXPECT_EQ(p[0].failovers, 0u);
+  EXPECT_EQ(e->local_prefills(), 1u) << "the third, mostly cached";
+  EXPECT_EQ(node->counters().prefills.load(), 2u);
+  expect_pools_empty(*e);
+}
+
 TEST_F(node_link_test, two_prefill_nodes_share_the_prompts) {
   auto a = start_node(), b = start_node();
   ASSERT_TRUE(a && b);
@@ -409,8 +443,12 @@ TEST_F(node_link_test, a_replayed_handshake_a_forged_proof_and_unsealed_or_repla
 TEST(peer_choice, the_least_loaded_connected_peer_or_local_with_a_reason) {
   std::vector<peer_view> v{{true, 2, 0}, {false, 0, 0}, {true, 1, 9}, {true, 1, 3}};
   EXPECT_EQ(choose_peer(v, 100, 0, 1).peer, 3);  // fewest in flight, then least served
-  EXPECT_EQ(choose_peer(v, 100, 16, 1).peer, -1);
-  EXPECT_NE(choose_peer(v, 100, 16, 1).reason.find("cached"), std::string::npos);
+  // A cached prefix goes along (the peer prefills the prompt whole) unless most of it is cached.
+  EXPECT_EQ(choose_peer(v, 100, 16, 1).peer, 3);
+  EXPECT_EQ(choose_peer(v, 100, 100, 1).peer, 3);
+  EXPECT_EQ(choose_peer(v, 100, 101, 1).peer, -1);
+  EXPECT_NE(choose_peer(v, 100, 101, 1).reason.find("cached"), std::string::npos);
+  EXPECT_EQ(choose_peer(v, 3, 16, 4).peer, -1) << "min_remote counts the new tokens";
   EXPECT_EQ(choose_peer(v, 3, 0, 4).peer, -1);
   EXPECT_EQ(choose_peer(v, 0, 0, 0).peer, -1);
   std::vector<peer_view> down{{false, 0, 0}};
@@ -426,6 +464,9 @@ TEST(peer_choice, the_peer_expected_to_finish_first_and_local_when_all_would_mis
   const auto late = choose_peer(v, 3000, 0, 1, 4.0);
   EXPECT_EQ(late.peer, -1);
   EXPECT_NE(late.reason.find("deadline"), std::string::npos);
+  // The peer computes the cached tokens too: 500 new after 500 cached take peer 1 2.0 s, not 1.0.
+  EXPECT_EQ(choose_peer(v, 500, 500, 1, 2.5).peer, 1);
+  EXPECT_EQ(choose_peer(v, 500, 500, 1, 1.5).peer, -1);
   std::vector<peer_view> unmeasured{{true, 9, 0, 100000, 0}};
   EXPECT_EQ(choose_peer(unmeasured, 3000, 0, 1, 0.1).peer, 0);  // no rate yet: no estimate
 }

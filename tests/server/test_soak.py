@@ -1,6 +1,6 @@
 """`flywheel bench soak` through the real binary, CI-sized (label: server): the shipped
 customer-service workload through the real server (a decode node in the soak's process, its
-prefill node a child process) for 100 s (a request a second) while a fault is injected about every 0.7 s: the decode,
+prefill node a child process) for 60 s (a request a second) while a fault is injected about every 0.7 s: the decode,
 prefill and draft workers die, a sequence's KV fails to grow, a KV stream is damaged in transit,
 the prefill node is killed with SIGKILL and restarted on its port, clients leave mid-stream, the
 draft plugin is reloaded, a telemetry drill plays. Checked from its JSON: every kind was injected
@@ -25,13 +25,13 @@ class Soak(unittest.TestCase):
     def test_every_fault_kind_under_load_loses_nothing_and_leaks_nothing(self):
         d = tempfile.mkdtemp(prefix="fw_soak_")
         out = os.path.join(d, "soak.json")
-        # Resident memory is judged by the 10-minute run (README); 100 s is too short for a warm-up.
+        # Resident memory is judged by the 10-minute run (README); 60 s is too short for a warm-up.
         # One request a second: below what the faults leave of a 2-core AVX2 host's capacity (at 2/s
         # a Zen 3 host fell behind: requests took 48 s at the median, the slowest 123 s with a retry,
         # and a busier host ran past the hang bound). ctest runs it alone (RUN_SERIAL). Alone at 1/s
         # this host's slowest took 50-89 s from arrival to end (retries included): an attempt is hung
         # after 180 s, not the 120 s default, for a slower shared CI host.
-        p = subprocess.run([FLYWHEEL, "bench", "soak", "--duration", "100", "--rate", "1", "--fault-every", "0.7",
+        p = subprocess.run([FLYWHEEL, "bench", "soak", "--duration", "60", "--rate", "1", "--fault-every", "0.7",
                             "--seed", "7", "--rss-bound", "10", "--hang-s", "180", "--work-dir", d, "--out", out],
                            capture_output=True, text=True, timeout=560, cwd=SRC)
         print(p.stdout[-2500:])  # the soak's table, in ctest's log
@@ -48,7 +48,7 @@ class Soak(unittest.TestCase):
         self.assertEqual(r["verdict"], "pass", digest)
         self.assertEqual(p.returncode, 0, digest)
         q = r["requests"]
-        self.assertGreaterEqual(q["total"], 65, digest)  # Poisson, 100 expected
+        self.assertGreaterEqual(q["total"], 40, digest)  # Poisson, 60 expected
         self.assertEqual(q["lost"], 0, digest)
         self.assertEqual(q["changed"], 0, digest)
         self.assertEqual(q["failed"], 0, digest)

@@ -56,8 +56,9 @@ class node_link_fixture : public ::testing::Test {
   static std::unique_ptr<engine> start_engine(std::vector<uint16_t> ports, double deadline_s = 3.0,
                                               std::shared_ptr<const engine_faults> faults = nullptr,
                                               std::string secret = {}, uint32_t min_remote_tokens = 1,
-                                              link_tls tls = {}) {
+                                              link_tls tls = {}, uint32_t prefix_cache_blocks = 0) {
     engine_limits lim;
+    lim.prefix_cache_blocks = prefix_cache_blocks;
     lim.n_ctx = 256;
     lim.prefill_chunk = 16;
     for (uint16_t p : ports) lim.nodes.peers.push_back(node_address{"127.0.0.1", p});
