@@ -44,20 +44,23 @@ class link_logic {
     for (const auto& p : st().peers)
       views.push_back({p.state == "connected", p.report.in_flight, p.report.prefills, p.queued_tokens, p.tokens_per_s});
     // The deadline counts the round trip too: keep a fifth of it for the network and the decode.
-    // A prefix cached here goes too, as the tokens it stands for (a slice of a prompt, whose KV so
-    // far is not a cached prefix, stays here).
+    // A prefix cached here goes too, as the tokens it stands for; KV that is not a cached prefix
+    // (none reaches here today: the decode role does not slice prompts) keeps the prompt here.
+    // A prompt being scored stays here too: a prefill node returns KV, not logprobs.
     const bool whole = job.kv.n_tokens == job.cached.size();
-    const peer_pick pick = whole ? choose_peer(views, static_cast<uint32_t>(job.tokens.size()), job.kv.n_tokens,
-                                               lim_.min_remote_tokens, 0.8 * lim_.deadline_s)
-                                 : peer_pick{-1, "a part of a prompt"};
+    const peer_pick pick = job.prompt_logprobs >= 0 ? peer_pick{-1, "its prompt is scored"}
+                           : whole ? choose_peer(views, static_cast<uint32_t>(job.tokens.size()), job.kv.n_tokens,
+                                                 lim_.min_remote_tokens, 0.8 * lim_.deadline_s)
+                                   : peer_pick{-1, "its KV so far is not a cached prefix"};
     if (pick.peer < 0) {
       ++st().local_prefills;
       publish();
       return self_->delegate(st().local, prefill_atom::value, std::move(job));
     }
     if (job.kv.n_tokens > 0) {
-      // The peer prefills it whole and streams all of it: the cached copy's rows count for nothing
-      // (its blocks stay, for the stream to fill), and a fail-over prefills it whole here.
+      // The peer prefills it whole (it has no prefix cache: the shared part is computed again
+      // there) and streams all of it: the cached copy's rows count for nothing (its blocks stay,
+      // for the stream to fill), and a fail-over prefills it whole here.
       job.tokens.insert(job.tokens.begin(), job.cached.begin(), job.cached.end());
       job.cached.clear();
       (void)ctx_->device()->kv_pool().set_length(job.kv, 0);

@@ -3,7 +3,8 @@
 // of the prefill nodes (runtime/sched/peer_choice: the connected one with the fewest in
 // flight), receives the KV stream in chunks and decodes it (kv_codec) into the request's
 // reservation in the decode pool. A prompt goes to its linked local prefill worker instead when
-// no peer is connected, it is short, or its prefix is cached here; and it is redone there when
+// no peer is connected, its new part is short or mostly cached here (runtime/sched/peer_choice),
+// or its prompt is scored; a cached prefix otherwise goes along, the prompt whole; and it is redone there when
 // its peer dies, is unreachable, misses [node] deadline_ms, or sends a stream kv_codec refuses:
 // no request is lost. Each peer: connect (async, through the middleman), handshake (hello:
 // refused on a mismatch, with both sides named; with [node] secret_file both sides prove the

@@ -23,8 +23,8 @@ struct peer_pick {
 };
 
 /// A prompt of `tokens` new tokens after `cached` ones already in the local KV (a prefix-cache
-/// hit, which a peer cannot see: it is given the prompt whole, its own prefix cache serving the
-/// shared part) goes to the connected peer that is expected to finish it first (its queued tokens
+/// hit, which a peer cannot see: it is given the prompt whole and computes the cached part again)
+/// goes to the connected peer that is expected to finish it first (its queued tokens
 /// and this prompt at its measured rate; then the fewest in flight, then the least used); locally
 /// when its new tokens are fewer than min_remote, when most of it is cached here (more cached
 /// tokens than new ones: a conversation's next turn, cheaper to finish here than to stream back

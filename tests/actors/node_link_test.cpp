@@ -94,6 +94,17 @@ TEST_F(node_link_test, a_prompt_with_a_cached_prefix_goes_to_the_prefill_node_wh
   EXPECT_EQ(e->local_prefills(), 1u) << "the third, mostly cached";
   EXPECT_EQ(node->counters().prefills.load(), 2u);
   expect_pools_empty(*e);
+
+  // The same when every stream arrives damaged: the prompt sent whole is prefilled whole here
+  // (not after the cached rows it no longer holds), the tokens unchanged.
+  auto faults = std::make_shared<engine_faults>();
+  faults->damage_kv_stream = [](uint64_t, std::vector<std::byte>& s) { s[s.size() / 2] ^= std::byte{0x40}; };
+  auto d = start_engine({node->port()}, 3.0, faults, {}, 1, {}, 64);
+  ASSERT_TRUE(wait_peer(*d, "connected"));
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(run_all(*d, {ps[i]})[0], want[i]) << "prompt " << i << ", failed over";
+  EXPECT_EQ(d->peers()[0].failovers, 2u);
+  EXPECT_EQ(d->local_prefills(), 3u);
+  expect_pools_empty(*d);
 }
 
 TEST_F(node_link_test, two_prefill_nodes_share_the_prompts) {

@@ -10,11 +10,14 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 namespace fw::console {
 namespace {
 
 std::string temp_file(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("fw_output_format_" + name);
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("fw_output_format_" + std::to_string(::getpid()) + "_" + name);
   std::ofstream(path, std::ios::binary) << text;
   return path.string();
 }
@@ -67,7 +70,8 @@ TEST(output_format_test, what_the_engine_would_refuse_is_refused_with_the_reason
       {"regex", "needs the expression"},
       {"regex (ab", "regex"},
       {"choice yes", "two or more choices"},
-      {"choice yes||no", "1 to 4096 bytes"},
+      {"choice yes||no", "an empty choice"},
+      {"choice yes|", "an empty choice"},
   };
   for (const auto& [args, want] : bad) {
     auto f = output_format::parse(args);

@@ -153,16 +153,20 @@ expected<void> server_process::wait_ready(const std::string& what, double timeou
 void server_process::kill9() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGKILL);
+  forget_child(pid_);  // before the wait: a reaped pid may be reused
   int status = 0;
-  ::waitpid(pid_, &status, 0);
-  forget_child(std::exchange(pid_, -1));
+  ::waitpid(std::exchange(pid_, -1), &status, 0);
 }
 
 void server_process::kill_children_on_signals() {
   struct sigaction sa {};
   sa.sa_handler = kill_children_then_die;
   sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    struct sigaction was {};
+    if (sigaction(sig, nullptr, &was) == 0 && was.sa_handler == SIG_IGN) continue;  // nohup, a background job
+    sigaction(sig, &sa, nullptr);
+  }
 }
 
 expected<server_process> server_process::start(const std::string& exe, const std::string& config_path,

@@ -43,7 +43,7 @@ class server_process {
   void stop(double grace_s = 15);
   /// SIGKILL at once (a crash), reaped; idempotent.
   void kill9();
-  /// From now on SIGTERM, SIGINT and SIGHUP to this process first SIGKILL every child a
+  /// From now on SIGTERM, SIGINT and SIGHUP (those not ignored) to this process first SIGKILL every child a
   /// server_process started and has not reaped, then end it as the signal would (a soak stopped
   /// with `kill` left its prefill node serving). Call before other handlers are installed.
   static void kill_children_on_signals();

@@ -1,5 +1,6 @@
 #include "tools/console/output_format.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -26,10 +27,12 @@ expected<std::string> text_or_file(std::string_view what, std::string_view arg) 
 }
 
 std::string shorten(std::string_view s) {
-  std::string out(s.substr(0, 60));
+  size_t cut = std::min<size_t>(s.size(), 60);
+  while (cut > 0 && cut < s.size() && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole UTF-8 characters
+  std::string out(s.substr(0, cut));
   for (char& c : out)
     if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  return s.size() > 60 ? out + "..." : out;
+  return cut < s.size() ? out + "..." : out;
 }
 
 }  // namespace
@@ -67,6 +70,8 @@ expected<output_format> output_format::parse(std::string_view args) {
     }
     if (rest.empty() || f.constraint.choices.size() < 2)
       return make_error(errc::invalid_argument, ":format choice needs two or more choices, separated by |");
+    for (const auto& c : f.constraint.choices)
+      if (c.empty()) return make_error(errc::invalid_argument, ":format choice: an empty choice (two | in a row, or one at an end)");
     f.description = "one of " + std::to_string(f.constraint.choices.size()) + " choices: " + shorten(rest);
   } else {
     return make_error(errc::invalid_argument, "usage: :format off|json|schema TEXT|@FILE|grammar TEXT|@FILE|regex RE|"

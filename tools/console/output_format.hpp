@@ -2,8 +2,8 @@
 // JSON object (JSON mode), a JSON schema, a GBNF grammar, a regex, or exactly one of several
 // choices, the same constraints the server's response_format / guided_* fields and `generate
 // --json-schema / --grammar` give. Parsed from the command's arguments (a schema or grammar as
-// text or @FILE), checked at once (schemas, regexes and grammars compiled: an error names the
-// line and column), and applied to each turn's sampling parameters.
+// text or @FILE), checked at once (schemas, regexes and grammars compiled: an error says where,
+// as the engine's does), and applied to each turn's sampling parameters.
 // Thread-safety: a value type.
 #pragma once
 
