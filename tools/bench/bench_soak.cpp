@@ -27,6 +27,7 @@
 #include "runtime/config/config.hpp"
 #include "runtime/setup/runtime_parts.hpp"
 #include "tools/bench/http_stream_client.hpp"
+#include "tools/bench/percentile.hpp"
 #include "tools/bench/server_process.hpp"
 #include "tools/bench/soak_schedule.hpp"
 #include "tools/bench/workload_file.hpp"
@@ -633,10 +634,8 @@ expected<json> run_soak(const soak_options& o, const std::function<void(const st
     std::vector<double> took;
     for (const auto& rec : records)
       if (rec.end_s >= 0) took.push_back(rec.end_s - rec.start_s);
-    std::sort(took.begin(), took.end());
-    const auto at = [&](double q) { return took.empty() ? 0.0 : took[static_cast<size_t>(q * (took.size() - 1))]; };
-    r["requests"]["seconds_p50"] = at(0.5);
-    r["requests"]["seconds_max"] = at(1.0);
+    r["requests"]["seconds_p50"] = percentile(took, 0.5);
+    r["requests"]["seconds_max"] = percentile(took, 1.0);
     r["requests"]["hang_bound_s"] = o.hang_s;
   }
   json examples = json::array();

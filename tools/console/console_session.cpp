@@ -1,5 +1,7 @@
 #include "tools/console/console_session.hpp"
 
+#include "tools/console/words.hpp"
+
 #include "tools/console/format_line.hpp"
 #include "tools/console/health_report.hpp"
 #include "runtime/supervise/telemetry_trace.hpp"
@@ -21,20 +23,6 @@ namespace fw::console {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string_view trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  const size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-/// Splits "word rest..." at the first blank; rest is trimmed.
-std::pair<std::string_view, std::string_view> split_word(std::string_view s) {
-  const size_t sp = s.find_first_of(" \t");
-  if (sp == std::string_view::npos) return {s, {}};
-  return {s.substr(0, sp), trim(s.substr(sp))};
-}
 
 /// The "section.key" a bare key names when exactly one key has that name; else key as given.
 std::string qualify(std::string_view key) {

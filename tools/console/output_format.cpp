@@ -1,18 +1,13 @@
 #include "tools/console/output_format.hpp"
 
+#include "tools/console/words.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <iterator>
 
 namespace fw::console {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t");
-  if (b == std::string_view::npos) return {};
-  const size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
 
 /// TEXT, or the contents of FILE for @FILE.
 expected<std::string> text_or_file(std::string_view what, std::string_view arg) {
@@ -38,10 +33,7 @@ std::string shorten(std::string_view s) {
 }  // namespace
 
 expected<output_format> output_format::parse(std::string_view args) {
-  args = trim(args);
-  const size_t space = args.find_first_of(" \t");
-  const std::string_view kind = args.substr(0, space);
-  const std::string_view rest = space == std::string_view::npos ? std::string_view() : trim(args.substr(space));
+  const auto [kind, rest] = split_word(trim(args));
   output_format f;
   if (kind == "off" || kind == "text") {
     if (!rest.empty()) return make_error(errc::invalid_argument, ":format off takes nothing after it");
